@@ -1,0 +1,14 @@
+"""bytepair: train, encode and convert byte-pair-encoding tokenizers — exact and fast.
+
+>>> import bytepair
+>>> tok = bytepair.train_from_iterator(["hello hello world"], 260, progress=False)
+>>> tok.decode(tok.encode("hello world"))
+'hello world'
+"""
+
+from bytepair.patterns import PATTERNS
+from bytepair.tokenizer import Tokenizer
+from bytepair.training import TrainingStats, train, train_bpe, train_from_iterator
+
+__all__ = ["PATTERNS", "Tokenizer", "TrainingStats", "train", "train_bpe", "train_from_iterator"]
+__version__ = "0.1.0"

@@ -1,0 +1,46 @@
+"""Pre-tokenization patterns: the regexes that split text into pieces before BPE.
+
+Pieces are never merged across, so the pattern decides what a token can be: with
+`gpt2`, " the" can become a token but "the cat" cannot.
+
+The strings are exactly tiktoken's (`tiktoken_ext/openai_public.py`), so a tokenizer
+trained here with `pattern="cl100k"` pre-tokenizes exactly like GPT-4's.
+"""
+
+from __future__ import annotations
+
+from bytepair._core import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
+
+#: Built-in patterns by name. ``gpt2`` is also r50k_base and p50k_base's pattern.
+PATTERNS: dict[str, str] = {
+    "gpt2": GPT2_PATTERN,
+    "cl100k": CL100K_PATTERN,
+    "o200k": O200K_PATTERN,
+}
+
+
+def resolve_pattern(pattern: str | None) -> str | None:
+    """Turns a pattern name into its regex; other strings are taken as a custom regex.
+
+    >>> resolve_pattern("gpt2") == GPT2_PATTERN
+    True
+    >>> resolve_pattern(None) is None   # no pre-tokenization (minbpe's BasicTokenizer)
+    True
+    """
+    if pattern is None:
+        return None
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a name, a regex string or None, not {type(pattern).__name__}")
+    if pattern.lower() == "none":
+        return None
+    return PATTERNS.get(pattern.lower(), pattern)
+
+
+def pattern_name(pattern: str | None) -> str:
+    """The short name of a pattern for display: ``gpt2``, ``none`` or ``custom``."""
+    if pattern is None:
+        return "none"
+    for name, regex in PATTERNS.items():
+        if regex == pattern:
+            return name
+    return "custom"

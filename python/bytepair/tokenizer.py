@@ -1,0 +1,308 @@
+"""The Tokenizer: encode text to token ids and decode them back.
+
+A tokenizer is data — a vocabulary (id -> bytes), ordered merges, special tokens and
+a pre-tokenization pattern — plus a compiled encoder built from that data. The
+methods follow tiktoken's names and its safe default for special tokens.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Iterator
+from typing import AbstractSet, Literal
+
+from bytepair import _core
+from bytepair.formats import atomic_write, dump_bytepair, load_bytepair, read_gpt2_files
+from bytepair.patterns import pattern_name, resolve_pattern
+
+AllowedSpecial = Literal["all"] | AbstractSet[str]
+DisallowedSpecial = Literal["all"] | Collection[str]
+
+
+def _without_surrogates(text: str) -> str:
+    # Lone surrogates cannot be UTF-8 encoded; replace them with U+FFFD (as tiktoken does).
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer.
+
+    ``Tokenizer(vocab, merges, special_tokens=None, pattern="gpt2")`` takes any
+    vocabulary ``{id: bytes}`` (ids need not equal merge ranks; all 256 single bytes
+    must be there) and the merges in order, as pairs of bytes — the CS336 form.
+    ``special_tokens`` is a list of strings (each gets its id in ``vocab`` if its bytes
+    are there, else the next free id) or a dict ``{token: id}``.
+
+    >>> tok = Tokenizer.load("examples/tinystories.bytepair")   # doctest: +SKIP
+    >>> tok.encode("Once upon a time")                          # doctest: +SKIP
+    [...]
+    """
+
+    def __init__(
+        self,
+        vocab: dict[int, bytes],
+        merges: list[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] | dict[str, int] | None = None,
+        pattern: str | None = "gpt2",
+    ) -> None:
+        self._vocab = {int(i): bytes(t) for i, t in vocab.items()}
+        self._merges = [(bytes(a), bytes(b)) for a, b in merges]
+        self._pattern = resolve_pattern(pattern)
+        self._special_tokens = self._assign_special_ids(special_tokens)
+        special_ids = set(self._special_tokens.values())
+        # Lowest id wins when bytes repeat (training can make the same bytes twice).
+        ids_of: dict[bytes, int] = {}
+        for i in sorted(self._vocab, reverse=True):
+            if i not in special_ids:
+                ids_of[self._vocab[i]] = i
+        merge_ids = []
+        for n, (a, b) in enumerate(self._merges):
+            try:
+                merge_ids.append((ids_of[a], ids_of[b], ids_of[a + b]))
+            except KeyError as e:
+                raise ValueError(
+                    f"merge #{n} ({a!r}, {b!r}) uses {e.args[0]!r}, which is not in the vocabulary"
+                ) from None
+        ordinary = {i: t for i, t in self._vocab.items() if i not in special_ids}
+        self._core = _core.Encoder(ordinary, merge_ids, self._special_tokens, self._pattern)
+
+    def _assign_special_ids(self, special_tokens) -> dict[str, int]:
+        if special_tokens is None:
+            return {}
+        if isinstance(special_tokens, dict):
+            specials = {str(t): int(i) for t, i in special_tokens.items()}
+            for t, i in specials.items():
+                if self._vocab.setdefault(i, t.encode("utf-8")) != t.encode("utf-8"):
+                    raise ValueError(f"special token {t!r} has id {i}, which the vocabulary gives to "
+                                     f"{self._vocab[i]!r}")
+            return specials
+        if isinstance(special_tokens, str):
+            raise TypeError("special_tokens must be a list of strings, not a single string")
+        specials = {}
+        by_bytes = {t: i for i, t in sorted(self._vocab.items(), reverse=True)}
+        for t in dict.fromkeys(special_tokens):
+            i = by_bytes.get(t.encode("utf-8"))
+            if i is None:
+                i = max(self._vocab, default=-1) + 1
+                self._vocab[i] = t.encode("utf-8")
+            specials[t] = i
+        return specials
+
+    # -- construction from files and training ---------------------------------------
+
+    @classmethod
+    def from_files(
+        cls,
+        vocab_path: str | os.PathLike,
+        merges_path: str | os.PathLike,
+        special_tokens: Iterable[str] | dict[str, int] | None = None,
+        pattern: str | None = "gpt2",
+    ) -> Tokenizer:
+        """Loads GPT-2 style ``vocab.json`` + ``merges.txt`` (or ``encoder.json`` +
+        ``vocab.bpe``), tokens in GPT-2's byte-to-unicode notation."""
+        vocab, merges = read_gpt2_files(vocab_path, merges_path)
+        return cls(vocab, merges, special_tokens, pattern)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Tokenizer:
+        """Loads a tokenizer saved with :meth:`save`. Loading runs no code."""
+        doc = load_bytepair(path)
+        vocab = doc["vocab"]
+        if vocab is None:
+            vocab = _canonical_vocab(doc["merges"])
+        try:
+            return cls(vocab, doc["merges"], doc["special_tokens"], doc["pattern"])
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Writes the tokenizer as one human-readable JSON file (see ``bytepair.formats``)."""
+        ordinary = {i: t for i, t in self._vocab.items() if i not in self._special_ids}
+        vocab = None if ordinary == _canonical_vocab(self._merges) else ordinary
+        text = dump_bytepair(self._merges, self._special_tokens, self._pattern, vocab)
+        atomic_write(path, text.encode("utf-8"))
+
+    # -- properties -------------------------------------------------------------------
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """id -> bytes for every token, special tokens included (a copy)."""
+        return dict(self._vocab)
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """The merges in rank order, as pairs of bytes (a copy)."""
+        return list(self._merges)
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """Special token -> id (a copy)."""
+        return dict(self._special_tokens)
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        return set(self._special_tokens)
+
+    @property
+    def _special_ids(self) -> set[int]:
+        return set(self._special_tokens.values())
+
+    @property
+    def pattern(self) -> str | None:
+        """The pre-tokenization regex (None: no pre-tokenization)."""
+        return self._pattern
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of tokens, special tokens included."""
+        return len(self._vocab)
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id (tiktoken's meaning; usually ``vocab_size``)."""
+        return max(self._vocab, default=-1) + 1
+
+    def __repr__(self) -> str:
+        specials = ", ".join(list(self._special_tokens)[:3])
+        if len(self._special_tokens) > 3:
+            specials += ", ..."
+        return (
+            f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merges)} "
+            f"pattern={pattern_name(self._pattern)} special_tokens=[{specials}]>"
+        )
+
+    # -- encoding -----------------------------------------------------------------------
+
+    def _allowed(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial,
+                 text: str | None) -> list[str]:
+        """The special tokens to honour; raises if text holds a disallowed one."""
+        if allowed_special == "all":
+            allowed = set(self._special_tokens)
+        else:
+            allowed = set(allowed_special) & set(self._special_tokens)
+        if disallowed_special == "all":
+            disallowed = set(self._special_tokens) - allowed
+        else:
+            disallowed = set(disallowed_special)
+        if disallowed and text:
+            found = self._call(self._core.find_first, text, sorted(disallowed))
+            if found is not None:
+                raise ValueError(
+                    f"the text contains the special token {found!r}, which is not allowed here. "
+                    f"To encode it as a special token pass allowed_special={{{found!r}}} "
+                    f'(or allowed_special="all"); to encode it as ordinary text pass '
+                    f"disallowed_special=()."
+                )
+        return sorted(allowed)
+
+    @staticmethod
+    def _call(method, text: str, *args):
+        try:
+            return method(text, *args)
+        except UnicodeEncodeError:
+            return method(_without_surrogates(text), *args)
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[int]:
+        """Encodes text to token ids.
+
+        Special tokens are safe by default: text that spells a special token raises a
+        ValueError, because text from users should not be able to inject control
+        tokens. Pass ``allowed_special={"<|endoftext|>"}`` (or ``"all"``) to encode it as
+        the special token, or ``disallowed_special=()`` to encode it as plain text.
+
+        >>> tok.encode("hello <|endoftext|>", allowed_special="all")   # doctest: +SKIP
+        [31373, 220, 50256]
+        """
+        allowed = self._allowed(allowed_special, disallowed_special, text)
+        return self._call(self._core.encode, text, allowed)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encodes text with every special token treated as plain text."""
+        return self._call(self._core.encode_ordinary, text)
+
+    def encode_batch(
+        self,
+        texts: list[str],
+        *,
+        num_threads: int | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[list[int]]:
+        """Encodes many texts in parallel (the GIL is released); same ids as ``encode``."""
+        texts = list(texts)
+        allowed = None
+        for t in texts:
+            allowed = self._allowed(allowed_special, disallowed_special, t)
+        if allowed is None:
+            return []
+        threads = num_threads or os.cpu_count() or 1
+        try:
+            return self._core.encode_batch(texts, allowed, threads)
+        except UnicodeEncodeError:
+            return self._core.encode_batch([_without_surrogates(t) for t in texts], allowed, threads)
+
+    def encode_iterable(
+        self,
+        iterable: Iterable[str],
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> Iterator[int]:
+        """Yields the ids of ``"".join(iterable)`` lazily, holding only a small tail of
+        text between chunks — e.g. ``for i in tok.encode_iterable(open(path))``.
+
+        The ids equal ``encode("".join(iterable))`` even where a piece or a special
+        token straddles two chunks: text is encoded only once no later text can change
+        its pieces, and the rest is carried over to the next chunk.
+        """
+        carry = ""
+        for chunk in iterable:
+            if not chunk:
+                continue
+            carry += chunk
+            allowed = self._allowed(allowed_special, disallowed_special, carry)
+            ids, used = self._call(self._core.encode_prefix, carry, allowed, False)
+            yield from ids
+            carry = carry[used:]
+        allowed = self._allowed(allowed_special, disallowed_special, carry)
+        ids, _ = self._call(self._core.encode_prefix, carry, allowed, True)
+        yield from ids
+
+    # -- decoding ----------------------------------------------------------------------
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes of the tokens, joined. An unknown id raises KeyError naming it."""
+        if hasattr(ids, "tolist"):  # numpy arrays
+            ids = ids.tolist()
+        ids = list(ids)
+        try:
+            return self._core.decode_bytes(ids)
+        except OverflowError:
+            bad = next(i for i in ids if not 0 <= i < 2**32)
+            raise KeyError(f"unknown token id {bad}") from None
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """Decodes ids to text; invalid UTF-8 becomes U+FFFD unless ``errors`` says
+        otherwise (any of ``bytes.decode``'s: "strict", "ignore", ...)."""
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token."""
+        try:
+            return self._vocab[token]
+        except KeyError:
+            raise KeyError(f"unknown token id {token}") from None
+
+
+def _canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:
+    """The vocabulary implied by merges: bytes at 0-255, merge i at 256 + i."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    for n, (a, b) in enumerate(merges):
+        vocab[256 + n] = a + b
+    return vocab

@@ -1,0 +1,141 @@
+//! Where text may be cut so that the parts can be pre-tokenized independently.
+//!
+//! A cut at byte offset `c` is *safe* when pre-tokenizing `text[..c]` and `text[c..]`
+//! separately yields exactly the units of pre-tokenizing `text` whole. That is what
+//! lets training read a file in blocks and count the blocks on several threads
+//! while staying identical to a single pass over the whole file.
+//!
+//! Safe cuts:
+//! - either edge of a special token (special tokens are hard boundaries by definition);
+//! - for the three built-in GPT patterns only, right after a `\n` that follows a
+//!   printable ASCII byte (`!`..`~`) and precedes an ASCII letter or digit. Under
+//!   those patterns no piece can continue across that point: a letter or digit piece
+//!   never takes a newline as its prefix, the newline itself is matched alone or as
+//!   the tail of the punctuation piece before it, and nothing before it reads past
+//!   the letter/digit that follows. (Fuzzed against whole-text pre-tokenization in
+//!   the Python tests, for every built-in pattern.)
+//!
+//! Custom patterns and "no pattern" are cut at special tokens only.
+
+/// Is `c` a newline cut (see the module docs)? Needs `buf[c-2..=c]`.
+pub fn is_newline_cut(buf: &[u8], c: usize) -> bool {
+    c >= 2
+        && c < buf.len()
+        && buf[c - 1] == b'\n'
+        && (b'!'..=b'~').contains(&buf[c - 2])
+        && buf[c].is_ascii_alphanumeric()
+}
+
+/// The largest safe cut `c` with `lo < c <= hi`, if any.
+///
+/// `matches` are the special-token matches of `buf` (leftmost-longest, sorted), and
+/// `buf` must start at a safe cut. The caller keeps `hi` at least the longest special
+/// token's length before the end of the known text, so that every match up to `hi` is
+/// final.
+pub fn find_cut(
+    buf: &[u8],
+    lo: usize,
+    hi: usize,
+    matches: &[(usize, usize, usize)],
+    newline_cuts: bool,
+) -> Option<usize> {
+    if hi <= lo {
+        return None;
+    }
+    let mut best: Option<usize> = None;
+    // Special-token edges within (lo, hi].
+    let first = matches.partition_point(|m| m.1 <= lo);
+    for &(start, end, _) in &matches[first..] {
+        if start > hi {
+            break;
+        }
+        for edge in [start, end] {
+            if edge > lo && edge <= hi {
+                best = Some(best.map_or(edge, |b: usize| b.max(edge)));
+            }
+        }
+    }
+    if newline_cuts {
+        let floor = best.unwrap_or(lo);
+        let mut c = hi;
+        while c > floor {
+            if is_newline_cut(buf, c) && !inside_special(matches, c) {
+                return Some(c);
+            }
+            c -= 1;
+        }
+    }
+    best
+}
+
+/// Is `c` strictly inside one of the (sorted, non-overlapping) matches?
+fn inside_special(matches: &[(usize, usize, usize)], c: usize) -> bool {
+    let i = matches.partition_point(|m| m.1 <= c);
+    i < matches.len() && matches[i].0 < c
+}
+
+/// Splits `buf[..len]` into at most `parts` pieces at safe cuts near equal sizes.
+/// Returns the cut offsets, ending with `len`.
+pub fn split_evenly(
+    buf: &[u8],
+    len: usize,
+    parts: usize,
+    matches: &[(usize, usize, usize)],
+    newline_cuts: bool,
+) -> Vec<usize> {
+    let mut cuts = Vec::with_capacity(parts);
+    let mut prev = 0;
+    for i in 1..parts {
+        let target = len / parts * i;
+        if target <= prev {
+            continue;
+        }
+        if let Some(c) = find_cut(buf, prev, target, matches, newline_cuts) {
+            if c < len {
+                cuts.push(c);
+                prev = c;
+            }
+        }
+    }
+    cuts.push(len);
+    cuts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newline_cut_needs_printable_before_and_alphanumeric_after() {
+        assert!(is_newline_cut(b"a.\nb", 3));
+        assert!(!is_newline_cut(b"a \nb", 3)); // " \n" would merge into one piece
+        assert!(!is_newline_cut(b"a.\n/", 3)); // o200k: ".\n/" is one piece
+        assert!(!is_newline_cut(b"a.\n", 3)); // nothing known after
+    }
+
+    #[test]
+    fn cut_prefers_the_latest_safe_point() {
+        let buf = b"ab\ncd\nef<|x|>gh";
+        let matches = vec![(8, 13, 0)];
+        assert_eq!(find_cut(buf, 0, 7, &matches, true), Some(6));
+        assert_eq!(find_cut(buf, 0, 14, &matches, true), Some(13));
+        assert_eq!(find_cut(buf, 0, 7, &matches, false), None);
+        assert_eq!(find_cut(buf, 0, 10, &matches, false), Some(8));
+    }
+
+    #[test]
+    fn never_cuts_inside_a_special_token() {
+        let buf = b"x<|a\nb|>y";
+        let matches = vec![(1, 8, 0)];
+        assert_eq!(find_cut(buf, 0, 6, &matches, true), Some(1));
+    }
+
+    #[test]
+    fn split_evenly_ends_at_len() {
+        let buf = b"aa.\nbb.\ncc.\ndd";
+        let cuts = split_evenly(buf, buf.len(), 3, &[], true);
+        assert_eq!(*cuts.last().unwrap(), buf.len());
+        assert!(cuts.windows(2).all(|w| w[0] < w[1]));
+        assert!(cuts.len() > 1);
+    }
+}

@@ -1,0 +1,18 @@
+//! bytepair's compiled core: the hot loops of byte-pair encoding in plain Rust.
+//!
+//! - [`pretokenize`]: special tokens and the pre-tokenizer regex;
+//! - [`chunking`]: where text may be cut and still pre-tokenize identically;
+//! - [`count`]: counting pre-tokens in files and documents, in parallel (training's map);
+//! - [`train`]: the incremental merge loop (training's reduce);
+//! - [`encode`]: text → ids and ids → bytes.
+//!
+//! The Python bindings live apart, in `py.rs`, behind the `python` feature.
+
+pub mod chunking;
+pub mod count;
+pub mod encode;
+pub mod pretokenize;
+pub mod train;
+
+#[cfg(feature = "python")]
+mod py;

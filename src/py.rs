@@ -1,0 +1,261 @@
+//! Python bindings (module `bytepair._core`). Only argument conversion and GIL
+//! handling live here; the algorithms are in the other modules.
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rustc_hash::FxHashMap;
+
+use crate::count::{count_documents, count_file, CountError, Counts, Utf8Errors, BLOCK_BYTES};
+use crate::encode::Encoder as CoreEncoder;
+use crate::pretokenize::{PreTokenizer, SpecialMatcher};
+use crate::train::train_merges;
+
+fn value_error(e: String) -> PyErr {
+    PyValueError::new_err(e)
+}
+
+fn thread_pool(workers: usize) -> PyResult<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .build()
+        .map_err(|e| PyOSError::new_err(format!("cannot start {workers} worker threads: {e}")))
+}
+
+/// Calls a Python progress callback from native code. False means "stop": the
+/// callback raised (for example KeyboardInterrupt from a Ctrl-C signal check).
+fn report(callback: &Option<Py<PyAny>>, value: u64, error: &Mutex<Option<PyErr>>) -> bool {
+    Python::attach(|py| {
+        if let Err(e) = py.check_signals() {
+            *error.lock().unwrap() = Some(e);
+            return false;
+        }
+        if let Some(cb) = callback {
+            if let Err(e) = cb.call1(py, (value,)) {
+                *error.lock().unwrap() = Some(e);
+                return false;
+            }
+        }
+        true
+    })
+}
+
+/// Distinct pre-tokens of a corpus and how often each occurs (training's map step).
+#[pyclass(module = "bytepair._core")]
+struct PreTokenCounter {
+    pre: PreTokenizer,
+    specials: SpecialMatcher,
+    pool: rayon::ThreadPool,
+    counts: Counts,
+}
+
+#[pymethods]
+impl PreTokenCounter {
+    #[new]
+    #[pyo3(signature = (pattern, special_tokens, workers))]
+    fn new(pattern: Option<&str>, special_tokens: Vec<String>, workers: usize) -> PyResult<Self> {
+        Ok(Self {
+            pre: PreTokenizer::new(pattern).map_err(value_error)?,
+            specials: SpecialMatcher::new(&special_tokens).map_err(value_error)?,
+            pool: thread_pool(workers.max(1))?,
+            counts: Counts::default(),
+        })
+    }
+
+    /// Counts a whole file, read in blocks; `progress(bytes_done)` after each block.
+    #[pyo3(signature = (path, errors="strict", progress=None, block_bytes=BLOCK_BYTES))]
+    fn add_file(
+        &mut self,
+        py: Python<'_>,
+        path: &str,
+        errors: &str,
+        progress: Option<Py<PyAny>>,
+        block_bytes: usize,
+    ) -> PyResult<()> {
+        let errors = match errors {
+            "strict" => Utf8Errors::Strict,
+            "replace" => Utf8Errors::Replace,
+            other => return Err(PyValueError::new_err(format!("errors must be 'strict' or 'replace', not {other:?}"))),
+        };
+        let failure = Mutex::new(None);
+        let result = py.detach(|| {
+            count_file(path, &self.specials, &self.pre, errors, &self.pool, block_bytes, |done| {
+                report(&progress, done, &failure)
+            })
+        });
+        match result {
+            Ok(counts) => {
+                if self.counts.is_empty() {
+                    self.counts = counts;
+                } else {
+                    for (k, v) in counts {
+                        *self.counts.entry(k).or_insert(0) += v;
+                    }
+                }
+                Ok(())
+            }
+            Err(CountError::Interrupted) => Err(failure
+                .into_inner()
+                .unwrap()
+                .unwrap_or_else(|| PyKeyboardInterrupt::new_err("interrupted"))),
+            Err(CountError::Io(e)) => Err(PyOSError::new_err(format!("{path}: {e}"))),
+            Err(e) => Err(PyValueError::new_err(format!("{path}: {e}"))),
+        }
+    }
+
+    /// Counts in-memory documents; each is pre-tokenized on its own.
+    fn add_documents(&mut self, py: Python<'_>, docs: Vec<String>) -> PyResult<()> {
+        let counts = &mut self.counts;
+        let (specials, pre, pool) = (&self.specials, &self.pre, &self.pool);
+        py.detach(|| count_documents(&docs, specials, pre, pool, counts)).map_err(value_error)
+    }
+
+    fn __len__(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// The counts as a dict {pre-token bytes: count}.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let d = pyo3::types::PyDict::new(py);
+        for (k, v) in &self.counts {
+            d.set_item(PyBytes::new(py, k), *v)?;
+        }
+        Ok(d)
+    }
+
+    /// Learns up to `num_merges` merges. Returns (merges as id pairs, bytes of every id).
+    #[pyo3(signature = (num_merges, progress=None))]
+    fn train(
+        &self,
+        py: Python<'_>,
+        num_merges: usize,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Vec<(u32, u32)>, Vec<Py<PyBytes>>)> {
+        let failure = Mutex::new(None);
+        let trained = py.detach(|| {
+            train_merges(self.counts.iter().map(|(k, &v)| (k.as_slice(), v)), num_merges, |done| {
+                report(&progress, done as u64, &failure)
+            })
+        });
+        if let Some(e) = failure.into_inner().unwrap() {
+            return Err(e);
+        }
+        let vocab = trained.vocab.iter().map(|b| PyBytes::new(py, b).unbind()).collect();
+        Ok((trained.merges, vocab))
+    }
+}
+
+/// Encoder over a fixed vocabulary, merges and special tokens.
+#[pyclass(module = "bytepair._core", frozen)]
+struct Encoder {
+    core: CoreEncoder,
+    matchers: Mutex<FxHashMap<Vec<String>, Arc<SpecialMatcher>>>,
+}
+
+impl Encoder {
+    /// The matcher for `allowed` special tokens (`None`: all), cached.
+    fn matcher(&self, allowed: Option<Vec<String>>) -> PyResult<Arc<SpecialMatcher>> {
+        let Some(mut list) = allowed else {
+            return Ok(Arc::new(self.core.all_specials().clone()));
+        };
+        list.sort();
+        list.dedup();
+        let mut cache = self.matchers.lock().unwrap();
+        if let Some(m) = cache.get(&list) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(SpecialMatcher::new(&list).map_err(value_error)?);
+        if cache.len() > 64 {
+            cache.clear();
+        }
+        cache.insert(list, m.clone());
+        Ok(m)
+    }
+}
+
+#[pymethods]
+impl Encoder {
+    #[new]
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
+    fn new(
+        vocab: FxHashMap<u32, Vec<u8>>,
+        merges: Vec<(u32, u32, u32)>,
+        special_tokens: FxHashMap<String, u32>,
+        pattern: Option<&str>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            core: CoreEncoder::new(vocab, &merges, special_tokens, pattern).map_err(value_error)?,
+            matchers: Mutex::new(FxHashMap::default()),
+        })
+    }
+
+    /// Encodes `text`; `allowed_special` lists the special tokens to honour (None: all).
+    #[pyo3(signature = (text, allowed_special=None))]
+    fn encode(&self, py: Python<'_>, text: &str, allowed_special: Option<Vec<String>>) -> PyResult<Vec<u32>> {
+        let m = self.matcher(allowed_special)?;
+        py.detach(|| self.core.encode(text, &m)).map_err(value_error)
+    }
+
+    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        py.detach(|| self.core.encode(text, self.core.no_specials())).map_err(value_error)
+    }
+
+    /// Encodes many texts on `num_threads` threads.
+    #[pyo3(signature = (texts, allowed_special=None, num_threads=1))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        allowed_special: Option<Vec<String>>,
+        num_threads: usize,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        use rayon::prelude::*;
+        let m = self.matcher(allowed_special)?;
+        let pool = thread_pool(num_threads.max(1))?;
+        py.detach(|| pool.install(|| texts.par_iter().map(|t| self.core.encode(t, &m)).collect::<Result<Vec<_>, _>>()))
+            .map_err(value_error)
+    }
+
+    /// Streaming: encodes the part of `text` later text cannot change. Returns the ids
+    /// and how many characters (code points) of `text` were consumed.
+    #[pyo3(signature = (text, allowed_special, last))]
+    fn encode_prefix(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed_special: Option<Vec<String>>,
+        last: bool,
+    ) -> PyResult<(Vec<u32>, usize)> {
+        let m = self.matcher(allowed_special)?;
+        py.detach(|| {
+            let (ids, used) = self.core.encode_prefix(text, &m, last)?;
+            Ok((ids, text[..used].chars().count()))
+        })
+        .map_err(value_error)
+    }
+
+    /// The first of `tokens` that occurs in `text` (leftmost), if any.
+    fn find_first(&self, py: Python<'_>, text: &str, tokens: Vec<String>) -> PyResult<Option<String>> {
+        let m = self.matcher(Some(tokens))?;
+        Ok(py.detach(|| m.find_all(text.as_bytes()).first().map(|&(_, _, i)| m.tokens()[i].clone())))
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
+        match py.detach(|| self.core.decode_bytes(&ids)) {
+            Ok(b) => Ok(PyBytes::new(py, &b)),
+            Err(id) => Err(pyo3::exceptions::PyKeyError::new_err(format!("unknown token id {id}"))),
+        }
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PreTokenCounter>()?;
+    m.add_class::<Encoder>()?;
+    m.add("GPT2_PATTERN", crate::pretokenize::GPT2_PATTERN)?;
+    m.add("CL100K_PATTERN", crate::pretokenize::CL100K_PATTERN)?;
+    m.add("O200K_PATTERN", crate::pretokenize::O200K_PATTERN)?;
+    Ok(())
+}

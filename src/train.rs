@@ -1,0 +1,244 @@
+//! The BPE merge loop: the reduce step of training.
+//!
+//! Input: the distinct pre-tokens with their counts. Each step merges the most
+//! frequent adjacent pair; ties go to the lexicographically greatest pair compared as
+//! (left bytes, right bytes). Counts are over all adjacent positions, so "aaa" holds
+//! the pair (a, a) twice, and merging replaces occurrences left to right.
+//!
+//! Instead of recounting every pair after each merge, we keep:
+//! - `pair_counts`: pair → count (64-bit),
+//! - `pair_words`: pair → the words it occurs in (only ever grows; stale entries are
+//!   skipped), so a merge touches only the words that contain the pair,
+//! - a max-heap of (count, left bytes, right bytes) with lazy invalidation: counts of
+//!   existing pairs only ever go down, so a popped entry whose count is out of date is
+//!   pushed back with its current count.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+type Pair = (u32, u32);
+
+struct Word {
+    ids: Vec<u32>,
+    count: i64,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Candidate {
+    count: i64,
+    left: Arc<[u8]>,
+    right: Arc<[u8]>,
+    pair: Pair,
+}
+
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.count
+            .cmp(&other.count)
+            .then_with(|| self.left.cmp(&other.left))
+            .then_with(|| self.right.cmp(&other.right))
+            .then_with(|| self.pair.cmp(&other.pair))
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The result of training: merges in order (merge `i` creates id `256 + i`) and the
+/// bytes of every id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trained {
+    pub merges: Vec<Pair>,
+    pub vocab: Vec<Vec<u8>>,
+}
+
+/// Learns up to `num_merges` merges from pre-token counts. Stops early when no pair
+/// is left. `progress(done)` is called now and then; returning false stops (the merges
+/// so far are returned).
+pub fn train_merges<K: AsRef<[u8]>>(
+    counts: impl IntoIterator<Item = (K, u64)>,
+    num_merges: usize,
+    mut progress: impl FnMut(usize) -> bool,
+) -> Trained {
+    let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
+    let mut words: Vec<Word> = Vec::new();
+    let mut pair_counts: FxHashMap<Pair, i64> = FxHashMap::default();
+    let mut pair_words: FxHashMap<Pair, Vec<u32>> = FxHashMap::default();
+
+    for (token, count) in counts {
+        let ids: Vec<u32> = token.as_ref().iter().map(|&b| b as u32).collect();
+        if ids.len() < 2 {
+            continue;
+        }
+        let w = words.len() as u32;
+        let count = count as i64;
+        for pair in ids.windows(2) {
+            let pair = (pair[0], pair[1]);
+            *pair_counts.entry(pair).or_insert(0) += count;
+            let list = pair_words.entry(pair).or_default();
+            if list.last() != Some(&w) {
+                list.push(w);
+            }
+        }
+        words.push(Word { ids, count });
+    }
+
+    let candidate = |pair: Pair, count: i64, vocab: &[Arc<[u8]>]| Candidate {
+        count,
+        left: vocab[pair.0 as usize].clone(),
+        right: vocab[pair.1 as usize].clone(),
+        pair,
+    };
+    let mut heap: BinaryHeap<Candidate> =
+        pair_counts.iter().filter(|(_, &c)| c > 0).map(|(&p, &c)| candidate(p, c, &vocab)).collect();
+
+    let mut merges: Vec<Pair> = Vec::with_capacity(num_merges);
+    let report_every = (num_merges / 100).max(1);
+    let mut deltas: FxHashMap<Pair, i64> = FxHashMap::default();
+    let mut new_pairs: Vec<Pair> = Vec::new();
+
+    while merges.len() < num_merges {
+        let Some(top) = heap.pop() else { break };
+        let current = pair_counts.get(&top.pair).copied().unwrap_or(0);
+        if current != top.count {
+            if current > 0 {
+                heap.push(candidate(top.pair, current, &vocab));
+            }
+            continue;
+        }
+        if current <= 0 {
+            continue;
+        }
+        let (a, b) = top.pair;
+        let new_id = vocab.len() as u32;
+        let mut bytes = Vec::with_capacity(top.left.len() + top.right.len());
+        bytes.extend_from_slice(&top.left);
+        bytes.extend_from_slice(&top.right);
+        vocab.push(Arc::from(bytes));
+        merges.push(top.pair);
+
+        deltas.clear();
+        let word_ids = pair_words.remove(&top.pair).unwrap_or_default();
+        for &w in &word_ids {
+            let word = &mut words[w as usize];
+            new_pairs.clear();
+            merge_word(word, a, b, new_id, &mut deltas, &mut new_pairs);
+            new_pairs.sort_unstable();
+            new_pairs.dedup();
+            for &p in &new_pairs {
+                pair_words.entry(p).or_default().push(w);
+            }
+        }
+        for (&pair, &delta) in &deltas {
+            let c = pair_counts.entry(pair).or_insert(0);
+            *c += delta;
+            // Only pairs containing the new token can grow; they are new, so they get
+            // their (only) heap entry here. Others only shrink: handled lazily on pop.
+            if (pair.0 == new_id || pair.1 == new_id) && *c > 0 {
+                heap.push(candidate(pair, *c, &vocab));
+            }
+        }
+        pair_counts.remove(&top.pair);
+        if merges.len() % report_every == 0 && !progress(merges.len()) {
+            break;
+        }
+    }
+    let _ = progress(merges.len());
+    Trained { merges, vocab: vocab.iter().map(|v| v.to_vec()).collect() }
+}
+
+/// Replaces every occurrence of (a, b) in the word, left to right, recording the
+/// change of each pair's count in `deltas` and the pairs formed with `new_id`.
+fn merge_word(
+    word: &mut Word,
+    a: u32,
+    b: u32,
+    new_id: u32,
+    deltas: &mut FxHashMap<Pair, i64>,
+    new_pairs: &mut Vec<Pair>,
+) {
+    let ids = &word.ids;
+    let c = word.count;
+    let n = ids.len();
+    let mut out: Vec<u32> = Vec::with_capacity(n);
+    let mut i = 0;
+    let mut changed = false;
+    while i < n {
+        if i + 1 < n && ids[i] == a && ids[i + 1] == b {
+            changed = true;
+            *deltas.entry((a, b)).or_insert(0) -= c;
+            // The left neighbour is what we already emitted (possibly a new token).
+            if let Some(&prev) = out.last() {
+                *deltas.entry((prev, a)).or_insert(0) -= c;
+                *deltas.entry((prev, new_id)).or_insert(0) += c;
+                new_pairs.push((prev, new_id));
+            }
+            // The right neighbour is still the original symbol.
+            if i + 2 < n {
+                let next = ids[i + 2];
+                *deltas.entry((b, next)).or_insert(0) -= c;
+                *deltas.entry((new_id, next)).or_insert(0) += c;
+                new_pairs.push((new_id, next));
+            }
+            out.push(new_id);
+            i += 2;
+        } else {
+            out.push(ids[i]);
+            i += 1;
+        }
+    }
+    if changed {
+        word.ids = out;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn train(words: &[(&str, u64)], n: usize) -> Vec<String> {
+        let t = train_merges(words.iter().map(|&(w, c)| (w.as_bytes(), c)), n, |_| true);
+        t.merges
+            .iter()
+            .map(|&(l, r)| {
+                let l = String::from_utf8_lossy(&t.vocab[l as usize]).into_owned();
+                let r = String::from_utf8_lossy(&t.vocab[r as usize]).into_owned();
+                format!("{l} {r}")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn minbpe_example() {
+        // "aaabdaaabac": aa (4) first, then aa+a, then aaa+b... as in minbpe's test.
+        let m = train(&[("aaabdaaabac", 1)], 3);
+        assert_eq!(m, ["a a", "aa a", "aaa b"]);
+    }
+
+    #[test]
+    fn ties_go_to_the_greatest_pair() {
+        // (c, d) and (a, b) both occur once: (c, d) is greater.
+        let m = train(&[("ab", 1), ("cd", 1)], 1);
+        assert_eq!(m, ["c d"]);
+    }
+
+    #[test]
+    fn overlapping_pairs_count_every_position() {
+        // "aaa" x3 has (a,a) at two positions: 6 beats "bc" x5.
+        let m = train(&[("aaa", 3), ("bc", 5)], 1);
+        assert_eq!(m, ["a a"]);
+    }
+
+    #[test]
+    fn stops_when_no_pairs_remain() {
+        let t = train_merges([(b"ab".as_slice(), 1u64)], 10, |_| true);
+        assert_eq!(t.merges, vec![(97, 98)]);
+        assert_eq!(t.vocab.len(), 257);
+    }
+}
