@@ -30,7 +30,10 @@ pub enum Utf8Errors {
 #[derive(Debug)]
 pub enum CountError {
     Io(std::io::Error),
-    InvalidUtf8 { offset: u64, byte: u8 },
+    InvalidUtf8 {
+        offset: u64,
+        byte: u8,
+    },
     Pattern(String),
     /// The progress callback asked to stop (e.g. Ctrl-C).
     Interrupted,
@@ -79,20 +82,31 @@ fn absorb(total: &mut Counts, part: FxHashMap<&[u8], u64>) {
 }
 
 /// Counts a block of text that starts and ends at safe cuts, splitting it across
-/// the threads of `pool`.
+/// the threads of `pool` in parts of at least `min_part` bytes.
 fn count_block(
     text: &str,
     specials: &SpecialMatcher,
     pre: &PreTokenizer,
     pool: &rayon::ThreadPool,
+    min_part: usize,
     total: &mut Counts,
 ) -> Result<(), String> {
     let threads = pool.current_num_threads().max(1);
     let bytes = text.as_bytes();
     // A few parts per thread keeps the threads busy when parts differ in cost.
-    let parts = if threads == 1 || bytes.len() < (1 << 20) { 1 } else { threads * 4 };
+    let parts = if threads == 1 {
+        1
+    } else {
+        (threads * 4).min(bytes.len() / min_part.max(1)).max(1)
+    };
     let matches = specials.find_all(bytes);
-    let cuts = split_evenly(bytes, bytes.len(), parts, &matches, pre.newline_cuts_are_safe());
+    let cuts = split_evenly(
+        bytes,
+        bytes.len(),
+        parts,
+        &matches,
+        pre.newline_cuts_are_safe(),
+    );
     let mut bounds = Vec::with_capacity(cuts.len());
     let mut prev = 0;
     for c in cuts {
@@ -160,7 +174,9 @@ pub fn count_file(
             }
         };
         let text = decode(&buf[..cut], offset, errors)?;
-        count_block(&text, specials, pre, pool, &mut total).map_err(CountError::Pattern)?;
+        let min_part = (block_bytes / 16).max(1);
+        count_block(&text, specials, pre, pool, min_part, &mut total)
+            .map_err(CountError::Pattern)?;
         if !progress(offset + cut as u64) {
             return Err(CountError::Interrupted);
         }
@@ -171,7 +187,11 @@ pub fn count_file(
 }
 
 /// UTF-8 decoding of one block, with the error offset relative to the file.
-fn decode(bytes: &[u8], offset: u64, errors: Utf8Errors) -> Result<std::borrow::Cow<'_, str>, CountError> {
+fn decode(
+    bytes: &[u8],
+    offset: u64,
+    errors: Utf8Errors,
+) -> Result<std::borrow::Cow<'_, str>, CountError> {
     match std::str::from_utf8(bytes) {
         Ok(s) => Ok(std::borrow::Cow::Borrowed(s)),
         Err(e) => match errors {
@@ -218,7 +238,10 @@ mod tests {
     use crate::pretokenize::GPT2_PATTERN;
 
     fn pool(n: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap()
     }
 
     #[test]
@@ -242,8 +265,26 @@ mod tests {
         let specials = SpecialMatcher::new(&["<|e|>".into()]).unwrap();
         let pre = PreTokenizer::new(Some(GPT2_PATTERN)).unwrap();
         let p = path.to_str().unwrap();
-        let one = count_file(p, &specials, &pre, Utf8Errors::Strict, &pool(1), BLOCK_BYTES, |_| true).unwrap();
-        let two = count_file(p, &specials, &pre, Utf8Errors::Strict, &pool(2), 1000, |_| true).unwrap();
+        let one = count_file(
+            p,
+            &specials,
+            &pre,
+            Utf8Errors::Strict,
+            &pool(1),
+            BLOCK_BYTES,
+            |_| true,
+        )
+        .unwrap();
+        let two = count_file(
+            p,
+            &specials,
+            &pre,
+            Utf8Errors::Strict,
+            &pool(2),
+            1000,
+            |_| true,
+        )
+        .unwrap();
         assert_eq!(one, two);
         assert_eq!(one.get(b" cat".as_slice()), Some(&5_000));
         std::fs::remove_dir_all(&dir).unwrap();
@@ -257,9 +298,23 @@ mod tests {
         std::fs::write(&path, b"hello \xff world").unwrap();
         let specials = SpecialMatcher::new(&[]).unwrap();
         let pre = PreTokenizer::new(Some(GPT2_PATTERN)).unwrap();
-        let err = count_file(path.to_str().unwrap(), &specials, &pre, Utf8Errors::Strict, &pool(1), BLOCK_BYTES, |_| true)
-            .unwrap_err();
-        assert!(matches!(err, CountError::InvalidUtf8 { offset: 6, byte: 0xff }));
+        let err = count_file(
+            path.to_str().unwrap(),
+            &specials,
+            &pre,
+            Utf8Errors::Strict,
+            &pool(1),
+            BLOCK_BYTES,
+            |_| true,
+        )
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            CountError::InvalidUtf8 {
+                offset: 6,
+                byte: 0xff
+            }
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

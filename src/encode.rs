@@ -61,7 +61,10 @@ impl Encoder {
         }
         let mut merge_map = FxHashMap::default();
         for (rank, &(l, r, id)) in merges.iter().enumerate() {
-            merge_map.entry((l, r)).or_insert(Merge { rank: rank as u32, id });
+            merge_map.entry((l, r)).or_insert(Merge {
+                rank: rank as u32,
+                id,
+            });
         }
         let mut special_list: Vec<(&String, &u32)> = specials.iter().collect();
         special_list.sort();
@@ -108,7 +111,12 @@ impl Encoder {
         Ok(out)
     }
 
-    pub fn encode_into(&self, text: &str, allowed: &SpecialMatcher, out: &mut Vec<u32>) -> Result<(), String> {
+    pub fn encode_into(
+        &self,
+        text: &str,
+        allowed: &SpecialMatcher,
+        out: &mut Vec<u32>,
+    ) -> Result<(), String> {
         let bytes = text.as_bytes();
         for_each_unit(text, allowed, &self.pre, |u| match u {
             Unit::Piece { start, end } => self.encode_piece(&bytes[start..end], out),
@@ -272,7 +280,10 @@ mod tests {
     #[test]
     fn encodes_the_minbpe_example() {
         let e = minbpe_encoder(None);
-        assert_eq!(e.encode("aaabdaaabac", e.no_specials()).unwrap(), vec![258, 100, 258, 97, 99]);
+        assert_eq!(
+            e.encode("aaabdaaabac", e.no_specials()).unwrap(),
+            vec![258, 100, 258, 97, 99]
+        );
     }
 
     #[test]
@@ -290,9 +301,15 @@ mod tests {
     #[test]
     fn allowed_specials_become_their_id() {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
-        assert_eq!(e.encode("a<|e|>a", e.all_specials()).unwrap(), vec![97, 259, 97]);
+        assert_eq!(
+            e.encode("a<|e|>a", e.all_specials()).unwrap(),
+            vec![97, 259, 97]
+        );
         // Not allowed: plain text, one id per byte here (no merges apply).
-        assert_eq!(e.encode("<|e|>", e.no_specials()).unwrap(), vec![60, 124, 101, 124, 62]);
+        assert_eq!(
+            e.encode("<|e|>", e.no_specials()).unwrap(),
+            vec![60, 124, 101, 124, 62]
+        );
     }
 
     #[test]

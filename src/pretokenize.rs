@@ -31,7 +31,10 @@ impl PreTokenizer {
                     .map_err(|e| format!("invalid pre-tokenizer pattern {p:?}: {e}"))?,
             ),
         };
-        Ok(Self { regex, pattern: pattern.map(str::to_owned) })
+        Ok(Self {
+            regex,
+            pattern: pattern.map(str::to_owned),
+        })
     }
 
     pub fn pattern(&self) -> Option<&str> {
@@ -40,7 +43,11 @@ impl PreTokenizer {
 
     /// Calls `f(start, end)` for every piece of `text`, in order (byte offsets).
     /// Text the pattern does not match is skipped, as in tiktoken and CS336.
-    pub fn for_each_piece(&self, text: &str, mut f: impl FnMut(usize, usize)) -> Result<(), String> {
+    pub fn for_each_piece(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), String> {
         if text.is_empty() {
             return Ok(());
         }
@@ -107,7 +114,11 @@ impl SpecialMatcher {
                     .map_err(|e| format!("cannot build the special-token matcher: {e}"))?,
             )
         };
-        Ok(Self { ac, tokens, max_len })
+        Ok(Self {
+            ac,
+            tokens,
+            max_len,
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -138,8 +149,15 @@ impl SpecialMatcher {
 /// One unit of pre-tokenized text: an ordinary piece or a special token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
-    Piece { start: usize, end: usize },
-    Special { start: usize, end: usize, index: usize },
+    Piece {
+        start: usize,
+        end: usize,
+    },
+    Special {
+        start: usize,
+        end: usize,
+        index: usize,
+    },
 }
 
 impl Unit {
@@ -160,11 +178,21 @@ pub fn for_each_unit(
 ) -> Result<(), String> {
     let mut pos = 0;
     for (start, end, index) in specials.find_all(text.as_bytes()) {
-        pre.for_each_piece(&text[pos..start], |s, e| f(Unit::Piece { start: pos + s, end: pos + e }))?;
+        pre.for_each_piece(&text[pos..start], |s, e| {
+            f(Unit::Piece {
+                start: pos + s,
+                end: pos + e,
+            })
+        })?;
         f(Unit::Special { start, end, index });
         pos = end;
     }
-    pre.for_each_piece(&text[pos..], |s, e| f(Unit::Piece { start: pos + s, end: pos + e }))
+    pre.for_each_piece(&text[pos..], |s, e| {
+        f(Unit::Piece {
+            start: pos + s,
+            end: pos + e,
+        })
+    })
 }
 
 #[cfg(test)]
@@ -174,7 +202,8 @@ mod tests {
     fn pieces(pattern: &str, text: &str) -> Vec<String> {
         let pre = PreTokenizer::new(Some(pattern)).unwrap();
         let mut out = Vec::new();
-        pre.for_each_piece(text, |s, e| out.push(text[s..e].to_string())).unwrap();
+        pre.for_each_piece(text, |s, e| out.push(text[s..e].to_string()))
+            .unwrap();
         out
     }
 
@@ -188,7 +217,10 @@ mod tests {
 
     #[test]
     fn cl100k_groups_digits_by_three_and_newlines() {
-        assert_eq!(pieces(CL100K_PATTERN, "12345\n\nx"), ["123", "45", "\n\n", "x"]);
+        assert_eq!(
+            pieces(CL100K_PATTERN, "12345\n\nx"),
+            ["123", "45", "\n\n", "x"]
+        );
     }
 
     #[test]
@@ -207,7 +239,10 @@ mod tests {
     #[test]
     fn specials_are_matched_longest_first() {
         let m = SpecialMatcher::new(&["<|a|>".into(), "<|a|><|a|>".into()]).unwrap();
-        assert_eq!(m.find_all(b"x<|a|><|a|><|a|>"), vec![(1, 11, 1), (11, 16, 0)]);
+        assert_eq!(
+            m.find_all(b"x<|a|><|a|><|a|>"),
+            vec![(1, 11, 1), (11, 16, 0)]
+        );
     }
 
     #[test]
@@ -221,7 +256,11 @@ mod tests {
             vec![
                 Unit::Piece { start: 0, end: 1 },
                 Unit::Piece { start: 1, end: 3 },
-                Unit::Special { start: 3, end: 8, index: 0 },
+                Unit::Special {
+                    start: 3,
+                    end: 8,
+                    index: 0
+                },
                 Unit::Piece { start: 8, end: 9 },
             ]
         );

@@ -13,6 +13,9 @@ use crate::encode::Encoder as CoreEncoder;
 use crate::pretokenize::{PreTokenizer, SpecialMatcher};
 use crate::train::train_merges;
 
+/// What training returns to Python: merges as id pairs, and the bytes of every id.
+type TrainedPy = (Vec<(u32, u32)>, Vec<Py<PyBytes>>);
+
 fn value_error(e: String) -> PyErr {
     PyValueError::new_err(e)
 }
@@ -77,13 +80,23 @@ impl PreTokenCounter {
         let errors = match errors {
             "strict" => Utf8Errors::Strict,
             "replace" => Utf8Errors::Replace,
-            other => return Err(PyValueError::new_err(format!("errors must be 'strict' or 'replace', not {other:?}"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "errors must be 'strict' or 'replace', not {other:?}"
+                )))
+            }
         };
         let failure = Mutex::new(None);
         let result = py.detach(|| {
-            count_file(path, &self.specials, &self.pre, errors, &self.pool, block_bytes, |done| {
-                report(&progress, done, &failure)
-            })
+            count_file(
+                path,
+                &self.specials,
+                &self.pre,
+                errors,
+                &self.pool,
+                block_bytes,
+                |done| report(&progress, done, &failure),
+            )
         });
         match result {
             Ok(counts) => {
@@ -109,7 +122,8 @@ impl PreTokenCounter {
     fn add_documents(&mut self, py: Python<'_>, docs: Vec<String>) -> PyResult<()> {
         let counts = &mut self.counts;
         let (specials, pre, pool) = (&self.specials, &self.pre, &self.pool);
-        py.detach(|| count_documents(&docs, specials, pre, pool, counts)).map_err(value_error)
+        py.detach(|| count_documents(&docs, specials, pre, pool, counts))
+            .map_err(value_error)
     }
 
     fn __len__(&self) -> usize {
@@ -132,17 +146,23 @@ impl PreTokenCounter {
         py: Python<'_>,
         num_merges: usize,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<(Vec<(u32, u32)>, Vec<Py<PyBytes>>)> {
+    ) -> PyResult<TrainedPy> {
         let failure = Mutex::new(None);
         let trained = py.detach(|| {
-            train_merges(self.counts.iter().map(|(k, &v)| (k.as_slice(), v)), num_merges, |done| {
-                report(&progress, done as u64, &failure)
-            })
+            train_merges(
+                self.counts.iter().map(|(k, &v)| (k.as_slice(), v)),
+                num_merges,
+                |done| report(&progress, done as u64, &failure),
+            )
         });
         if let Some(e) = failure.into_inner().unwrap() {
             return Err(e);
         }
-        let vocab = trained.vocab.iter().map(|b| PyBytes::new(py, b).unbind()).collect();
+        let vocab = trained
+            .vocab
+            .iter()
+            .map(|b| PyBytes::new(py, b).unbind())
+            .collect();
         Ok((trained.merges, vocab))
     }
 }
@@ -193,13 +213,20 @@ impl Encoder {
 
     /// Encodes `text`; `allowed_special` lists the special tokens to honour (None: all).
     #[pyo3(signature = (text, allowed_special=None))]
-    fn encode(&self, py: Python<'_>, text: &str, allowed_special: Option<Vec<String>>) -> PyResult<Vec<u32>> {
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed_special: Option<Vec<String>>,
+    ) -> PyResult<Vec<u32>> {
         let m = self.matcher(allowed_special)?;
-        py.detach(|| self.core.encode(text, &m)).map_err(value_error)
+        py.detach(|| self.core.encode(text, &m))
+            .map_err(value_error)
     }
 
     fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| self.core.encode(text, self.core.no_specials())).map_err(value_error)
+        py.detach(|| self.core.encode(text, self.core.no_specials()))
+            .map_err(value_error)
     }
 
     /// Encodes many texts on `num_threads` threads.
@@ -214,8 +241,15 @@ impl Encoder {
         use rayon::prelude::*;
         let m = self.matcher(allowed_special)?;
         let pool = thread_pool(num_threads.max(1))?;
-        py.detach(|| pool.install(|| texts.par_iter().map(|t| self.core.encode(t, &m)).collect::<Result<Vec<_>, _>>()))
-            .map_err(value_error)
+        py.detach(|| {
+            pool.install(|| {
+                texts
+                    .par_iter()
+                    .map(|t| self.core.encode(t, &m))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+        })
+        .map_err(value_error)
     }
 
     /// Streaming: encodes the part of `text` later text cannot change. Returns the ids
@@ -237,21 +271,42 @@ impl Encoder {
     }
 
     /// The first of `tokens` that occurs in `text` (leftmost), if any.
-    fn find_first(&self, py: Python<'_>, text: &str, tokens: Vec<String>) -> PyResult<Option<String>> {
+    fn find_first(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        tokens: Vec<String>,
+    ) -> PyResult<Option<String>> {
         let m = self.matcher(Some(tokens))?;
-        Ok(py.detach(|| m.find_all(text.as_bytes()).first().map(|&(_, _, i)| m.tokens()[i].clone())))
+        Ok(py.detach(|| {
+            m.find_all(text.as_bytes())
+                .first()
+                .map(|&(_, _, i)| m.tokens()[i].clone())
+        }))
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
         match py.detach(|| self.core.decode_bytes(&ids)) {
             Ok(b) => Ok(PyBytes::new(py, &b)),
-            Err(id) => Err(pyo3::exceptions::PyKeyError::new_err(format!("unknown token id {id}"))),
+            Err(id) => Err(pyo3::exceptions::PyKeyError::new_err(format!(
+                "unknown token id {id}"
+            ))),
         }
     }
 }
 
+/// Offsets where the built-in patterns allow cutting text (`chunking::is_newline_cut`),
+/// for the tests that check that rule.
+#[pyfunction]
+fn newline_cuts(data: &[u8]) -> Vec<usize> {
+    (0..=data.len())
+        .filter(|&c| crate::chunking::is_newline_cut(data, c))
+        .collect()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(newline_cuts, m)?)?;
     m.add_class::<PreTokenCounter>()?;
     m.add_class::<Encoder>()?;
     m.add("GPT2_PATTERN", crate::pretokenize::GPT2_PATTERN)?;

@@ -95,8 +95,11 @@ pub fn train_merges<K: AsRef<[u8]>>(
         right: vocab[pair.1 as usize].clone(),
         pair,
     };
-    let mut heap: BinaryHeap<Candidate> =
-        pair_counts.iter().filter(|(_, &c)| c > 0).map(|(&p, &c)| candidate(p, c, &vocab)).collect();
+    let mut heap: BinaryHeap<Candidate> = pair_counts
+        .iter()
+        .filter(|(_, &c)| c > 0)
+        .map(|(&p, &c)| candidate(p, c, &vocab))
+        .collect();
 
     let mut merges: Vec<Pair> = Vec::with_capacity(num_merges);
     let report_every = (num_merges / 100).max(1);
@@ -145,12 +148,15 @@ pub fn train_merges<K: AsRef<[u8]>>(
             }
         }
         pair_counts.remove(&top.pair);
-        if merges.len() % report_every == 0 && !progress(merges.len()) {
+        if merges.len().is_multiple_of(report_every) && !progress(merges.len()) {
             break;
         }
     }
     let _ = progress(merges.len());
-    Trained { merges, vocab: vocab.iter().map(|v| v.to_vec()).collect() }
+    Trained {
+        merges,
+        vocab: vocab.iter().map(|v| v.to_vec()).collect(),
+    }
 }
 
 /// Replaces every occurrence of (a, b) in the word, left to right, recording the

@@ -138,7 +138,9 @@ def load_bytepair(path: str | os.PathLike) -> dict:
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not a bytepair tokenizer file (invalid UTF-8 at byte {e.start})") from None
+        raise ValueError(
+            f"{path}: not a bytepair tokenizer file (invalid UTF-8 at byte {e.start})"
+        ) from None
     except json.JSONDecodeError as e:
         raise ValueError(
             f"{path}: not a valid bytepair tokenizer file: {e.msg} at line {e.lineno}, column {e.colno} "
@@ -179,7 +181,9 @@ def load_bytepair(path: str | os.PathLike) -> dict:
         vocab = {}
         for token, i in doc["vocab"].items():
             if not isinstance(i, int) or i < 0:
-                raise ValueError(f"{path}: vocab entry {token!r} has id {i!r}; expected a non-negative int")
+                raise ValueError(
+                    f"{path}: vocab entry {token!r} has id {i!r}; expected a non-negative int"
+                )
             vocab[i] = str_to_token(token, f"{path}: vocab: ")
     return {"merges": merges, "special_tokens": specials, "pattern": pattern, "vocab": vocab}
 
@@ -207,7 +211,9 @@ def read_gpt2_files(vocab_path: str | os.PathLike, merges_path: str | os.PathLik
                 continue
             parts = line.split(" ")
             if len(parts) != 2 or not all(parts):
-                raise ValueError(f"{merges_path}, line {lineno}: expected 'left right', got {line!r}")
+                raise ValueError(
+                    f"{merges_path}, line {lineno}: expected 'left right', got {line!r}"
+                )
             where = f"{merges_path}, line {lineno}: "
             merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
     return vocab, merges

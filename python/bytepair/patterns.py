@@ -30,7 +30,9 @@ def resolve_pattern(pattern: str | None) -> str | None:
     if pattern is None:
         return None
     if not isinstance(pattern, str):
-        raise TypeError(f"pattern must be a name, a regex string or None, not {type(pattern).__name__}")
+        raise TypeError(
+            f"pattern must be a name, a regex string or None, not {type(pattern).__name__}"
+        )
     if pattern.lower() == "none":
         return None
     return PATTERNS.get(pattern.lower(), pattern)

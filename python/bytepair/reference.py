@@ -64,7 +64,9 @@ def pretokenize(text: str, pattern: str | None) -> list[str]:
     return regex.findall(regex_str, text)
 
 
-def count_pieces(texts: Iterable[str], special_tokens: Iterable[str], pattern: str | None) -> Counter:
+def count_pieces(
+    texts: Iterable[str], special_tokens: Iterable[str], pattern: str | None
+) -> Counter:
     """Counts every piece of every text, as bytes. Each text is pre-tokenized on its own.
 
     >>> count_pieces(["a a<|x|>a"], ["<|x|>"], "gpt2")
@@ -122,8 +124,8 @@ def train(
     makes id 256 + i, special tokens follow. Stops early if no pair is left.
 
     >>> vocab, merges = train(["low lower lowest"], 256 + 2, pattern=None)
-    >>> merges
-    [(b'l', b'o'), (b'lo', b'w')]
+    >>> merges   # (l, o) and (o, w) both occur 3 times: the greater pair wins
+    [(b'o', b'w'), (b'l', b'ow')]
     """
     special_tokens = list(dict.fromkeys(special_tokens))
     counts = count_pieces(texts, special_tokens, pattern)

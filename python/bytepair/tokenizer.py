@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable, Iterator
-from typing import AbstractSet, Literal
+from collections.abc import Set as AbstractSet
+from typing import Literal
 
 from bytepair import _core
 from bytepair.formats import atomic_write, dump_bytepair, load_bytepair, read_gpt2_files
@@ -73,8 +74,10 @@ class Tokenizer:
             specials = {str(t): int(i) for t, i in special_tokens.items()}
             for t, i in specials.items():
                 if self._vocab.setdefault(i, t.encode("utf-8")) != t.encode("utf-8"):
-                    raise ValueError(f"special token {t!r} has id {i}, which the vocabulary gives to "
-                                     f"{self._vocab[i]!r}")
+                    raise ValueError(
+                        f"special token {t!r} has id {i}, which the vocabulary gives to "
+                        f"{self._vocab[i]!r}"
+                    )
             return specials
         if isinstance(special_tokens, str):
             raise TypeError("special_tokens must be a list of strings, not a single string")
@@ -173,8 +176,12 @@ class Tokenizer:
 
     # -- encoding -----------------------------------------------------------------------
 
-    def _allowed(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial,
-                 text: str | None) -> list[str]:
+    def _allowed(
+        self,
+        allowed_special: AllowedSpecial,
+        disallowed_special: DisallowedSpecial,
+        text: str | None,
+    ) -> list[str]:
         """The special tokens to honour; raises if text holds a disallowed one."""
         if allowed_special == "all":
             allowed = set(self._special_tokens)
@@ -245,7 +252,9 @@ class Tokenizer:
         try:
             return self._core.encode_batch(texts, allowed, threads)
         except UnicodeEncodeError:
-            return self._core.encode_batch([_without_surrogates(t) for t in texts], allowed, threads)
+            return self._core.encode_batch(
+                [_without_surrogates(t) for t in texts], allowed, threads
+            )
 
     def encode_iterable(
         self,

@@ -1,0 +1,5 @@
+import sys
+
+from bytepair.cli import main
+
+sys.exit(main())

@@ -1,0 +1,339 @@
+"""The ``bytepair`` command line: train, encode, decode, show.
+
+Every failure is one line on stderr and a non-zero exit; outputs are written to a
+temporary file and renamed, so a failed run leaves no partial file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bytepair.formats import atomic_write
+
+# Background colours cycled over tokens by `show` (256-colour ANSI codes).
+_COLOURS = [153, 222, 151, 217, 183, 187, 159, 224]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not the whole usage text
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _load_tokenizer(spec: str):
+    from bytepair.tokenizer import Tokenizer
+
+    path = Path(spec)
+    if path.is_dir():
+        for vocab, merges in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
+            if (path / vocab).exists() and (path / merges).exists():
+                return Tokenizer.from_files(path / vocab, path / merges, ["<|endoftext|>"])
+        raise ValueError(
+            f"{path}: no vocab.json + merges.txt (or encoder.json + vocab.bpe) in this folder"
+        )
+    if not path.exists():
+        raise FileNotFoundError(f"{spec}: no such tokenizer file")
+    return Tokenizer.load(path)
+
+
+def _fmt_token(token: bytes) -> str:
+    return repr(token.decode("utf-8", errors="backslashreplace"))
+
+
+# -- train ------------------------------------------------------------------------------
+
+
+def cmd_train(args) -> None:
+    from bytepair.patterns import pattern_name
+    from bytepair.training import train
+
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"{out.parent}: output folder does not exist")
+    tok = train(
+        args.corpus,
+        args.vocab_size,
+        special_tokens=args.special,
+        pattern=args.pattern,
+        workers=args.workers,
+        progress=not args.quiet,
+        errors=args.errors,
+    )
+    tok.save(out)
+    stats = tok.training_stats
+    # Compression on (the start of) the training text, in bytes per token.
+    with open(args.corpus[0], "rb") as f:
+        sample = f.read(10 << 20).decode("utf-8", errors="replace")
+    n_tokens = len(tok.encode(sample, allowed_special="all"))
+    ratio = len(sample.encode("utf-8")) / max(n_tokens, 1)
+    mb = stats.bytes_read / 1e6
+    first = ", ".join(f"{_fmt_token(a)}+{_fmt_token(b)}" for a, b in tok.merges[:3])
+    last = ", ".join(f"{_fmt_token(a)}+{_fmt_token(b)}" for a, b in tok.merges[-3:])
+    lines = [
+        f"trained {out} in {stats.seconds:.2f} s: {mb:.1f} MB read "
+        f"({mb / max(stats.count_seconds, 1e-9):.1f} MB/s), "
+        f"{stats.distinct_pretokens:,} distinct pre-tokens, {stats.merges_done:,} merges "
+        f"({stats.merge_seconds:.2f} s)",
+        f"vocab size {tok.vocab_size:,} (pattern {pattern_name(tok.pattern)}, "
+        f"special tokens: {', '.join(tok.special_tokens) or 'none'})",
+        f"compression on the training text: {ratio:.2f} bytes/token"
+        + (" (first 10 MB)" if stats.bytes_read > (10 << 20) else ""),
+    ]
+    if tok.merges:
+        lines.append(f"first merges: {first}")
+        lines.append(f"last merges:  {last}")
+    print("\n".join(lines), file=sys.stderr)
+
+
+# -- encode ----------------------------------------------------------------------------
+
+
+def _special_args(mode: str) -> dict:
+    if mode == "allow":
+        return {"allowed_special": "all"}
+    if mode == "text":
+        return {"disallowed_special": ()}
+    return {}
+
+
+def _dtype_for(tok) -> np.dtype:
+    return np.dtype("<u2") if tok.n_vocab <= 1 << 16 else np.dtype("<u4")
+
+
+def cmd_encode(args) -> None:
+    tok = _load_tokenizer(args.tokenizer)
+    kwargs = _special_args(args.specials)
+    if args.output is None:
+        text = (
+            sys.stdin.read()
+            if args.file in (None, "-")
+            else Path(args.file).read_text(encoding="utf-8")
+        )
+        print(" ".join(map(str, tok.encode(text, **kwargs))))
+        return
+    if args.file in (None, "-"):
+        raise ValueError("encoding to a file (-o) needs an input FILE, not stdin")
+    src, out = Path(args.file), Path(args.output)
+    if not src.is_file():
+        raise FileNotFoundError(f"{src}: no such file")
+    fmt = args.format or ("npy" if out.suffix == ".npy" else "bin")
+    dtype = _dtype_for(tok)
+    size = src.stat().st_size
+    start = time.perf_counter()
+    n_tokens = 0
+    fd, raw_path = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as raw, open(src, encoding="utf-8", newline="") as f:
+            bar = None
+            if not args.quiet:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(
+                    total=size, desc="encoding", unit="B", unit_scale=True, unit_divisor=1024
+                )
+
+            def chunks():
+                while True:
+                    try:
+                        chunk = f.read(1 << 20)
+                    except UnicodeDecodeError as e:
+                        raise ValueError(
+                            f"{src}: invalid UTF-8 near byte offset {f.buffer.tell()}: {e.reason}"
+                        ) from None
+                    if not chunk:
+                        return
+                    if bar is not None:
+                        bar.update(len(chunk.encode("utf-8")))
+                    yield chunk
+
+            batch: list[int] = []
+            for i in tok.encode_iterable(chunks(), **kwargs):
+                batch.append(i)
+                if len(batch) >= 1 << 20:
+                    raw.write(np.asarray(batch, dtype=dtype).tobytes())
+                    n_tokens += len(batch)
+                    batch.clear()
+            raw.write(np.asarray(batch, dtype=dtype).tobytes())
+            n_tokens += len(batch)
+            if bar is not None:
+                bar.close()
+        if fmt == "npy":
+            fd2, npy_path = tempfile.mkstemp(
+                prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or "."
+            )
+            try:
+                with os.fdopen(fd2, "wb") as dst, open(raw_path, "rb") as rawf:
+                    header = {"descr": dtype.str, "fortran_order": False, "shape": (n_tokens,)}
+                    np.lib.format.write_array_header_1_0(dst, header)
+                    shutil.copyfileobj(rawf, dst)
+                os.replace(npy_path, out)
+            except BaseException:
+                Path(npy_path).unlink(missing_ok=True)
+                raise
+            Path(raw_path).unlink()
+        else:
+            os.replace(raw_path, out)
+    except BaseException:
+        Path(raw_path).unlink(missing_ok=True)
+        raise
+    secs = time.perf_counter() - start
+    print(
+        f"encoded {src} ({size / 1e6:.1f} MB) to {out}: {n_tokens:,} tokens as {dtype.name} "
+        f"({size / max(n_tokens, 1):.2f} bytes/token) in {secs:.2f} s ({size / 1e6 / max(secs, 1e-9):.1f} MB/s)",
+        file=sys.stderr,
+    )
+
+
+# -- decode ----------------------------------------------------------------------------
+
+
+def _read_ids(path: str | None, tok) -> list[int]:
+    if path in (None, "-"):
+        text = sys.stdin.read()
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: no such file")
+        if p.suffix == ".npy":
+            return np.load(p, allow_pickle=False).reshape(-1).tolist()
+        if p.suffix == ".bin":
+            return np.fromfile(p, dtype=_dtype_for(tok)).tolist()
+        text = p.read_text(encoding="utf-8")
+    ids = []
+    for n, word in enumerate(text.replace(",", " ").replace("[", " ").replace("]", " ").split()):
+        try:
+            ids.append(int(word))
+        except ValueError:
+            raise ValueError(f"token #{n} is {word!r}, not an integer id") from None
+    return ids
+
+
+def cmd_decode(args) -> None:
+    tok = _load_tokenizer(args.tokenizer)
+    text = tok.decode(_read_ids(args.file, tok))
+    if args.output:
+        atomic_write(args.output, text.encode("utf-8"))
+    else:
+        sys.stdout.write(text)
+        if not text.endswith("\n"):
+            sys.stdout.write("\n")
+
+
+# -- show ------------------------------------------------------------------------------
+
+
+def cmd_show(args) -> None:
+    tok = _load_tokenizer(args.tokenizer)
+    text = args.text if args.text is not None else sys.stdin.read()
+    ids = tok.encode(text, **_special_args(args.specials))
+    colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+    parts = []
+    for n, i in enumerate(ids):
+        piece = tok.decode_single_token_bytes(i).decode("utf-8", errors="backslashreplace")
+        if colour:
+            # newlines shown as ↵ so the coloured block stays visible
+            shown = piece.replace("\n", "↵\n")
+            parts.append(f"\x1b[48;5;{_COLOURS[n % len(_COLOURS)]}m\x1b[30m{shown}\x1b[0m")
+        else:
+            parts.append(f"[{piece}]")
+    print("".join(parts))
+    print(ids)
+    n_bytes = len(text.encode("utf-8"))
+    print(f"{len(ids)} tokens, {n_bytes} bytes, {n_bytes / max(len(ids), 1):.2f} bytes/token")
+
+
+# -- main ------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="bytepair", description="Train, encode and inspect byte-pair-encoding tokenizers."
+    )
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    t = sub.add_parser("train", help="train a tokenizer on text files")
+    t.add_argument("corpus", nargs="+", help="UTF-8 text file(s)")
+    t.add_argument(
+        "--vocab-size", type=int, required=True, help="total tokens: 256 bytes + merges + specials"
+    )
+    t.add_argument(
+        "--special",
+        action="append",
+        default=[],
+        metavar="TOKEN",
+        help="a special token, e.g. '<|endoftext|>' (repeatable)",
+    )
+    t.add_argument(
+        "--pattern",
+        default="gpt2",
+        help="pre-tokenizer: gpt2 (default), cl100k, o200k, none, or a regex",
+    )
+    t.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
+    t.add_argument(
+        "--errors",
+        choices=["strict", "replace"],
+        default="strict",
+        help="invalid UTF-8: stop with an error (default) or replace with U+FFFD",
+    )
+    t.add_argument("-o", "--output", required=True, help="tokenizer file to write (.bytepair)")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("encode", help="encode text to token ids")
+    e.add_argument(
+        "-t", "--tokenizer", required=True, help="a .bytepair file or a GPT-2 style folder"
+    )
+    e.add_argument("file", nargs="?", help="text file (default: stdin, ids printed)")
+    e.add_argument("-o", "--output", help="write ids to this .bin (uint16/uint32) or .npy file")
+    e.add_argument(
+        "--format", choices=["bin", "npy"], help="output format (default: from the suffix)"
+    )
+    e.add_argument(
+        "--specials",
+        choices=["allow", "text", "disallow"],
+        default="allow",
+        help="special tokens in the text: encode as specials (default), as plain text, or fail",
+    )
+    e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    e.set_defaults(func=cmd_encode)
+
+    d = sub.add_parser("decode", help="decode token ids to text")
+    d.add_argument("-t", "--tokenizer", required=True)
+    d.add_argument("file", nargs="?", help="ids as text, .bin or .npy (default: stdin)")
+    d.add_argument("-o", "--output", help="write the text here (default: stdout)")
+    d.set_defaults(func=cmd_decode)
+
+    s = sub.add_parser("show", help="show how text is split into tokens, in colour")
+    s.add_argument("-t", "--tokenizer", required=True)
+    s.add_argument("text", nargs="?", help="the text (default: stdin)")
+    s.add_argument("--specials", choices=["allow", "text", "disallow"], default="allow")
+    s.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    s.set_defaults(func=cmd_show)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except KeyboardInterrupt:
+        print("bytepair: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, ValueError, KeyError, TypeError, UnicodeError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        if isinstance(e, OSError) and e.filename and str(e.filename) not in str(e):
+            message = f"{e.filename}: {e.strerror}"
+        print(f"bytepair {args.command}: error: {message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

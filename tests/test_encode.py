@@ -1,0 +1,205 @@
+"""Encoding and decoding: exact against the reference and tiktoken, safe with specials."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import bytepair
+import bytepair.reference as ref
+
+from conftest import ATOMS, DATA, EOT, gpt2_tiktoken, patterns, texts
+
+SPECIALS = [EOT, "<|pad|>", "<|endoftext|><|endoftext|>"]
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """Tokenizers trained per pattern on generated-looking text, with overlapping specials."""
+    corpus = "".join(ATOMS) * 3 + (DATA / "tinystories_sample.txt").read_text(encoding="utf-8")
+    out = {}
+    for pattern in ("gpt2", "cl100k", "o200k", None):
+        out[pattern] = bytepair.train_from_iterator(
+            [corpus], 700, special_tokens=SPECIALS, pattern=pattern, progress=False
+        )
+    return out
+
+
+@given(text=texts, pattern=patterns)
+def test_encode_equals_reference(trained, text, pattern):
+    tok = trained[pattern]
+    expected = ref.encode(text, tok.vocab, tok.merges, tok.special_tokens, pattern)
+    assert tok.encode(text, allowed_special="all") == expected
+    assert tok.encode_ordinary(text) == ref.encode(text, tok.vocab, tok.merges, {}, pattern)
+
+
+@given(text=texts, pattern=patterns)
+def test_decode_inverts_encode(trained, text, pattern):
+    tok = trained[pattern]
+    assert tok.decode(tok.encode(text, allowed_special="all")) == text
+    assert tok.decode_bytes(tok.encode_ordinary(text)) == text.encode("utf-8")
+
+
+@given(
+    text=texts,
+    cuts=st.lists(st.integers(0, 400), max_size=8),
+    pattern=patterns,
+    allowed=st.sampled_from(["all", set(), {EOT}]),
+)
+def test_encode_iterable_over_any_chunking_equals_encode(trained, text, cuts, pattern, allowed):
+    tok = trained[pattern]
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    chunks = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    kwargs = {"allowed_special": allowed, "disallowed_special": ()}
+    assert list(tok.encode_iterable(chunks, **kwargs)) == tok.encode(text, **kwargs)
+
+
+@given(text=texts, pattern=patterns)
+def test_encode_iterable_one_character_at_a_time(trained, text, pattern):
+    tok = trained[pattern]
+    assert list(tok.encode_iterable(iter(text), allowed_special="all")) == tok.encode(
+        text, allowed_special="all"
+    )
+
+
+def test_encode_iterable_line_by_line_equals_whole_file_for_cl100k(tmp_path):
+    # cl100k groups newlines across lines ("\n\n" is one piece): line-by-line reading
+    # must still give the ids of the whole text.
+    tok = bytepair.train(
+        DATA / "tinystories_sample.txt", 500, special_tokens=[EOT], pattern="cl100k", progress=False
+    )
+    text = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8") + "\n\n\n  x\n"
+    path = tmp_path / "t.txt"
+    path.write_text(text, encoding="utf-8")
+    with open(path, encoding="utf-8", newline="") as f:
+        streamed = list(tok.encode_iterable(f, allowed_special="all"))
+    assert streamed == tok.encode(text, allowed_special="all")
+    assert "\n\n" in text and streamed.count(tok.encode("\n\n")[0]) >= 1
+
+
+def test_special_token_straddling_chunks_is_found(tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    chunks = ["Once upon a time<|endof", "text|>The end"]
+    ids = list(tok.encode_iterable(chunks, allowed_special="all"))
+    assert tok.special_tokens[EOT] in ids
+    assert ids == tok.encode("".join(chunks), allowed_special="all")
+
+
+def test_minbpe_example_without_pattern():
+    tok = bytepair.train_from_iterator(["aaabdaaabac"], 259, pattern=None, progress=False)
+    assert tok.encode("aaabdaaabac") == [258, 100, 258, 97, 99]
+
+
+@pytest.mark.parametrize("name", ["address.txt", "german.txt", "tinystories_sample.txt"])
+def test_gpt2_files_encode_like_tiktoken(gpt2, name):
+    enc = gpt2_tiktoken()
+    text = (DATA / name).read_text(encoding="utf-8")
+    assert gpt2.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
+    assert gpt2.encode_ordinary(text) == enc.encode_ordinary(text)
+    assert gpt2.decode(gpt2.encode(text, allowed_special="all")) == text
+
+
+@given(text=texts)
+def test_gpt2_matches_tiktoken_on_generated_text(gpt2, text):
+    enc = gpt2_tiktoken.cached if hasattr(gpt2_tiktoken, "cached") else gpt2_tiktoken()
+    gpt2_tiktoken.cached = enc
+    assert gpt2.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
+
+
+def test_gpt2_known_ids(gpt2):
+    assert gpt2.encode("Hello world") == [15496, 995]
+    assert gpt2.encode("hello <|endoftext|>", allowed_special="all") == [31373, 220, 50256]
+
+
+def test_disallowed_special_raises_and_names_the_token(tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    with pytest.raises(ValueError, match=r"'<\|endoftext\|>'.*allowed_special"):
+        tok.encode("a <|endoftext|> b")
+    with pytest.raises(ValueError, match="<|pad|>"):
+        tok.encode("<|pad|>", allowed_special={EOT})
+
+
+def test_special_token_allowed_disallowed_matrix(tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    eot = tok.special_tokens[EOT]
+    text = "hi<|endoftext|>"
+    plain = tok.encode_ordinary(text)
+    assert tok.encode(text, allowed_special="all")[-1] == eot
+    assert tok.encode(text, allowed_special={EOT})[-1] == eot
+    assert tok.encode(text, disallowed_special=()) == plain
+    assert eot not in plain
+    assert tok.encode(text, allowed_special={"<|pad|>"}, disallowed_special=()) == plain
+    # text without any special token needs no permission
+    assert tok.encode("hi") == tok.encode_ordinary("hi")
+
+
+def test_overlapping_special_tokens_resolve_longest_first(trained):
+    tok = trained["gpt2"]
+    ids = tok.encode("<|endoftext|><|endoftext|><|endoftext|>", allowed_special="all")
+    assert ids == [tok.special_tokens["<|endoftext|><|endoftext|>"], tok.special_tokens[EOT]]
+    only_single = tok.encode(
+        "<|endoftext|><|endoftext|>", allowed_special={EOT}, disallowed_special=()
+    )
+    assert only_single == [tok.special_tokens[EOT]] * 2
+
+
+def test_encode_batch_equals_encode(tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    docs = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8").split(EOT)
+    expected = [tok.encode(d) for d in docs]
+    assert tok.encode_batch(docs, num_threads=2) == expected
+    assert tok.encode_batch(docs, num_threads=1) == expected
+    assert tok.encode_batch([]) == []
+
+
+def test_unknown_ids_raise_key_error_naming_them(tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    with pytest.raises(KeyError, match="unknown token id 99999"):
+        tok.decode([1, 99999])
+    with pytest.raises(KeyError, match="unknown token id -1"):
+        tok.decode([-1])
+    with pytest.raises(KeyError, match="unknown token id 12345"):
+        tok.decode_single_token_bytes(12345)
+
+
+def test_decode_errors_are_choosable(gpt2):
+    ids = gpt2.encode("é")  # one token per byte? either way, cut the bytes
+    partial = gpt2.decode_bytes(ids)[:1]
+    one = [i for i in range(256) if gpt2.decode_single_token_bytes(i) == partial]
+    assert gpt2.decode(one) == "\ufffd"
+    assert gpt2.decode(one, errors="ignore") == ""
+    with pytest.raises(UnicodeDecodeError):
+        gpt2.decode(one, errors="strict")
+
+
+def test_lone_surrogates_are_replaced_not_a_crash(gpt2):
+    assert gpt2.encode("a\ud800b") == gpt2.encode("a\ufffdb")
+
+
+def test_long_runs_of_one_character_are_exact(gpt2):
+    enc = gpt2_tiktoken()
+    for text in ["a" * 5000, " " * 5000 + "x", "\n" * 3000, "ab" * 3000]:
+        assert gpt2.encode(text) == enc.encode(text)
+
+
+def test_cs336_vocab_with_special_at_id_zero_encodes_like_reference():
+    import json
+
+    from bytepair.formats import str_to_token
+
+    raw = json.loads((DATA / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
+    vocab = {i: str_to_token(t) for t, i in raw.items()}
+    lines = (DATA / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
+    merges = [tuple(str_to_token(p) for p in line.split(" ")) for line in lines]
+    tok = bytepair.Tokenizer(vocab, merges, special_tokens=[EOT])
+    assert tok.special_tokens == {EOT: 0}
+    text = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8")
+    expected = ref.encode(text, vocab, merges, {EOT: 0})
+    assert tok.encode(text, allowed_special="all") == expected
+    assert tok.decode(expected) == text
+
+
+def test_repr_is_informative(tinystories_tokenizer):
+    r = repr(tinystories_tokenizer)
+    assert "vocab_size=600" in r and "pattern=gpt2" in r and EOT in r

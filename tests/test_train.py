@@ -1,0 +1,225 @@
+"""Training: exact against the CS336 fixtures and the reference, whatever the workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import bytepair
+import bytepair.reference as ref
+from bytepair import _core
+from bytepair.formats import str_to_token
+
+from conftest import DATA, EOT, patterns, texts
+
+
+def write_temp(text: str) -> str:
+    f = tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="", suffix=".txt", delete=False)
+    with f:
+        f.write(text)
+    return f.name
+
+
+def test_cs336_fixture_merges_and_vocab_match_exactly():
+    vocab, merges = bytepair.train_bpe(DATA / "corpus.en", 500, [EOT])
+    lines = (DATA / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
+    expected = [tuple(str_to_token(part) for part in line.split(" ")) for line in lines]
+    assert merges == expected
+    ref_vocab = json.loads((DATA / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
+    assert set(vocab) == set(ref_vocab.values())
+    assert set(vocab.values()) == {str_to_token(t) for t in ref_vocab}
+
+
+def test_ids_are_bytes_then_merges_then_specials():
+    tok = bytepair.train(DATA / "corpus.en", 300, special_tokens=[EOT, "<|pad|>"], progress=False)
+    assert all(tok.vocab[i] == bytes([i]) for i in range(256))
+    assert [tok.vocab[256 + n] for n in range(42)] == [a + b for a, b in tok.merges]
+    assert tok.special_tokens == {EOT: 298, "<|pad|>": 299}
+    assert tok.vocab_size == 300
+
+
+@given(
+    docs=st.lists(texts, max_size=4),
+    extra=st.integers(0, 60),
+    pattern=patterns,
+    specials=st.sampled_from([[], [EOT], [EOT, "<|endoftext|><|endoftext|>", "é"]]),
+)
+def test_train_from_iterator_equals_reference(docs, extra, pattern, specials):
+    vocab_size = 256 + len(specials) + extra
+    expected_vocab, expected_merges = ref.train(docs, vocab_size, specials, pattern)
+    for workers in (1, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tok = bytepair.train_from_iterator(
+                docs,
+                vocab_size,
+                special_tokens=specials,
+                pattern=pattern,
+                workers=workers,
+                progress=False,
+            )
+        assert tok.merges == expected_merges
+        assert tok.vocab == expected_vocab
+
+
+@given(
+    text=texts,
+    extra=st.integers(0, 40),
+    pattern=patterns,
+    block=st.sampled_from(["7", "64", "1000"]),
+    specials=st.sampled_from([[], [EOT]]),
+)
+def test_train_on_file_equals_reference_for_any_block_size_and_workers(
+    text, extra, pattern, block, specials
+):
+    # Tiny read blocks force cuts (at special tokens and safe newlines) in every file.
+    path = write_temp(text)
+    try:
+        vocab_size = 256 + len(specials) + extra
+        expected = ref.train([text], vocab_size, specials, pattern)
+        for workers in (1, 2):
+            with (
+                mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": block}),
+                warnings.catch_warnings(),
+            ):
+                warnings.simplefilter("ignore")
+                tok = bytepair.train(
+                    path,
+                    vocab_size,
+                    special_tokens=specials,
+                    pattern=pattern,
+                    workers=workers,
+                    progress=False,
+                )
+            assert (tok.vocab, tok.merges) == expected
+    finally:
+        os.unlink(path)
+
+
+@given(text=texts, pattern=st.sampled_from(["gpt2", "cl100k", "o200k"]))
+def test_newline_cuts_never_change_pretokenization(text, pattern):
+    data = text.encode("utf-8")
+    whole = ref.pretokenize(text, pattern)
+    for cut in _core.newline_cuts(data):
+        left, right = data[:cut].decode("utf-8"), data[cut:].decode("utf-8")
+        assert ref.pretokenize(left, pattern) + ref.pretokenize(right, pattern) == whole
+
+
+def test_newline_cut_rule_examples():
+    assert _core.newline_cuts(b"end.\nNext") == [5]
+    assert _core.newline_cuts(b"end \nNext") == []  # " \n" is one piece under gpt2
+    assert _core.newline_cuts(b"end.\n/x") == []  # ".\n/" is one piece under o200k
+
+
+def test_results_do_not_depend_on_workers_on_a_real_corpus():
+    path = DATA.parent.parent / "examples" / "books.txt"
+    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "100000"}):
+        one = bytepair.train(path, 1000, special_tokens=[EOT], workers=1, progress=False)
+        two = bytepair.train(path, 1000, special_tokens=[EOT], workers=2, progress=False)
+    whole = bytepair.train(path, 1000, special_tokens=[EOT], workers=2, progress=False)
+    assert one.merges == two.merges == whole.merges
+    assert len(one.merges) == 1000 - 257
+
+
+@pytest.mark.filterwarnings("ignore:training stopped early")
+def test_several_files_count_as_one_corpus(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("low lower lowest\n", encoding="utf-8")
+    b.write_text("newer newest\n", encoding="utf-8")
+    tok = bytepair.train([a, b], 270, progress=False)
+    expected = ref.train(["low lower lowest\n", "newer newest\n"], 270)
+    assert (tok.vocab, tok.merges) == expected
+
+
+@pytest.mark.filterwarnings("ignore:training stopped early")
+def test_special_tokens_are_never_merged_across():
+    tok = bytepair.train_from_iterator(
+        [f"ab{EOT}ab{EOT}ab"], 300, special_tokens=[EOT], pattern=None, progress=False
+    )
+    assert all(b"<" not in a + b for a, b in tok.merges)
+
+
+def test_stops_early_with_a_warning_when_pairs_run_out():
+    with pytest.warns(UserWarning, match="stopped early after 1 of 10 merges"):
+        tok = bytepair.train_from_iterator(["ab"], 266, progress=False)
+    assert tok.merges == [(b"a", b"b")]
+    assert tok.vocab_size == 257
+
+
+def test_vocab_size_too_small_is_a_clear_error():
+    with pytest.raises(ValueError, match="at least 257"):
+        bytepair.train_from_iterator(["ab"], 256, special_tokens=[EOT], progress=False)
+
+
+def test_invalid_utf8_names_file_and_byte_offset(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"hello world\n" * 10 + b"caf\xe9\n")
+    with pytest.raises(
+        ValueError, match=r"bad\.txt: invalid UTF-8 at byte offset 123 \(byte 0xe9\)"
+    ):
+        bytepair.train(bad, 300, progress=False)
+
+
+@pytest.mark.filterwarnings("ignore:training stopped early")
+def test_invalid_utf8_can_be_replaced_explicitly(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"caf\xe9 caf\xe9")
+    tok = bytepair.train(bad, 300, errors="replace", progress=False)
+    expected = ref.train(["caf\ufffd caf\ufffd"], 300)
+    assert (tok.vocab, tok.merges) == expected
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.txt: no such file"):
+        bytepair.train(tmp_path / "nope.txt", 300, progress=False)
+
+
+def test_train_bpe_returns_the_cs336_types():
+    vocab, merges = bytepair.train_bpe(str(DATA / "tinystories_sample.txt"), 300, [EOT])
+    assert isinstance(vocab, dict) and all(
+        isinstance(k, int) and isinstance(v, bytes) for k, v in vocab.items()
+    )
+    assert isinstance(merges, list) and all(
+        isinstance(a, bytes) and isinstance(b, bytes) for a, b in merges
+    )
+    assert vocab[299] == EOT.encode()
+
+
+def test_training_stats_are_recorded():
+    tok = bytepair.train(DATA / "corpus.en", 400, progress=False)
+    stats = tok.training_stats
+    assert stats.bytes_read == (DATA / "corpus.en").stat().st_size
+    assert stats.merges_done == 144 and stats.distinct_pretokens > 1000
+
+
+def test_progress_bars_report_bytes_and_merges(capsys):
+    bytepair.train(DATA / "corpus.en", 300, progress=True)
+    err = capsys.readouterr().err
+    assert "counting" in err and "merging" in err and "44/44" in err
+
+
+def test_pattern_names_and_custom_regex_are_accepted():
+    text = "foo bar foo-bar"
+    custom = bytepair.train_from_iterator([text], 260, pattern=r"\w+|\W", progress=False)
+    assert custom.merges == ref.train([text], 260, pattern=r"\w+|\W")[1]
+    with pytest.raises(ValueError, match="invalid pre-tokenizer pattern"):
+        bytepair.train_from_iterator([text], 260, pattern="(", progress=False)
+
+
+@pytest.mark.filterwarnings("ignore:training stopped early")
+def test_custom_pattern_file_training_is_exact_without_newline_cuts(tmp_path):
+    path = tmp_path / "c.txt"
+    text = "ab.\ncd.\nab\n" * 50
+    path.write_text(text, encoding="utf-8")
+    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "16"}):
+        tok = bytepair.train(path, 280, pattern=r"[^\n]+\n?", workers=2, progress=False)
+    assert tok.merges == ref.train([text], 280, pattern=r"[^\n]+\n?")[1]
+    assert Path(path).exists()
