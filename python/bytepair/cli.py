@@ -43,6 +43,11 @@ def _load_tokenizer(spec: str):
     return Tokenizer.load(path)
 
 
+def _show_progress(args) -> bool:
+    # Bars on a terminal only: in logs and pipes the closing summary says it all.
+    return not args.quiet and sys.stderr.isatty()
+
+
 def _fmt_token(token: bytes) -> str:
     return repr(token.decode("utf-8", errors="backslashreplace"))
 
@@ -63,7 +68,7 @@ def cmd_train(args) -> None:
         special_tokens=args.special,
         pattern=args.pattern,
         workers=args.workers,
-        progress=not args.quiet,
+        progress=_show_progress(args),
         errors=args.errors,
     )
     tok.save(out)
@@ -132,7 +137,7 @@ def cmd_encode(args) -> None:
     try:
         with os.fdopen(fd, "wb") as raw, open(src, encoding="utf-8", newline="") as f:
             bar = None
-            if not args.quiet:
+            if _show_progress(args):
                 from tqdm.auto import tqdm
 
                 bar = tqdm(

@@ -68,6 +68,22 @@ def _progress_bar(enabled: bool, **kwargs):
     return tqdm(**kwargs)
 
 
+class _closing:
+    """Closes a progress bar; on an error, erases it so the error stands alone."""
+
+    def __init__(self, bar):
+        self.bar = bar
+
+    def __enter__(self):
+        return self.bar
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.bar is not None:
+            if exc_type is not None:
+                self.bar.leave = False
+            self.bar.close()
+
+
 def _learn(
     counter: _core.PreTokenCounter,
     num_merges: int,
@@ -78,11 +94,8 @@ def _learn(
 ) -> Tokenizer:
     bar = _progress_bar(progress, total=num_merges, desc="merging", unit=" merges")
     start = time.perf_counter()
-    try:
+    with _closing(bar):
         merges, vocab_bytes = counter.train(num_merges, None if bar is None else _ByteBar(bar))
-    finally:
-        if bar is not None:
-            bar.close()
     stats["merge_seconds"] = time.perf_counter() - start
     if len(merges) < num_merges:
         warnings.warn(
@@ -153,16 +166,13 @@ def train(
         progress, total=sum(sizes), desc="counting", unit="B", unit_scale=True, unit_divisor=1024
     )
     start = time.perf_counter()
-    try:
+    with _closing(bar):
         done = 0
         for p, size in zip(paths, sizes):
             counter.add_file(
                 str(p), errors, None if bar is None else _ByteBar(bar, done), **_block_kwargs()
             )
             done += size
-    finally:
-        if bar is not None:
-            bar.close()
     stats = {"bytes_read": sum(sizes), "count_seconds": time.perf_counter() - start}
     return _learn(counter, num_merges, specials, regex, progress, stats)
 
@@ -198,7 +208,7 @@ def train_from_iterator(
     bar = _progress_bar(progress, desc="counting", unit="B", unit_scale=True, unit_divisor=1024)
     start = time.perf_counter()
     total = 0
-    try:
+    with _closing(bar):
         batch: list[str] = []
         size = 0
         for n, text in enumerate(texts):
@@ -216,9 +226,6 @@ def train_from_iterator(
         total += size
         if bar is not None:
             bar.update(size)
-    finally:
-        if bar is not None:
-            bar.close()
     stats = {"bytes_read": total, "count_seconds": time.perf_counter() - start}
     return _learn(counter, num_merges, specials, regex, progress, stats)
 

@@ -1,0 +1,159 @@
+"""The command line: a full train -> encode -> decode round trip, and clean failures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bytepair
+
+from conftest import DATA, EOT, GPT2_DIR
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
+
+
+def run(*args, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bytepair", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "books.bytepair"
+    r = run("train", EXAMPLE, "--vocab-size", 600, "--special", EOT, "-o", out)
+    assert r.returncode == 0, r.stderr
+    return out, r.stderr
+
+
+def test_train_writes_a_loadable_tokenizer_and_a_summary(trained):
+    out, summary = trained
+    tok = bytepair.Tokenizer.load(out)
+    assert tok.vocab_size == 600 and tok.special_tokens == {EOT: 599}
+    assert "bytes/token" in summary and "first merges" in summary and "vocab size 600" in summary
+    assert "MB/s" in summary
+
+
+def test_encode_to_bin_then_decode_round_trips_the_file(trained, tmp_path):
+    out, _ = trained
+    ids_path = tmp_path / "books.bin"
+    r = run("encode", "-t", out, EXAMPLE, "-o", ids_path)
+    assert r.returncode == 0, r.stderr
+    ids = np.fromfile(ids_path, dtype=np.uint16)
+    tok = bytepair.Tokenizer.load(out)
+    text = EXAMPLE.read_text(encoding="utf-8")
+    assert ids.tolist() == tok.encode(text, allowed_special="all")
+    decoded = tmp_path / "decoded.txt"
+    r = run("decode", "-t", out, ids_path, "-o", decoded)
+    assert r.returncode == 0, r.stderr
+    assert decoded.read_bytes() == EXAMPLE.read_bytes()
+
+
+def test_encode_to_npy(trained, tmp_path):
+    out, _ = trained
+    r = run("encode", "-t", out, DATA / "tinystories_sample.txt", "-o", tmp_path / "t.npy", "-q")
+    assert r.returncode == 0, r.stderr
+    arr = np.load(tmp_path / "t.npy")
+    assert arr.dtype == np.uint16
+    tok = bytepair.Tokenizer.load(out)
+    text = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8")
+    assert arr.tolist() == tok.encode(text, allowed_special="all")
+
+
+def test_large_vocab_is_written_as_uint32(tmp_path):
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab[70000] = b"ab"
+    tok = bytepair.Tokenizer(vocab, [(b"a", b"b")])
+    tok.save(tmp_path / "big.bytepair")
+    (tmp_path / "in.txt").write_text("abab", encoding="utf-8")
+    r = run(
+        "encode", "-t", tmp_path / "big.bytepair", tmp_path / "in.txt", "-o", tmp_path / "o.bin"
+    )
+    assert r.returncode == 0, r.stderr
+    assert np.fromfile(tmp_path / "o.bin", dtype=np.uint32).tolist() == [70000, 70000]
+
+
+def test_stdin_encode_prints_ids_and_decode_reads_them(trained):
+    out, _ = trained
+    r = run("encode", "-t", out, stdin="Hello there<|endoftext|>")
+    assert r.returncode == 0, r.stderr
+    ids = [int(x) for x in r.stdout.split()]
+    assert ids[-1] == 599
+    r = run("decode", "-t", out, stdin=r.stdout)
+    assert r.stdout == "Hello there<|endoftext|>\n"
+
+
+def test_show_colours_tokens_and_prints_ids(trained):
+    out, _ = trained
+    r = run("show", "-t", out, "Hello world", "--color", "always")
+    assert r.returncode == 0, r.stderr
+    tok = bytepair.Tokenizer.load(out)
+    assert "\x1b[48;5;" in r.stdout
+    assert str(tok.encode("Hello world")) in r.stdout
+    plain = run("show", "-t", out, "Hello world", "--color", "never")
+    pieces = [tok.decode([i]) for i in tok.encode("Hello world")]
+    assert plain.stdout.startswith("".join(f"[{p}]" for p in pieces))
+
+
+def test_gpt2_folder_works_as_a_tokenizer():
+    r = run("encode", "-t", GPT2_DIR, stdin="Hello world")
+    assert r.stdout.split() == ["15496", "995"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["train", "missing.txt", "--vocab-size", "300", "-o", "x.bytepair"],
+            "missing.txt: no such file",
+        ),
+        (
+            ["train", "{example}", "--vocab-size", "abc", "-o", "x.bytepair"],
+            "invalid int value: 'abc'",
+        ),
+        (
+            ["train", "{example}", "--vocab-size", "100", "-o", "x.bytepair"],
+            "vocab_size 100 is too small",
+        ),
+        (
+            ["train", "{bad}", "--vocab-size", "300", "-o", "x.bytepair"],
+            "bad.txt: invalid UTF-8 at byte offset 6",
+        ),
+        (
+            ["encode", "-t", "{bad}", "--", "{example}"],
+            "bad.txt: not a bytepair tokenizer file (invalid UTF-8 at byte 6)",
+        ),
+        (["encode", "-t", "nope.bytepair"], "nope.bytepair: no such tokenizer file"),
+        (["decode", "-t", "{tok}"], "token #1 is 'x', not an integer id"),
+    ],
+)
+def test_errors_are_one_line_and_non_zero(tmp_path, trained, args, message):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"hello \xff world")
+    subs = {"{example}": str(EXAMPLE), "{bad}": str(bad), "{tok}": str(trained[0])}
+    args = [subs.get(a, a) for a in args]
+    os.chdir(tmp_path)
+    r = run(*args, stdin="1 x")
+    assert r.returncode != 0
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "x.bytepair").exists()
+
+
+def test_failed_encode_leaves_no_partial_output(tmp_path, trained):
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"good text " * 300_000 + b"\xff bad")
+    r = run("encode", "-t", trained[0], src, "-o", tmp_path / "out.bin", "-q")
+    assert r.returncode == 1
+    assert "invalid UTF-8" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]

@@ -1,0 +1,139 @@
+"""Saving and loading: our own file format and GPT-2 style files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import bytepair
+from bytepair.formats import bytes_to_unicode, str_to_token, token_to_str
+
+from conftest import DATA, EOT, GPT2_DIR
+
+
+def test_save_load_round_trip_gives_identical_ids(tmp_path, tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    path = tmp_path / "t.bytepair"
+    tok.save(path)
+    loaded = bytepair.Tokenizer.load(path)
+    text = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8")
+    assert loaded.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
+    assert loaded.vocab == tok.vocab
+    assert loaded.merges == tok.merges
+    assert loaded.special_tokens == tok.special_tokens
+    assert loaded.pattern == tok.pattern
+
+
+def test_saved_file_is_readable_versioned_json(tmp_path, tinystories_tokenizer):
+    path = tmp_path / "t.bytepair"
+    tinystories_tokenizer.save(path)
+    text = path.read_text(encoding="utf-8")
+    doc = json.loads(text)
+    assert doc["format"] == "bytepair" and doc["version"] == 1
+    assert doc["special_tokens"] == {EOT: 598, "<|pad|>": 599}
+    assert "vocab" not in doc  # ids follow the merges: nothing more to store
+    first = tinystories_tokenizer.merges[0]
+    assert doc["merges"][0] == token_to_str(first[0]) + " " + token_to_str(first[1])
+    assert text.count("\n") > len(doc["merges"])  # one merge per line
+
+
+def test_non_canonical_vocab_round_trips(tmp_path, gpt2):
+    # CS336 form: special token at id 0, bytes shifted to 1..256
+    raw = json.loads((DATA / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
+    vocab = {i: str_to_token(t) for t, i in raw.items()}
+    lines = (DATA / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
+    merges = [tuple(str_to_token(p) for p in line.split(" ")) for line in lines]
+    tok = bytepair.Tokenizer(vocab, merges, [EOT])
+    path = tmp_path / "cs336.bytepair"
+    tok.save(path)
+    assert "vocab" in json.loads(path.read_text(encoding="utf-8"))
+    loaded = bytepair.Tokenizer.load(path)
+    text = (DATA / "address.txt").read_text(encoding="utf-8")
+    assert loaded.encode(text) == tok.encode(text)
+    assert loaded.vocab == tok.vocab
+
+
+def test_pattern_none_and_custom_survive_save(tmp_path):
+    for pattern in (None, r"\w+|\s+|[^\w\s]+"):
+        tok = bytepair.train_from_iterator(["ab ab abc"], 258, pattern=pattern, progress=False)
+        tok.save(tmp_path / "p.bytepair")
+        assert bytepair.Tokenizer.load(tmp_path / "p.bytepair").pattern == pattern
+
+
+@pytest.mark.parametrize(
+    "mangle, message",
+    [
+        (lambda t: t[: len(t) // 2], "not a valid bytepair tokenizer file: .* at line"),
+        (lambda t: "", "not a valid bytepair tokenizer file"),
+        (lambda t: t.replace('"version": 1', '"version": 99'), "version 99 is not supported"),
+        (lambda t: t.replace('"format": "bytepair"', '"format": "other"'), "not a bytepair"),
+        (lambda t: t.replace('"Ġ t"', '"Ġt"', 1), 'merge #0 is .*expected "left right"'),
+        (lambda t: t.replace('"Ġ t"', '"Ġ \u4e2d"', 1), "not in GPT-2's byte-to-unicode table"),
+        (
+            lambda t: t.replace('"special_tokens"', '"specials"'),
+            '"special_tokens" field is missing',
+        ),
+    ],
+)
+def test_corrupted_or_truncated_files_raise_clear_errors(tmp_path, mangle, message):
+    tok = bytepair.train(DATA / "corpus.en", 300, special_tokens=[EOT], progress=False)
+    good = tmp_path / "good.bytepair"
+    tok.save(good)
+    assert tok.merges[0] == (b" ", b"t")
+    bad = tmp_path / "bad.bytepair"
+    bad.write_text(mangle(good.read_text(encoding="utf-8")), encoding="utf-8")
+    with pytest.raises(ValueError, match=message) as info:
+        bytepair.Tokenizer.load(bad)
+    assert "bad.bytepair" in str(info.value)
+
+
+def test_failed_save_leaves_no_partial_file(tmp_path, tinystories_tokenizer, monkeypatch):
+    import bytepair.tokenizer as tokenizer_module
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(tokenizer_module, "dump_bytepair", boom)
+    with pytest.raises(RuntimeError):
+        tinystories_tokenizer.save(tmp_path / "x.bytepair")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gpt2_files_load_with_and_without_version_header(gpt2):
+    # the HF merges.txt starts with "#version: 0.2"; CS336's copy does not
+    assert len(gpt2.merges) == 50000
+    assert gpt2.vocab_size == 50257 and gpt2.special_tokens == {EOT: 50256}
+    assert gpt2.merges[0] == (b" ", b"t")
+
+
+def test_gpt2_merges_without_header(tmp_path, gpt2):
+    lines = (GPT2_DIR / "merges.txt").read_text(encoding="utf-8").splitlines()[1:]
+    (tmp_path / "merges.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tok = bytepair.Tokenizer.from_files(GPT2_DIR / "vocab.json", tmp_path / "merges.txt", [EOT])
+    assert tok.merges == gpt2.merges
+
+
+def test_bad_gpt2_merges_line_is_named(tmp_path):
+    (tmp_path / "merges.txt").write_text("#version: 0.2\nĠ t\nbroken\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"merges.txt, line 3: expected 'left right'"):
+        bytepair.Tokenizer.from_files(GPT2_DIR / "vocab.json", tmp_path / "merges.txt")
+
+
+def test_merge_outside_the_vocab_is_named():
+    vocab = {i: bytes([i]) for i in range(256)}
+    with pytest.raises(ValueError, match=r"merge #0 \(b'a', b'b'\) uses b'ab'"):
+        bytepair.Tokenizer(vocab, [(b"a", b"b")])
+
+
+def test_vocab_without_all_bytes_is_rejected():
+    vocab = {i: bytes([i]) for i in range(255)}
+    with pytest.raises(ValueError, match="single byte 0xff"):
+        bytepair.Tokenizer(vocab, [])
+
+
+def test_byte_to_unicode_table_is_gpt2s():
+    table = bytes_to_unicode()
+    assert len(set(table.values())) == 256
+    assert table[ord(" ")] == "Ġ" and table[ord("\n")] == "Ċ" and table[ord("a")] == "a"
+    assert str_to_token(token_to_str(bytes(range(256)))) == bytes(range(256))
