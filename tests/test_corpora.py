@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import bytepair
+
 from conftest import EOT, gpt2_tiktoken
 
 SHARED = os.environ.get("BYTEPAIR_SHARED")
