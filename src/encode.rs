@@ -124,6 +124,22 @@ impl Encoder {
         })
     }
 
+    /// The number of tokens `text` encodes to, without keeping them.
+    pub fn count(&self, text: &str, allowed: &SpecialMatcher) -> Result<usize, String> {
+        let bytes = text.as_bytes();
+        let mut n = 0;
+        let mut scratch = Vec::new();
+        for_each_unit(text, allowed, &self.pre, |u| match u {
+            Unit::Piece { start, end } => {
+                scratch.clear();
+                self.encode_piece(&bytes[start..end], &mut scratch);
+                n += scratch.len();
+            }
+            Unit::Special { .. } => n += 1,
+        })?;
+        Ok(n)
+    }
+
     /// Encodes the part of `text` that later text cannot change, for streaming.
     ///
     /// Returns the ids and the number of bytes consumed; the caller keeps

@@ -4,7 +4,8 @@
 //! - [`chunking`]: where text may be cut and still pre-tokenize identically;
 //! - [`count`]: counting pre-tokens in files and documents, in parallel (training's map);
 //! - [`train`]: the incremental merge loop (training's reduce);
-//! - [`encode`]: text → ids and ids → bytes.
+//! - [`encode`]: text → ids and ids → bytes;
+//! - [`ranks`]: recovering merges from rank-only (tiktoken) vocabularies.
 //!
 //! The Python bindings live apart, in `py.rs`, behind the `python` feature.
 
@@ -12,6 +13,7 @@ pub mod chunking;
 pub mod count;
 pub mod encode;
 pub mod pretokenize;
+pub mod ranks;
 pub mod train;
 
 #[cfg(feature = "python")]

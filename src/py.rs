@@ -224,6 +224,34 @@ impl Encoder {
             .map_err(value_error)
     }
 
+    /// Encodes to little-endian uint32 bytes (for a zero-copy numpy view).
+    #[pyo3(signature = (text, allowed_special=None))]
+    fn encode_to_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed_special: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let m = self.matcher(allowed_special)?;
+        let ids = py
+            .detach(|| self.core.encode(text, &m))
+            .map_err(value_error)?;
+        let bytes: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// How many tokens `text` encodes to.
+    #[pyo3(signature = (text, allowed_special=None))]
+    fn count(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed_special: Option<Vec<String>>,
+    ) -> PyResult<usize> {
+        let m = self.matcher(allowed_special)?;
+        py.detach(|| self.core.count(text, &m)).map_err(value_error)
+    }
+
     fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
         py.detach(|| self.core.encode(text, self.core.no_specials()))
             .map_err(value_error)
@@ -295,6 +323,23 @@ impl Encoder {
     }
 }
 
+/// Merges of a rank-only vocabulary: `tokens[rank]` (None for skipped ranks) →
+/// `(rank, left rank, right rank)` per multi-byte token, in rank order. Failures raise
+/// ValueError with args ("duplicate", rank), ("missing_byte", byte) or
+/// ("unreachable", rank, parts), for the Python side to word.
+#[pyfunction]
+fn recover_merges(py: Python<'_>, tokens: Vec<Option<Vec<u8>>>) -> PyResult<Vec<(u32, u32, u32)>> {
+    use crate::ranks::RecoverError;
+    py.detach(|| crate::ranks::recover_merges(&tokens))
+        .map_err(|e| match e {
+            RecoverError::Duplicate { rank } => PyValueError::new_err(("duplicate", rank)),
+            RecoverError::MissingByte(b) => PyValueError::new_err(("missing_byte", b)),
+            RecoverError::Unreachable { rank, parts } => {
+                PyValueError::new_err(("unreachable", rank, parts))
+            }
+        })
+}
+
 /// Offsets where the built-in patterns allow cutting text (`chunking::is_newline_cut`),
 /// for the tests that check that rule.
 #[pyfunction]
@@ -307,6 +352,7 @@ fn newline_cuts(data: &[u8]) -> Vec<usize> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(newline_cuts, m)?)?;
+    m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
     m.add_class::<PreTokenCounter>()?;
     m.add_class::<Encoder>()?;
     m.add("GPT2_PATTERN", crate::pretokenize::GPT2_PATTERN)?;

@@ -6,9 +6,27 @@
 'hello world'
 """
 
+from bytepair.encodings import (
+    encoding_for_model,
+    encoding_name_for_model,
+    get_encoding,
+    list_encodings,
+)
 from bytepair.patterns import PATTERNS
-from bytepair.tokenizer import Tokenizer
+from bytepair.tokenizer import StreamDecoder, Tokenizer
 from bytepair.training import TrainingStats, train, train_bpe, train_from_iterator
 
-__all__ = ["PATTERNS", "Tokenizer", "TrainingStats", "train", "train_bpe", "train_from_iterator"]
+__all__ = [
+    "PATTERNS",
+    "StreamDecoder",
+    "Tokenizer",
+    "TrainingStats",
+    "encoding_for_model",
+    "encoding_name_for_model",
+    "get_encoding",
+    "list_encodings",
+    "train",
+    "train_bpe",
+    "train_from_iterator",
+]
 __version__ = "0.1.0"

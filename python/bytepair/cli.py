@@ -28,8 +28,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _load_tokenizer(spec: str):
+    from bytepair.encodings import get_encoding, list_encodings
     from bytepair.tokenizer import Tokenizer
 
+    if spec in list_encodings():
+        return get_encoding(spec)
     path = Path(spec)
     if path.is_dir():
         for vocab, merges in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
@@ -158,15 +161,9 @@ def cmd_encode(args) -> None:
                         bar.update(len(chunk.encode("utf-8")))
                     yield chunk
 
-            batch: list[int] = []
-            for i in tok.encode_iterable(chunks(), **kwargs):
-                batch.append(i)
-                if len(batch) >= 1 << 20:
-                    raw.write(np.asarray(batch, dtype=dtype).tobytes())
-                    n_tokens += len(batch)
-                    batch.clear()
-            raw.write(np.asarray(batch, dtype=dtype).tobytes())
-            n_tokens += len(batch)
+            for ids in tok.encode_chunks(chunks(), **kwargs):
+                raw.write(np.asarray(ids, dtype=dtype).tobytes())
+                n_tokens += len(ids)
             if bar is not None:
                 bar.close()
         if fmt == "npy":
@@ -194,6 +191,37 @@ def cmd_encode(args) -> None:
         f"({size / max(n_tokens, 1):.2f} bytes/token) in {secs:.2f} s ({size / 1e6 / max(secs, 1e-9):.1f} MB/s)",
         file=sys.stderr,
     )
+
+
+# -- count -----------------------------------------------------------------------------
+
+
+def _read_chunks(f, size: int = 1 << 20):
+    """A text file in chunks of `size` characters."""
+    while chunk := f.read(size):
+        yield chunk
+
+
+def cmd_count(args) -> None:
+    tok = _load_tokenizer(args.tokenizer)
+    kwargs = _special_args(args.specials)
+    total = 0
+    for name in args.files:
+        if name == "-":
+            f = sys.stdin
+        else:
+            if not Path(name).is_file():
+                raise FileNotFoundError(f"{name}: no such file")
+            f = open(name, encoding="utf-8", newline="")
+        with f:
+            try:
+                n = sum(len(ids) for ids in tok.encode_chunks(_read_chunks(f), **kwargs))
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{name}: invalid UTF-8 ({e.reason})") from None
+        total += n
+        print(f"{n}\t{name}")
+    if len(args.files) > 1:
+        print(f"{total}\ttotal")
 
 
 # -- decode ----------------------------------------------------------------------------
@@ -308,6 +336,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_encode)
+
+    c = sub.add_parser("count", help="count tokens in files")
+    c.add_argument(
+        "-t", "--tokenizer", required=True, help="a bundled encoding name or a tokenizer file"
+    )
+    c.add_argument("files", nargs="+", help="UTF-8 text files ('-' for stdin)")
+    c.add_argument("--specials", choices=["allow", "text", "disallow"], default="allow")
+    c.set_defaults(func=cmd_count)
 
     d = sub.add_parser("decode", help="decode token ids to text")
     d.add_argument("-t", "--tokenizer", required=True)

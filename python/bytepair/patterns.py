@@ -11,6 +11,15 @@ from __future__ import annotations
 
 from bytepair._core import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
+__all__ = [
+    "CL100K_PATTERN",
+    "GPT2_PATTERN",
+    "O200K_PATTERN",
+    "PATTERNS",
+    "pattern_name",
+    "resolve_pattern",
+]
+
 #: Built-in patterns by name. ``gpt2`` is also r50k_base and p50k_base's pattern.
 PATTERNS: dict[str, str] = {
     "gpt2": GPT2_PATTERN,

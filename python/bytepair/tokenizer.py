@@ -39,6 +39,11 @@ class Tokenizer:
     [...]
     """
 
+    #: The encoding's name for bundled encodings (``"cl100k_base"``), else None.
+    name: str | None = None
+    #: What training measured (a ``TrainingStats``), for tokenizers made by training.
+    training_stats = None
+
     def __init__(
         self,
         vocab: dict[int, bytes],
@@ -124,6 +129,102 @@ class Tokenizer:
         vocab = None if ordinary == _canonical_vocab(self._merges) else ordinary
         text = dump_bytepair(self._merges, self._special_tokens, self._pattern, vocab)
         atomic_write(path, text.encode("utf-8"))
+
+    # -- other ecosystems: tiktoken, Hugging Face, GPT-2 files ---------------------------
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        path: str | os.PathLike,
+        pattern: str | None,
+        special_tokens: Iterable[str] | dict[str, int] | None = None,
+    ) -> Tokenizer:
+        """Loads a tiktoken ``.tiktoken`` file (lines ``base64(token) rank``): ids are the
+        ranks and the merges are recovered from them (``formats.merges_from_ranks``).
+        The file holds neither pattern nor special tokens, so pass them: e.g.
+        ``Tokenizer.from_tiktoken("cl100k_base.tiktoken", "cl100k", {"<|endoftext|>": 100257})``.
+        """
+        from bytepair import formats
+
+        ranks = formats.read_tiktoken(path)
+        try:
+            merges = formats.merges_from_ranks(ranks)
+            vocab = {rank: token for token, rank in ranks.items()}
+            return cls(vocab, merges, special_tokens, pattern)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+    def save_tiktoken(self, path: str | os.PathLike) -> None:
+        """Writes the ordinary tokens as a ``.tiktoken`` file, each token's id its rank
+        (special tokens and the pattern are not part of that format).
+
+        tiktoken merges by rank, so the ids must give back exactly this tokenizer's
+        merges (``formats.merges_from_ranks``); if they do not (tokens with the same
+        bytes, ids out of merge order, tokens no merge makes) this is a ValueError and
+        nothing is written.
+        """
+        from bytepair import formats
+
+        ranks: dict[bytes, int] = {}
+        for i, token in sorted(self._vocab.items()):
+            if i in self._special_ids:
+                continue
+            if token in ranks:
+                raise ValueError(
+                    f"{path}: ids {ranks[token]} and {i} are the same bytes {token!r}; "
+                    "a .tiktoken file gives each token one rank"
+                )
+            ranks[token] = i
+        try:
+            merges = formats.merges_from_ranks(ranks)
+        except ValueError as e:
+            raise ValueError(f"{path}: the ids cannot serve as tiktoken ranks: {e}") from None
+        if merges != self._merges:
+            n = next(
+                (n for n, (a, b) in enumerate(zip(merges, self._merges)) if a != b),
+                min(len(merges), len(self._merges)),
+            )
+            ours = self._merges[n] if n < len(self._merges) else None
+            theirs = merges[n] if n < len(merges) else None
+            raise ValueError(
+                f"{path}: the ids cannot serve as tiktoken ranks: merge #{n} is {ours!r} "
+                f"but the ranks imply {theirs!r}, so tiktoken would encode differently"
+            )
+        formats.write_tiktoken(path, ranks)
+
+    @classmethod
+    def from_hf(cls, path: str | os.PathLike) -> Tokenizer:
+        """Loads a Hugging Face ``tokenizer.json`` of a byte-level BPE model (GPT-2,
+        Llama 3, ...); see ``formats.read_hf_tokenizer_json`` for what is supported."""
+        from bytepair import formats
+
+        vocab, merges, special_tokens, pattern = formats.read_hf_tokenizer_json(path)
+        try:
+            return cls(vocab, merges, special_tokens, pattern)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+    def save_hf(self, path: str | os.PathLike) -> None:
+        """Writes a Hugging Face ``tokenizer.json`` that ``tokenizers`` and
+        ``transformers.PreTrainedTokenizerFast`` load and that encodes like
+        ``encode(text, allowed_special="all")``."""
+        from bytepair import formats
+
+        formats.write_hf_tokenizer_json(
+            path, self._vocab, self._merges, self._special_tokens, self._pattern
+        )
+
+    def save_gpt2(
+        self,
+        folder: str | os.PathLike,
+        names: tuple[str, str] = ("vocab.json", "merges.txt"),
+    ) -> None:
+        """Writes GPT-2 style ``vocab.json`` + ``merges.txt`` into folder (or other
+        names, e.g. ``("encoder.json", "vocab.bpe")``); read them with :meth:`from_files`.
+        These files keep no pattern and do not mark which tokens are special."""
+        from bytepair import formats
+
+        formats.write_gpt2_files(folder, self._vocab, self._merges, self._special_tokens, names)
 
     # -- properties -------------------------------------------------------------------
 
@@ -256,6 +357,36 @@ class Tokenizer:
                 [_without_surrogates(t) for t in texts], allowed, threads
             )
 
+    def encode_ordinary_batch(
+        self, texts: list[str], *, num_threads: int | None = None
+    ) -> list[list[int]]:
+        """``encode_ordinary`` over many texts, in parallel."""
+        return self.encode_batch(texts, num_threads=num_threads, disallowed_special=())
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ):
+        """Encodes to a numpy uint32 array, without building a Python list."""
+        import numpy as np
+
+        allowed = self._allowed(allowed_special, disallowed_special, text)
+        return np.frombuffer(self._call(self._core.encode_to_bytes, text, allowed), dtype="<u4")
+
+    def count_tokens(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> int:
+        """``len(encode(text))``, without building the list."""
+        allowed = self._allowed(allowed_special, disallowed_special, text)
+        return self._call(self._core.count, text, allowed)
+
     def encode_iterable(
         self,
         iterable: Iterable[str],
@@ -270,6 +401,20 @@ class Tokenizer:
         token straddles two chunks: text is encoded only once no later text can change
         its pieces, and the rest is carried over to the next chunk.
         """
+        for ids in self.encode_chunks(
+            iterable, allowed_special=allowed_special, disallowed_special=disallowed_special
+        ):
+            yield from ids
+
+    def encode_chunks(
+        self,
+        iterable: Iterable[str],
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> Iterator[list[int]]:
+        """Like :meth:`encode_iterable`, but yields a list of ids per input chunk (faster
+        for large files: ``for ids in tok.encode_chunks(iter(lambda: f.read(1 << 20), ""))``)."""
         carry = ""
         for chunk in iterable:
             if not chunk:
@@ -277,11 +422,13 @@ class Tokenizer:
             carry += chunk
             allowed = self._allowed(allowed_special, disallowed_special, carry)
             ids, used = self._call(self._core.encode_prefix, carry, allowed, False)
-            yield from ids
+            if ids:
+                yield ids
             carry = carry[used:]
         allowed = self._allowed(allowed_special, disallowed_special, carry)
         ids, _ = self._call(self._core.encode_prefix, carry, allowed, True)
-        yield from ids
+        if ids:
+            yield ids
 
     # -- decoding ----------------------------------------------------------------------
 
@@ -301,6 +448,54 @@ class Tokenizer:
         otherwise (any of ``bytes.decode``'s: "strict", "ignore", ...)."""
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
+    def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
+        """The bytes of each token, as a list."""
+        return [self.decode_single_token_bytes(t) for t in tokens]
+
+    def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> list[str]:
+        """``decode`` over many id sequences."""
+        return [self.decode(ids, errors=errors) for ids in batch]
+
+    def decode_bytes_batch(self, batch: Iterable[Iterable[int]]) -> list[bytes]:
+        """``decode_bytes`` over many id sequences."""
+        return [self.decode_bytes(ids) for ids in batch]
+
+    def decode_stream(self, ids: Iterable[int], errors: str = "replace") -> Iterator[str]:
+        """Decodes ids one at a time, yielding text as soon as its UTF-8 is complete.
+
+        A character split over several tokens is yielded once, whole:
+
+        >>> gpt2 = bytepair.get_encoding("gpt2")                    # doctest: +SKIP
+        >>> list(gpt2.decode_stream([19567, 255, 19567, 109]))     # doctest: +SKIP
+        ['อ', 'ั']
+        """
+        decoder = StreamDecoder(self, errors)
+        for i in ids:
+            text = decoder.step(i)
+            if text:
+                yield text
+        text = decoder.flush()
+        if text:
+            yield text
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every ordinary (non-special) token, sorted."""
+        special = self._special_ids
+        return sorted(t for i, t in self._vocab.items() if i not in special)
+
+    @property
+    def max_token_value(self) -> int:
+        """The largest token id."""
+        return max(self._vocab)
+
+    @property
+    def eot_token(self) -> int:
+        """The id of ``<|endoftext|>``."""
+        try:
+            return self._special_tokens["<|endoftext|>"]
+        except KeyError:
+            raise KeyError("this tokenizer has no <|endoftext|> special token") from None
+
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token."""
         try:
@@ -315,3 +510,27 @@ def _canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:
     for n, (a, b) in enumerate(merges):
         vocab[256 + n] = a + b
     return vocab
+
+
+class StreamDecoder:
+    """Turns token ids into text one id at a time (e.g. while a model generates),
+    holding back the bytes of a UTF-8 character until it is complete.
+
+    >>> dec = StreamDecoder(tokenizer)     # doctest: +SKIP
+    >>> dec.step(19567), dec.step(255)     # doctest: +SKIP
+    ('', 'อ')
+    """
+
+    def __init__(self, tokenizer: Tokenizer, errors: str = "replace") -> None:
+        import codecs
+
+        self._tokenizer = tokenizer
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors=errors)
+
+    def step(self, token: int) -> str:
+        """Adds one token; returns the text completed by it (maybe empty)."""
+        return self._decoder.decode(self._tokenizer.decode_single_token_bytes(token))
+
+    def flush(self) -> str:
+        """Ends the stream: bytes of an unfinished character come out as U+FFFD."""
+        return self._decoder.decode(b"", final=True)
