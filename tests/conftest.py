@@ -111,6 +111,22 @@ def gpt2_tiktoken():
     )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def no_network():
+    """No test may touch the network: every connection attempt fails loudly."""
+    import socket
+
+    def refuse(self, address, *args, **kwargs):
+        if self.family == socket.AF_UNIX:
+            return real_connect(self, address, *args, **kwargs)
+        raise RuntimeError(f"a test tried to connect to {address!r}; tests must run offline")
+
+    real_connect = socket.socket.connect
+    socket.socket.connect = refuse
+    yield
+    socket.socket.connect = real_connect
+
+
 @pytest.fixture(scope="session")
 def gpt2():
     return bytepair.Tokenizer.from_files(GPT2_DIR / "vocab.json", GPT2_DIR / "merges.txt", [EOT])

@@ -157,3 +157,73 @@ def test_failed_encode_leaves_no_partial_output(tmp_path, trained):
     assert r.returncode == 1
     assert "invalid UTF-8" in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_outputs_get_normal_file_permissions(trained, tmp_path):
+    old = os.umask(0o022)
+    try:
+        r = run("encode", "-t", trained[0], DATA / "address.txt", "-o", tmp_path / "a.bin", "-q")
+        assert r.returncode == 0, r.stderr
+        r = run("convert", "gpt2", tmp_path / "g.bytepair")
+        assert r.returncode == 0, r.stderr
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.bin").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "g.bytepair").stat().st_mode & 0o777 == 0o644
+
+
+def test_bundled_encodings_work_wherever_a_tokenizer_is_taken():
+    r = run("show", "-t", "cl100k_base", "hello world", "--color", "never")
+    assert r.returncode == 0, r.stderr
+    assert "[15339, 1917]" in r.stdout
+
+
+def test_count_prints_tokens_per_file_and_total():
+    r = run("count", "-t", "o200k_base", DATA / "address.txt", DATA / "german.txt")
+    assert r.returncode == 0, r.stderr
+    enc = bytepair.get_encoding("o200k_base")
+    counts = [
+        len(enc.encode((DATA / n).read_text(encoding="utf-8")))
+        for n in ("address.txt", "german.txt")
+    ]
+    lines = r.stdout.strip().splitlines()
+    assert [int(line.split("\t")[0]) for line in lines] == [*counts, sum(counts)]
+    assert lines[-1].endswith("\ttotal")
+
+
+def test_convert_through_every_format_keeps_the_ids(tmp_path):
+    text = (DATA / "german.txt").read_text(encoding="utf-8") + "<|endoftext|>"
+    expected = bytepair.get_encoding("cl100k_base").encode(text, allowed_special="all")
+    steps = [
+        ("cl100k_base", tmp_path / "c.tiktoken", []),
+        (
+            tmp_path / "c.tiktoken",
+            tmp_path / "c.json",
+            ["--pattern", "cl100k", "--special", "<|endoftext|>=100257"],
+        ),
+        (tmp_path / "c.json", tmp_path / "c.bytepair", []),
+        (tmp_path / "c.bytepair", tmp_path / "gpt2files", ["--to", "gpt2"]),
+    ]
+    for src, dst, extra in steps:
+        r = run("convert", src, dst, *extra)
+        assert r.returncode == 0, r.stderr
+    for spec in (tmp_path / "c.json", tmp_path / "c.bytepair"):
+        r = run("encode", "-t", spec, stdin=text)
+        assert [int(x) for x in r.stdout.split()] == expected
+    tok = bytepair.Tokenizer.from_files(
+        tmp_path / "gpt2files" / "vocab.json",
+        tmp_path / "gpt2files" / "merges.txt",
+        {"<|endoftext|>": 100257},
+        pattern="cl100k",
+    )
+    assert tok.encode(text, allowed_special="all") == expected
+    packed = (tmp_path / "c.tiktoken").read_bytes().splitlines()
+    assert len(packed) == 100256
+
+
+def test_convert_tiktoken_without_pattern_is_a_clear_error(tmp_path):
+    assert run("convert", "gpt2", tmp_path / "g.tiktoken").returncode == 0
+    r = run("convert", tmp_path / "g.tiktoken", tmp_path / "g.json")
+    assert r.returncode == 1
+    assert "holds no pre-tokenizer pattern; pass --pattern" in r.stderr
+    assert not (tmp_path / "g.json").exists()

@@ -253,3 +253,10 @@ def test_every_corpus_encodes_like_tiktoken(pair, corpus_texts):
             checked_slices += 1
     print(f"{ours.name}: {checked_docs} documents and {checked_slices} slices identical")
     assert checked_docs > 500 and checked_slices == 60 * len(corpus_texts)
+
+
+def test_network_is_off_during_tests():
+    import socket
+
+    with pytest.raises(RuntimeError, match="tests must run offline"):
+        socket.create_connection(("127.0.0.1", 9), timeout=1)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bytepair.formats import atomic_write
+from bytepair.formats import atomic_write, publish
 
 # Background colours cycled over tokens by `show` (256-colour ANSI codes).
 _COLOURS = [153, 222, 151, 217, 183, 187, 159, 224]
@@ -27,7 +27,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _load_tokenizer(spec: str):
+def _load_tokenizer(spec: str, pattern: str | None = None, specials: dict | None = None):
+    """A tokenizer from a bundled name, a .bytepair file, a HF tokenizer.json, a
+    .tiktoken file (needs `pattern`) or a folder of GPT-2 files."""
     from bytepair.encodings import get_encoding, list_encodings
     from bytepair.tokenizer import Tokenizer
 
@@ -37,12 +39,22 @@ def _load_tokenizer(spec: str):
     if path.is_dir():
         for vocab, merges in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
             if (path / vocab).exists() and (path / merges).exists():
-                return Tokenizer.from_files(path / vocab, path / merges, ["<|endoftext|>"])
+                names = specials if specials is not None else ["<|endoftext|>"]
+                return Tokenizer.from_files(path / vocab, path / merges, names, pattern or "gpt2")
         raise ValueError(
             f"{path}: no vocab.json + merges.txt (or encoder.json + vocab.bpe) in this folder"
         )
     if not path.exists():
-        raise FileNotFoundError(f"{spec}: no such tokenizer file")
+        raise FileNotFoundError(f"{spec}: no such tokenizer file or bundled encoding")
+    if path.suffix == ".tiktoken":
+        if pattern is None:
+            raise ValueError(
+                f"{path}: a .tiktoken file holds no pre-tokenizer pattern; pass --pattern "
+                "(gpt2, cl100k, o200k or a regex) and its special tokens with --special TOKEN=ID"
+            )
+        return Tokenizer.from_tiktoken(path, pattern, specials or {})
+    if path.suffix == ".json":
+        return Tokenizer.from_hf(path)
     return Tokenizer.load(path)
 
 
@@ -175,13 +187,13 @@ def cmd_encode(args) -> None:
                     header = {"descr": dtype.str, "fortran_order": False, "shape": (n_tokens,)}
                     np.lib.format.write_array_header_1_0(dst, header)
                     shutil.copyfileobj(rawf, dst)
-                os.replace(npy_path, out)
+                publish(npy_path, out)
             except BaseException:
                 Path(npy_path).unlink(missing_ok=True)
                 raise
             Path(raw_path).unlink()
         else:
-            os.replace(raw_path, out)
+            publish(raw_path, out)
     except BaseException:
         Path(raw_path).unlink(missing_ok=True)
         raise
@@ -222,6 +234,37 @@ def cmd_count(args) -> None:
         print(f"{n}\t{name}")
     if len(args.files) > 1:
         print(f"{total}\ttotal")
+
+
+# -- convert ---------------------------------------------------------------------------
+
+_TARGETS = {".tiktoken": "tiktoken", ".json": "hf", ".bytepair": "bytepair"}
+
+
+def _parse_specials(items: list[str]) -> dict[str, int] | None:
+    if not items:
+        return None
+    out = {}
+    for item in items:
+        token, sep, id_text = item.rpartition("=")
+        if not sep or not token or not id_text.isdigit():
+            raise ValueError(f"--special {item!r}: expected TOKEN=ID, e.g. '<|endoftext|>=100257'")
+        out[token] = int(id_text)
+    return out
+
+
+def cmd_convert(args) -> None:
+    tok = _load_tokenizer(args.input, args.pattern, _parse_specials(args.special))
+    out = Path(args.output)
+    target = args.to or _TARGETS.get(out.suffix) or ("gpt2" if out.is_dir() else None)
+    if target is None:
+        raise ValueError(f"{out}: cannot tell the format from the name; pass --to")
+    if target == "gpt2":
+        out.mkdir(exist_ok=True)
+        tok.save_gpt2(out)
+    else:
+        {"tiktoken": tok.save_tiktoken, "hf": tok.save_hf, "bytepair": tok.save}[target](out)
+    print(f"wrote {out} ({target}, {tok.vocab_size:,} tokens)", file=sys.stderr)
 
 
 # -- decode ----------------------------------------------------------------------------
@@ -344,6 +387,28 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("files", nargs="+", help="UTF-8 text files ('-' for stdin)")
     c.add_argument("--specials", choices=["allow", "text", "disallow"], default="allow")
     c.set_defaults(func=cmd_count)
+
+    v = sub.add_parser("convert", help="convert a tokenizer between file formats")
+    v.add_argument(
+        "input", help="bundled name, .bytepair, tokenizer.json, .tiktoken or GPT-2 folder"
+    )
+    v.add_argument("output", help="file (or folder, for gpt2) to write")
+    v.add_argument(
+        "--to",
+        choices=["tiktoken", "hf", "gpt2", "bytepair"],
+        help="output format (default: from the output's suffix)",
+    )
+    v.add_argument(
+        "--pattern", help="pre-tokenizer of a .tiktoken input: gpt2, cl100k, o200k or a regex"
+    )
+    v.add_argument(
+        "--special",
+        action="append",
+        default=[],
+        metavar="TOKEN=ID",
+        help="special token of a .tiktoken or GPT-2 input (repeatable)",
+    )
+    v.set_defaults(func=cmd_convert)
 
     d = sub.add_parser("decode", help="decode token ids to text")
     d.add_argument("-t", "--tokenizer", required=True)

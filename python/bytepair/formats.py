@@ -77,6 +77,15 @@ def str_to_token(text: str, where: str = "") -> bytes:
         ) from None
 
 
+def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Renames a finished temporary file into place, with the permissions a newly
+    created file gets (mkstemp makes it private: 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, path)
+
+
 def atomic_write(path: str | os.PathLike, data: bytes) -> None:
     """Writes data to path via a temporary file in the same folder and a rename."""
     path = Path(path)
@@ -84,7 +93,7 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
