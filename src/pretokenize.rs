@@ -10,16 +10,29 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use fancy_regex::{Regex, RegexBuilder};
 
+use crate::builtin::Builtin;
+
 /// Splits an ordinary (special-free) segment into pre-tokens.
 #[derive(Debug, Clone)]
 pub struct PreTokenizer {
     regex: Option<Regex>,
+    /// The hand-written splitter, when the pattern is a built-in one.
+    builtin: Option<Builtin>,
     pattern: Option<String>,
 }
 
 impl PreTokenizer {
-    /// `None` means "no pre-tokenization": every segment is a single piece.
+    /// `None` means "no pre-tokenization": every segment is a single piece. The
+    /// built-in GPT patterns run on hand-written code (`builtin.rs`), others on the
+    /// regex engine.
     pub fn new(pattern: Option<&str>) -> Result<Self, String> {
+        let mut pre = Self::regex_only(pattern)?;
+        pre.builtin = pattern.and_then(Builtin::from_pattern);
+        Ok(pre)
+    }
+
+    /// Always the regex engine (the reference for the hand-written splitters).
+    pub fn regex_only(pattern: Option<&str>) -> Result<Self, String> {
         let regex = match pattern {
             None => None,
             Some(p) => Some(
@@ -33,6 +46,7 @@ impl PreTokenizer {
         };
         Ok(Self {
             regex,
+            builtin: None,
             pattern: pattern.map(str::to_owned),
         })
     }
@@ -49,6 +63,10 @@ impl PreTokenizer {
         mut f: impl FnMut(usize, usize),
     ) -> Result<(), String> {
         if text.is_empty() {
+            return Ok(());
+        }
+        if let Some(b) = self.builtin {
+            b.for_each_piece(text, f);
             return Ok(());
         }
         match &self.regex {

@@ -1,0 +1,471 @@
+//! Hand-written pre-tokenizers for the three built-in patterns (gpt2, cl100k, o200k).
+//!
+//! Each `*_piece_end(text, i)` returns where the piece starting at `i` ends — exactly
+//! where the pattern's regex match would end, alternative by alternative, with the
+//! regex's backtracking worked out by hand (comments show each alternative). This runs
+//! several times faster than the regex engine. The character classes come from
+//! `regex-syntax`'s own Unicode tables — the crate the regex engine compiles the
+//! patterns with — so both always agree on what `\p{L}` or `\s` is.
+//!
+//! Exactness is checked by differential tests against the regex (`fancy-regex`) on
+//! generated text, here and in the Python tests (against Python's `regex`).
+
+use std::sync::OnceLock;
+
+use regex_syntax::hir::{Class, HirKind};
+
+/// Lu, Lt
+const UPPER: u8 = 1;
+/// Ll
+const LOWER: u8 = 2;
+/// Lm, Lo
+const MODIFIER_OR_OTHER: u8 = 4;
+/// M (marks)
+const MARK: u8 = 8;
+/// N
+const NUM: u8 = 16;
+/// White_Space (`\s`)
+const WS: u8 = 32;
+const LETTER: u8 = UPPER | LOWER | MODIFIER_OR_OTHER;
+
+/// Which built-in pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    Gpt2,
+    Cl100k,
+    O200k,
+}
+
+/// Class bits of every code point, from regex-syntax's tables (built once, 1.1 MB).
+fn table() -> &'static [u8] {
+    static TABLE: OnceLock<Vec<u8>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = vec![0u8; 0x110000];
+        for (class, bits) in [
+            (r"[\p{Lu}\p{Lt}]", UPPER),
+            (r"\p{Ll}", LOWER),
+            (r"[\p{Lm}\p{Lo}]", MODIFIER_OR_OTHER),
+            (r"\p{M}", MARK),
+            (r"\p{N}", NUM),
+            (r"\s", WS),
+        ] {
+            let hir = regex_syntax::parse(class).expect("valid class");
+            let HirKind::Class(Class::Unicode(ranges)) = hir.kind() else {
+                unreachable!("{class} is a Unicode class")
+            };
+            for r in ranges.ranges() {
+                for c in r.start() as usize..=r.end() as usize {
+                    t[c] |= bits;
+                }
+            }
+        }
+        t
+    })
+}
+
+/// A cursor over the text's characters with their class bits.
+struct Chars<'a> {
+    text: &'a [u8],
+    table: &'static [u8],
+}
+
+impl Chars<'_> {
+    /// (class bits, char, byte length) of the character at `i`, or None at the end.
+    #[inline(always)]
+    fn at(&self, i: usize) -> Option<(u8, char, usize)> {
+        let b = *self.text.get(i)?;
+        if b < 0x80 {
+            return Some((self.table[b as usize], b as char, 1));
+        }
+        // SAFETY-free decoding: `text` came from a &str and `i` is a char boundary.
+        let s = unsafe { std::str::from_utf8_unchecked(&self.text[i..]) };
+        let c = s.chars().next().expect("not at the end");
+        Some((self.table[c as usize], c, c.len_utf8()))
+    }
+
+    /// End of the run of characters whose class bits intersect `mask`, from `i`.
+    #[inline(always)]
+    fn run(&self, mut i: usize, mask: u8) -> usize {
+        while let Some((cls, _, n)) = self.at(i) {
+            if cls & mask == 0 {
+                break;
+            }
+            i += n;
+        }
+        i
+    }
+
+    /// End of the run of characters for which `pred(class, char)` holds.
+    #[inline(always)]
+    fn run_by(&self, mut i: usize, pred: impl Fn(u8, char) -> bool) -> usize {
+        while let Some((cls, c, n)) = self.at(i) {
+            if !pred(cls, c) {
+                break;
+            }
+            i += n;
+        }
+        i
+    }
+
+    fn is(&self, i: usize, mask: u8) -> bool {
+        matches!(self.at(i), Some((cls, _, _)) if cls & mask != 0)
+    }
+
+    fn byte(&self, i: usize) -> Option<u8> {
+        self.text.get(i).copied()
+    }
+
+    fn len(&self) -> usize {
+        self.text.len()
+    }
+}
+
+/// Not whitespace, not a letter, not a number: `[^\s\p{L}\p{N}]`.
+#[inline(always)]
+fn is_other(cls: u8) -> bool {
+    cls & (WS | LETTER | NUM) == 0
+}
+
+/// `(?i:...)` letters: ASCII either case, plus the Unicode simple case folds the regex
+/// engine also accepts (`ſ` U+017F folds to `s`; `K` U+212A to `k` does not occur here).
+fn ci(c: Option<char>, lower: char) -> bool {
+    match c {
+        Some(c) => c.to_ascii_lowercase() == lower || (lower == 's' && c == '\u{17F}'),
+        None => false,
+    }
+}
+
+impl Chars<'_> {
+    fn char_at(&self, i: usize) -> Option<char> {
+        self.at(i).map(|(_, c, _)| c)
+    }
+
+    /// Length of a contraction at `i`: `'(?:[sdmt]|ll|ve|re)`, case-insensitive or not.
+    fn contraction(&self, i: usize, case_insensitive: bool) -> Option<usize> {
+        if self.byte(i) != Some(b'\'') {
+            return None;
+        }
+        let eq = |j: usize, ch: char| {
+            if case_insensitive {
+                ci(self.char_at(j), ch)
+            } else {
+                self.byte(j) == Some(ch as u8)
+            }
+        };
+        let width = |j: usize| self.at(j).map_or(0, |(_, _, n)| n);
+        let a = i + 1;
+        if eq(a, 's') || eq(a, 'd') || eq(a, 'm') || eq(a, 't') {
+            return Some(1 + width(a));
+        }
+        for (x, y) in [('l', 'l'), ('v', 'e'), ('r', 'e')] {
+            if eq(a, x) && eq(a + width(a), y) {
+                return Some(1 + width(a) + width(a + width(a)));
+            }
+        }
+        None
+    }
+
+    /// The whitespace run from `i` (a whitespace char) and the `\s+(?!\S)` / `\s` tail:
+    /// the run to the end of text, or all but its last char, or (length 1) that char.
+    fn whitespace_tail(&self, i: usize, run_end: usize) -> usize {
+        if run_end == self.len() {
+            return run_end; // \s++$ (or \s+(?!\S) at the end)
+        }
+        let last = self.last_char_start(i, run_end);
+        if last > i {
+            last // \s+(?!\S): leave the last space to the next piece
+        } else {
+            run_end // \s
+        }
+    }
+
+    /// Start of the last character in `[i, end)`.
+    fn last_char_start(&self, i: usize, end: usize) -> usize {
+        let mut k = end - 1;
+        while k > i && (self.text[k] & 0xC0) == 0x80 {
+            k -= 1;
+        }
+        k
+    }
+
+    /// End of the last `\r` or `\n` in `[i, end)`, if any.
+    fn last_newline_end(&self, i: usize, end: usize) -> Option<usize> {
+        self.text[i..end]
+            .iter()
+            .rposition(|&b| b == b'\r' || b == b'\n')
+            .map(|k| i + k + 1)
+    }
+}
+
+/// gpt2 / r50k / p50k:
+/// `'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s`
+fn gpt2_piece_end(t: &Chars, i: usize) -> usize {
+    if let Some(n) = t.contraction(i, false) {
+        return i + n;
+    }
+    let (cls, c, _) = t.at(i).expect("i < len");
+    // ` ?X++` for X in L, N, other: an optional space, then a run of one class.
+    let (start, head) = if c == ' ' {
+        match t.at(i + 1) {
+            Some((next, _, _)) if next & WS == 0 => (i + 1, next),
+            _ => (i, cls),
+        }
+    } else {
+        (i, cls)
+    };
+    if head & WS == 0 {
+        return if head & LETTER != 0 {
+            t.run(start, LETTER)
+        } else if head & NUM != 0 {
+            t.run(start, NUM)
+        } else {
+            t.run_by(start, |cls, _| is_other(cls))
+        };
+    }
+    t.whitespace_tail(i, t.run(i, WS))
+}
+
+/// cl100k_base:
+/// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`
+fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
+    if let Some(n) = t.contraction(i, true) {
+        return i + n;
+    }
+    let (cls, c, n) = t.at(i).expect("i < len");
+    // [^\r\n\p{L}\p{N}]?+\p{L}++ (the prefix is possessive: taken if it can be)
+    if cls & LETTER != 0 {
+        return t.run(i, LETTER);
+    }
+    if cls & NUM == 0 && c != '\r' && c != '\n' && t.is(i + n, LETTER) {
+        return t.run(i + n, LETTER);
+    }
+    // \p{N}{1,3}+
+    if cls & NUM != 0 {
+        let mut j = i;
+        for _ in 0..3 {
+            match t.at(j) {
+                Some((k, _, m)) if k & NUM != 0 => j += m,
+                _ => break,
+            }
+        }
+        return j;
+    }
+    //  ?[^\s\p{L}\p{N}]++[\r\n]*+
+    let start = if c == ' ' { i + 1 } else { i };
+    if matches!(t.at(start), Some((k, _, _)) if is_other(k)) {
+        let j = t.run_by(start, |k, _| is_other(k));
+        return t.run_by(j, |_, ch| ch == '\r' || ch == '\n');
+    }
+    // whitespace: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
+    let run_end = t.run(i, WS);
+    if run_end == t.len() {
+        return run_end;
+    }
+    if let Some(end) = t.last_newline_end(i, run_end) {
+        return end;
+    }
+    t.whitespace_tail(i, run_end)
+}
+
+/// o200k_base:
+/// `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
+/// `|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
+/// `|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+fn o200k_piece_end(t: &Chars, i: usize) -> usize {
+    const U: u8 = UPPER | MODIFIER_OR_OTHER | MARK; // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+    const W: u8 = LOWER | MODIFIER_OR_OTHER | MARK; // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+    let (cls, c, n) = t.at(i).expect("i < len");
+    let can_prefix = cls & (LETTER | NUM) == 0 && c != '\r' && c != '\n';
+    let suffix = |e: usize| e + t.contraction(e, true).unwrap_or(0);
+    // First alternative, with the prefix and then without it (the `?` is greedy).
+    let starts: &[usize] = if can_prefix { &[i + n, i] } else { &[i] };
+    for &p in starts {
+        // U* is greedy: it takes the whole run, then gives back characters until W+
+        // can match. W+ then runs as far as it can.
+        let q = t.run(p, U);
+        if t.is(q, LOWER) {
+            return suffix(t.run(q, W));
+        }
+        // Backtrack into the U run: the last character in [p, q) that is also W.
+        let mut k = q;
+        while k > p {
+            let s = t.last_char_start(p, k);
+            if t.is(s, W) {
+                // W+ takes this character; the next one is Lu/Lt (or ends the U run and
+                // is not W), so the match ends right after it.
+                return suffix(k);
+            }
+            k = s;
+        }
+    }
+    // Second alternative: U+ then W*.
+    for &p in starts {
+        let q = t.run(p, U);
+        if q > p {
+            return suffix(t.run(q, W));
+        }
+    }
+    // \p{N}{1,3}
+    if cls & NUM != 0 {
+        let mut j = i;
+        for _ in 0..3 {
+            match t.at(j) {
+                Some((k, _, m)) if k & NUM != 0 => j += m,
+                _ => break,
+            }
+        }
+        return j;
+    }
+    //  ?[^\s\p{L}\p{N}]+[\r\n/]*
+    let start = if c == ' ' { i + 1 } else { i };
+    if matches!(t.at(start), Some((k, _, _)) if is_other(k)) {
+        let j = t.run_by(start, |k, _| is_other(k));
+        return t.run_by(j, |_, ch| ch == '\r' || ch == '\n' || ch == '/');
+    }
+    // \s*[\r\n]+ | \s+(?!\S) | \s+
+    let run_end = t.run(i, WS);
+    if let Some(end) = t.last_newline_end(i, run_end) {
+        return end;
+    }
+    if run_end == t.len() {
+        return run_end;
+    }
+    let last = t.last_char_start(i, run_end);
+    if last > i {
+        last
+    } else {
+        run_end
+    }
+}
+
+impl Builtin {
+    /// The built-in pattern this regex string is, if any.
+    pub fn from_pattern(pattern: &str) -> Option<Self> {
+        use crate::pretokenize::{CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+        match pattern {
+            p if p == GPT2_PATTERN => Some(Builtin::Gpt2),
+            p if p == CL100K_PATTERN => Some(Builtin::Cl100k),
+            p if p == O200K_PATTERN => Some(Builtin::O200k),
+            _ => None,
+        }
+    }
+
+    /// Calls `f(start, end)` for every piece of `text`.
+    pub fn for_each_piece(self, text: &str, mut f: impl FnMut(usize, usize)) {
+        let t = Chars {
+            text: text.as_bytes(),
+            table: table(),
+        };
+        let mut i = 0;
+        while i < text.len() {
+            let end = match self {
+                Builtin::Gpt2 => gpt2_piece_end(&t, i),
+                Builtin::Cl100k => cl100k_piece_end(&t, i),
+                Builtin::O200k => o200k_piece_end(&t, i),
+            };
+            debug_assert!(end > i);
+            f(i, end);
+            i = end;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::{PreTokenizer, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+
+    /// Characters of every class the patterns distinguish, and the ones they name.
+    const ALPHABET: &[&str] = &[
+        "a", "b", "s", "t", "d", "m", "l", "v", "e", "r", "S", "T", "L", "V", "E", "R", "D", "M",
+        "A", "Z", "\u{1C5}", "\u{2B0}", "中", "ก", "\u{301}", "\u{E31}", "é", "ß", "ſ", "\u{212A}",
+        "1", "7", "²", "٣", "Ⅻ", " ", " ", " ", "\t", "\n", "\n", "\r", "\u{A0}", "\u{3000}",
+        "\u{2028}", "\u{85}", "\u{1C}", "'", "'", ".", ",", "/", "!", "-", "😀", "\u{200D}", "_",
+    ];
+
+    fn regex_pieces(pre: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        pre.for_each_piece(text, |s, e| out.push((s, e))).unwrap();
+        out
+    }
+
+    fn builtin_pieces(b: Builtin, text: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        b.for_each_piece(text, |s, e| out.push((s, e)));
+        out
+    }
+
+    #[test]
+    fn builtin_splits_equal_the_regex_on_random_text() {
+        let mut state: u64 = 0x9E3779B97F4A7C15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (b, pattern) in [
+            (Builtin::Gpt2, GPT2_PATTERN),
+            (Builtin::Cl100k, CL100K_PATTERN),
+            (Builtin::O200k, O200K_PATTERN),
+        ] {
+            let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
+            for _ in 0..20_000 {
+                let len = (next() % 24) as usize;
+                let text: String = (0..len)
+                    .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                    .collect();
+                assert_eq!(
+                    builtin_pieces(b, &text),
+                    regex_pieces(&pre, &text),
+                    "{b:?} on {text:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn named_edge_cases_equal_the_regex() {
+        let cases = [
+            "don't",
+            "DON'T",
+            "we'LL",
+            "it'ſ",
+            "'s",
+            "x'",
+            "  foo",
+            " \n foo",
+            "a\u{A0}b",
+            "12345",
+            "foo.\n/bar",
+            "ABCdef",
+            "ABC",
+            "\u{1C5}a",
+            "a\u{301}\u{301}b",
+            "\r\n\r\n",
+            "x  ",
+            "  ",
+            " !",
+            "!!!\n\n",
+            "\u{2B0}\u{2B0}A",
+            "A\u{2B0}B's",
+            "\u{301}",
+            " \u{301}a",
+            "\t\tx",
+        ];
+        for (b, pattern) in [
+            (Builtin::Gpt2, GPT2_PATTERN),
+            (Builtin::Cl100k, CL100K_PATTERN),
+            (Builtin::O200k, O200K_PATTERN),
+        ] {
+            let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
+            for text in cases {
+                assert_eq!(
+                    builtin_pieces(b, text),
+                    regex_pieces(&pre, text),
+                    "{b:?} on {text:?}"
+                );
+            }
+        }
+    }
+}
