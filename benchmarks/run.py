@@ -334,11 +334,14 @@ def encode_tokie(path: str, tokenizer_json: str, mode: str) -> dict:
     )
 
 
-def encode_bytepair_cli(path: str, encoding: str, out: str) -> dict:
+def encode_bytepair_cli(path: str, encoding: str, out: str, digest: bool = True) -> dict:
     """`bytepair encode -t NAME FILE -o out.bin -q` as a process of its own (start-up,
     loading the encoding and writing included); peak RSS is that process's. Nothing is
     imported before it starts, since its ru_maxrss starts at this process's RSS."""
     m = spawn_and_wait([*bytepair_command(), "encode", "-t", encoding, path, "-o", out, "-q"])
+    if not digest:
+        os.unlink(out)
+        return m
     import numpy as np
 
     import bytepair
@@ -385,7 +388,12 @@ CHILD_TASKS = {
 # -- running children --------------------------------------------------------------------
 
 
-def run_child(task: str, timeout: float, **kwargs) -> dict:
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_child(timeout: float, task: str, **kwargs) -> dict:
+    """Runs CHILD_TASKS[task](**kwargs) in a fresh process: its JSON, or {"error": ...}."""
     cmd = [sys.executable, __file__, "--child", json.dumps({"task": task, **kwargs})]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -397,34 +405,37 @@ def run_child(task: str, timeout: float, **kwargs) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def measure(label: str, task: str, repeat: int, timeout: float, first: dict | None = None, **kw):
-    """Runs task `repeat` times (first-run-only kwargs in `first`): median wall and CPU
-    seconds, largest peak RSS; other fields from the first run."""
+def measure(args, label: str, task: str, first: dict | None = None, **kwargs) -> dict:
+    """Runs a task --repeat times (`first`: extra arguments for the first run only):
+    median wall and CPU seconds, largest peak RSS, other fields from the first run."""
     runs = []
-    for i in range(repeat):
-        extra = first if first and i == 0 else {}
-        r = run_child(task, timeout, **kw, **extra)
+    for i in range(args.repeat):
+        r = run_child(args.timeout, task, **kwargs, **(first if first and i == 0 else {}))
         if "error" in r:
-            print(f"  {label}: {r['error']}", file=sys.stderr, flush=True)
+            log(f"  {label}: {r['error']}")
             return r
+        log(f"  {label}: {r['seconds']:.2f} s")
         runs.append(r)
-        print(f"  {label}: {r['seconds']:.2f} s", file=sys.stderr, flush=True)
-    out = dict(runs[0])
-    out["seconds"] = statistics.median(r["seconds"] for r in runs)
-    out["cpu_seconds"] = statistics.median(r["cpu_seconds"] for r in runs)
-    out["peak_rss_mib"] = max(r["peak_rss_mib"] for r in runs)
-    return out
+    return {
+        **runs[0],
+        "seconds": statistics.median(r["seconds"] for r in runs),
+        "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
+        "peak_rss_mib": max(r["peak_rss_mib"] for r in runs),
+    }
 
 
 # -- formatting --------------------------------------------------------------------------
 
 
-def print_table(headers: list[str], rows: list[list]) -> None:
-    """A markdown table; columns whose cells are all numbers (or blank) align right."""
+def print_table(columns: str, rows: list[list]) -> None:
+    """A markdown table ("a | b | c" names the columns); rows shorter than the header
+    (failures) are padded before their last cell. Numeric columns align right."""
+    names = columns.split(" | ")
     cells = [[str(c) for c in row] for row in rows]
+    cells = [r[:-1] + [""] * (len(names) - len(r)) + r[-1:] for r in cells]
     numeric = re.compile(r"^[-+]?[\d,.]+\s*[×%]?$|^—?$")
-    right = [all(numeric.match(r[i]) for r in cells) for i in range(len(headers))]
-    print("| " + " | ".join(headers) + " |")
+    right = [all(numeric.match(r[i]) for r in cells) for i in range(len(names))]
+    print("| " + " | ".join(names) + " |")
     print("|" + "|".join("---:" if r else "---" for r in right) + "|")
     for row in cells:
         print("| " + " | ".join(row) + " |")
@@ -437,20 +448,17 @@ def secs(x: float) -> str:
     )
 
 
-def speedup(bytepair_seconds: float | None, seconds: float) -> str:
-    return "?" if bytepair_seconds is None else f"{seconds / bytepair_seconds:.2f}×"
-
-
-def cells(r: dict, mb: float, bp_seconds: float | None, is_bytepair: bool) -> list[str]:
-    """seconds, MB/s, CPU÷wall, peak RSS, speed-up of bytepair over this row."""
+def stats(r: dict, mb: float) -> list[str]:
+    """seconds, MB/s, CPU÷wall (≈ cores kept busy), peak RSS MiB."""
     s = r["seconds"]
-    return [
-        secs(s),
-        f"{mb / s:.1f}",
-        f"{r['cpu_seconds'] / s:.2f}",
-        f"{r['peak_rss_mib']:.0f}",
-        "—" if is_bytepair else speedup(bp_seconds, s),
-    ]
+    return [secs(s), f"{mb / s:.1f}", f"{r['cpu_seconds'] / s:.2f}", f"{r['peak_rss_mib']:.0f}"]
+
+
+def speedup(tool: str, seconds: float, bytepair_seconds: float | None) -> str:
+    """How many times faster bytepair is than this row (peer seconds ÷ bytepair seconds)."""
+    if tool == "bytepair":
+        return "—"
+    return "?" if bytepair_seconds is None else f"{seconds / bytepair_seconds:.2f}×"
 
 
 def mb_of(path: Path) -> float:
@@ -513,16 +521,16 @@ def versions() -> dict[str, str | None]:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        kib = next(int(x.split()[1]) for x in open("/proc/meminfo") if x.startswith("MemTotal"))
-        ram = f"{kib / 2**20:.1f} GiB RAM"
-    except (OSError, StopIteration):
-        ram = "RAM unknown"
+    def field(path: str, key: str) -> str:
+        try:
+            lines = Path(path).read_text().splitlines()
+        except OSError:
+            return ""
+        return next((x.split(":", 1)[1].strip() for x in lines if x.startswith(key)), "")
+
+    cpu = field("/proc/cpuinfo", "model name") or platform.processor() or "CPU unknown"
+    kib = field("/proc/meminfo", "MemTotal").split()
+    ram = f"{int(kib[0]) / 2**20:.1f} GiB RAM" if kib else "RAM unknown"
     return f"{cpu}, {CORES} cores, {ram}, {platform.system()} {platform.machine()}"
 
 
@@ -546,17 +554,16 @@ def git_commit() -> str:
 
 # -- sections ------------------------------------------------------------------------------
 
-
-TRAINERS = [  # (tool, package, child task, note)
+TRAINERS = [  # tool, package, child task, note
     ("bytepair", "bytepair", "train_bytepair", f"workers={CORES}"),
-    ("rustbpe", "rustbpe", "train_rustbpe", "documents split on <|endoftext|>"),
+    ("rustbpe", "rustbpe", "train_rustbpe", "fed the documents between <|endoftext|>"),
     ("HF tokenizers", "tokenizers", "train_tokenizers", "BpeTrainer + ByteLevel; documents"),
-    ("bpeasy", "bpeasy", "train_bpeasy", "documents; max token 128 bytes"),
+    ("bpeasy", "bpeasy", "train_bpeasy", "documents; max token length 128 bytes"),
     (
         "sentencepiece",
         "sentencepiece",
         "train_sentencepiece",
-        "NOT byte-level (chars + byte fallback; lines as sentences)",
+        "NOT byte-level: chars + byte fallback, lines as sentences",
     ),
 ]
 
@@ -564,90 +571,60 @@ TRAINERS = [  # (tool, package, child task, note)
 def section_train(args, tmp: Path, vers: dict) -> None:
     path = prefix_file(args.corpus, args.train_mb, tmp / "train.txt")
     mb = mb_of(path)
+    print(f"## Training: {args.corpus.name}, first {mb:.1f} MB, GPT-2 pattern, {EOT}\n")
     print(
-        f"## Training ({path.name if path == args.corpus else args.corpus.name}, "
-        f"first {mb:.1f} MB, GPT-2 pattern, special token {EOT})\n"
+        "Speed-up: peer seconds ÷ bytepair seconds. Tokens shared: the share of the peer's "
+        "learned (merged) tokens that bytepair learned too; same order: the number of first "
+        "merges that agree (ties are broken differently: bytepair takes the "
+        "lexicographically greatest pair, as CS336 specifies).\n"
     )
-    print(
-        "Speed-up = peer seconds ÷ bytepair seconds. Tokens shared: the peer's learned "
-        "(merged) tokens that bytepair also learned; same order: how many first merges "
-        "agree.\n"
-    )
-    rows = []
-    bp_learned = {}
+    rows, bp = [], {}  # bp[vocab]: bytepair's result
     for vocab in args.vocab:
-        bp_seconds = None
         for tool, package, task, note in TRAINERS:
-            if vers.get(package) is None:
-                rows.append(
-                    [
-                        vocab,
-                        tool,
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                        f"not installed: pip install {package}",
-                    ]
-                )
+            if vers[package] is None:
+                rows.append([vocab, tool, f"not installed: pip install {package}"])
                 continue
-            print(f"[train] {tool} vocab {vocab}", file=sys.stderr, flush=True)
-            r = measure(tool, task, args.repeat, args.timeout, path=str(path), vocab=vocab)
+            log(f"[train] {tool}, vocab {vocab}")
+            r = measure(args, tool, task, path=str(path), vocab=vocab)
             if "error" in r:
-                rows.append([vocab, tool, "", "", "", "", "", "", "", f"failed: {r['error']}"])
+                rows.append([vocab, tool, f"failed: {r['error']}"])
                 continue
-            learned = r["learned"]
+            learned, ref = r["learned"], bp.get(vocab, {}).get("learned", [])
             if tool == "bytepair":
-                bp_seconds, bp_learned[vocab] = r["seconds"], learned
-                shared, order = "", ""
+                bp[vocab] = r
+                shared = order = ""
             else:
-                ref = bp_learned.get(vocab, [])
-                common = len(set(learned) & set(ref))
-                shared = f"{100 * common / max(1, len(learned)):.1f}%"
-                order = next(
-                    (i for i, (a, b) in enumerate(zip(learned, ref)) if a != b),
-                    min(len(learned), len(ref)),
-                )
+                shared = f"{100 * len(set(learned) & set(ref)) / max(1, len(learned)):.1f}%"
+                order = next((i for i, (a, b) in enumerate(zip(learned, ref)) if a != b), None)
+                order = min(len(learned), len(ref)) if order is None else order
+            bp_seconds = bp.get(vocab, {}).get("seconds")
             rows.append(
                 [
                     vocab,
                     tool,
-                    *cells(r, mb, bp_seconds, tool == "bytepair"),
+                    *stats(r, mb),
+                    speedup(tool, r["seconds"], bp_seconds),
                     shared,
                     order,
                     f"{len(learned)} merges; {note}",
                 ]
             )
     print_table(
-        [
-            "vocab",
-            "tool",
-            "seconds",
-            "MB/s",
-            "CPU÷wall",
-            "peak RSS MiB",
-            "bytepair speed-up",
-            "tokens shared",
-            "same order",
-            "notes",
-        ],
+        "vocab | tool | seconds | MB/s | CPU÷wall | peak RSS MiB | bytepair speed-up | "
+        "tokens shared | same order | notes",
         rows,
     )
-    if bp_learned:
-        vocab = max(bp_learned)
-        print(f"[train] bytepair workers=1 vocab {vocab}", file=sys.stderr, flush=True)
-        r = run_child("train_bytepair", args.timeout, path=str(path), vocab=vocab, workers=1)
-        same = (
-            "error: " + r["error"]
-            if "error" in r
-            else ("identical" if r["learned"] == bp_learned[vocab] else "DIFFERENT")
-        )
+    if bp:  # the result must not depend on the number of workers
+        vocab = max(bp)
+        log(f"[train] bytepair, vocab {vocab}, workers=1")
+        r = run_child(args.timeout, "train_bytepair", path=str(path), vocab=vocab, workers=1)
+        if "error" in r:
+            verdict = f"error: {r['error']}"
+        else:
+            verdict = "identical" if r["learned"] == bp[vocab]["learned"] else "DIFFERENT"
         print(
             f"bytepair merges with workers=1 and workers={CORES} ({mb:.1f} MB, vocab {vocab}): "
-            f"{same}" + ("" if "error" in r else f" (workers=1 took {secs(r['seconds'])} s)") + "\n"
+            f"{verdict}\n"
         )
 
 
@@ -656,162 +633,33 @@ def section_scaling(args, tmp: Path) -> None:
     print(f"## bytepair training throughput by corpus size (vocab {vocab}, workers={CORES})\n")
     rows = []
     for want in args.scaling_mb:
-        path = prefix_file(args.corpus, want, tmp / f"scale{want:g}.txt")
+        path = prefix_file(args.corpus, want, tmp / "scaling.txt")
         mb = mb_of(path)
-        print(f"[scaling] {mb:.1f} MB", file=sys.stderr, flush=True)
-        r = measure(
-            "bytepair", "train_bytepair", args.repeat, args.timeout, path=str(path), vocab=vocab
-        )
-        if "error" in r:
-            rows.append([f"{mb:.1f}", r["error"], "", "", ""])
-        else:
-            s = r["seconds"]
-            rows.append(
-                [
-                    f"{mb:.1f}",
-                    secs(s),
-                    f"{mb / s:.1f}",
-                    f"{r['cpu_seconds'] / s:.2f}",
-                    f"{r['peak_rss_mib']:.0f}",
-                ]
-            )
-        if path != args.corpus:
-            path.unlink()
-    print_table(["MB", "seconds", "MB/s", "CPU÷wall", "peak RSS MiB"], rows)
+        log(f"[scaling] {mb:.1f} MB")
+        r = measure(args, "bytepair", "train_bytepair", path=str(path), vocab=vocab)
+        rows.append([f"{mb:.1f}", r["error"]] if "error" in r else [f"{mb:.1f}", *stats(r, mb)])
+    print_table("MB | seconds | MB/s | CPU÷wall | peak RSS MiB", rows)
 
 
-def encode_plan(name: str, vers: dict, hf_json: dict, out: Path, startup: str) -> list[dict]:
-    """What to time for one encoding: mode, tool, child task and its arguments, and which
-    tiktoken ids (`want`) the tool's ids must equal."""
-    one, batch, file = "one call", f"batch, {CORES} threads", "file → shard"
-
-    def job(label, tool, task, want, note, **kw):
-        package = {"HF tokenizers": "tokenizers"}.get(tool, tool)
-        return {
-            "mode": label,
-            "tool": tool,
-            "package": package,
-            "task": task,
-            "want": want,
-            "note": note,
-            "kw": kw,
-        }
-
-    hf = name == "gpt2"  # HF tokenizers with GPT-2's own tokenizer.json
-    tk = name in hf_json and vers.get("tokie") is not None
-    j = str(hf_json.get(name))
-    plan = [
-        job(
-            one,
-            "tiktoken",
-            "encode_tiktoken",
-            None,
-            "encode_ordinary(text)",
-            encoding=name,
-            mode="one",
-        ),
-        job(
-            one,
-            "bytepair",
-            "encode_bytepair",
-            "ids",
-            "encode_ordinary(text)",
-            encoding=name,
-            mode="one",
-        ),
-    ]
-    if hf:
-        plan.append(
-            job(
-                one,
-                "HF tokenizers",
-                "encode_tokenizers",
-                "ids_all",
-                "encode(text); specials on",
-                tokenizer_json=j,
-                mode="one",
-            )
-        )
-    if tk:
-        plan.append(
-            job(
-                one,
-                "tokie",
-                "encode_tokie",
-                "ids_all",
-                "encode(text); specials on",
-                tokenizer_json=j,
-                mode="one",
-            )
-        )
-    plan += [
-        job(
-            batch,
-            "bytepair",
-            "encode_bytepair",
-            "ids",
-            "encode_ordinary_batch, ~1 MB pieces",
-            encoding=name,
-            mode="batch",
-        ),
-        job(
-            batch,
-            "tiktoken",
-            "encode_tiktoken",
-            "ids",
-            "encode_ordinary_batch, ~1 MB pieces",
-            encoding=name,
-            mode="batch",
-        ),
-    ]
-    if hf:
-        plan.append(
-            job(
-                batch,
-                "HF tokenizers",
-                "encode_tokenizers",
-                "ids_all",
-                "encode_batch; specials on",
-                tokenizer_json=j,
-                mode="batch",
-            )
-        )
-    if tk:
-        plan.append(
-            job(
-                batch,
-                "tokie",
-                "encode_tokie",
-                "ids_all",
-                "encode_batch; specials on",
-                tokenizer_json=j,
-                mode="batch",
-            )
-        )
-    plan.append(
-        job(
-            file,
-            "bytepair",
-            "encode_bytepair_cli",
-            "ids_all",
-            f"`bytepair encode FILE -o out.bin`, {startup}",
-            encoding=name,
-            out=str(out),
-        )
-    )
-    if tk:
-        plan.append(
-            job(
-                file,
-                "tokie",
-                "encode_tokie",
-                "ids_docs",
-                "encode_files: documents between <|endoftext|>, ids in memory",
-                tokenizer_json=j,
-                mode="file",
-            )
-        )
-    return plan
+MODES = {"one": "one call", "batch": f"batch, {CORES} threads", "file": "file → shard"}
+ENCODERS = [  # mode, tool, child task, which tiktoken ids it must equal, note
+    ("one", "tiktoken", "encode_tiktoken", None, "encode_ordinary(text)"),
+    ("one", "bytepair", "encode_bytepair", "ids", "encode_ordinary(text)"),
+    ("one", "HF tokenizers", "encode_tokenizers", "ids_all", "encode(text); specials on"),
+    ("one", "tokie", "encode_tokie", "ids_all", "encode(text); specials on"),
+    ("batch", "bytepair", "encode_bytepair", "ids", "encode_ordinary_batch, ~1 MB pieces"),
+    ("batch", "tiktoken", "encode_tiktoken", "ids", "encode_ordinary_batch, ~1 MB pieces"),
+    ("batch", "HF tokenizers", "encode_tokenizers", "ids_all", "encode_batch; specials on"),
+    ("batch", "tokie", "encode_tokie", "ids_all", "encode_batch; specials on"),
+    ("file", "bytepair", "encode_bytepair_cli", "ids_all", "`bytepair encode FILE -o out.bin`"),
+    (
+        "file",
+        "tokie",
+        "encode_tokie",
+        "ids_docs",
+        "encode_files (documents between EOT; ids in memory)",
+    ),
+]
 
 
 def section_encode(args, tmp: Path, vers: dict) -> None:
@@ -820,207 +668,180 @@ def section_encode(args, tmp: Path, vers: dict) -> None:
     corpora = [("English", prefix_file(args.corpus, args.encode_mb, tmp / "english.txt", True))]
     if args.code:
         corpora.append(("code", prefix_file(args.code, args.encode_mb, tmp / "code.txt", True)))
-    # HF tokenizers and tokie load Hugging Face tokenizer.json files: GPT-2's own for gpt2,
-    # for the others one written by bytepair (Tokenizer.save_hf).
-    hf_json = {}
-    for name in args.encodings:
-        if name == "gpt2":
-            hf_json[name] = GPT2_DIR / "tokenizer.json"
-        elif vers.get("tokie"):
-            hf_json[name] = tmp / f"{name}.tokenizer.json"
-            bytepair.get_encoding(name).save_hf(hf_json[name])
+    # HF tokenizers (gpt2 only) and tokie load a Hugging Face tokenizer.json: GPT-2's own,
+    # or for the other encodings one that bytepair writes (Tokenizer.save_hf).
+    tokenizer_json = {"gpt2": GPT2_DIR / "tokenizer.json"}
+    if vers["tokie"]:
+        for name in set(args.encodings) - {"gpt2"}:
+            tokenizer_json[name] = tmp / f"{name}.tokenizer.json"
+            bytepair.get_encoding(name).save_hf(tokenizer_json[name])
     tiny = prefix_file(args.corpus, 0.001, tmp / "tiny.txt")
 
-    rows, exact = [], []
+    rows, verdicts = [], []
     for name in args.encodings:
-        print(f"[encode] {name}: bytepair CLI start-up", file=sys.stderr, flush=True)
-        r = run_child(
+        log(f"[encode] {name}: bytepair CLI on {tiny.stat().st_size} bytes (start-up + load)")
+        r = measure(
+            args,
+            "start-up",
             "encode_bytepair_cli",
-            args.timeout,
             path=str(tiny),
             encoding=name,
-            out=str(tmp / "tiny.bin"),
+            out=str(tmp / "out.bin"),
         )
-        startup = "" if "error" in r else f"incl. {r['seconds']:.2f} s start-up + load"
+        startup = "" if "error" in r else f", incl. {r['seconds']:.2f} s start-up + load"
         for corpus, path in corpora:
             mb = mb_of(path)
-            plan = encode_plan(name, vers, hf_json, tmp / "out.bin", startup)
-            for p in plan:  # measure everything first: speed-ups and ids compare across rows
-                if vers.get(p["package"]) is None:
-                    p["result"] = {"error": f"not installed: pip install {p['package']}"}
+            results = {}  # measured first: speed-ups and ids compare across rows
+            for mode, tool, task, want, _ in ENCODERS:
+                package = "tokenizers" if tool == "HF tokenizers" else tool
+                if vers[package] is None or (tool == "HF tokenizers" and name != "gpt2"):
+                    continue  # the header lists the packages not installed
+                if tool in ("bytepair", "tiktoken"):
+                    kw = {"encoding": name}
+                else:
+                    kw = {"tokenizer_json": str(tokenizer_json[name])}
+                if task == "encode_bytepair_cli":
+                    kw["out"] = str(tmp / "out.bin")
+                else:
+                    kw["mode"] = mode
+                log(f"[encode] {name}, {corpus}, {MODES[mode]}: {tool}")
+                first = {"refs": True} if want is None else None
+                results[mode, tool] = measure(args, tool, task, first, path=str(path), **kw)
+            ref = results["one", "tiktoken"]
+            for mode, tool, _, want, note in ENCODERS:
+                if (mode, tool) not in results:
                     continue
-                print(
-                    f"[encode] {name} {corpus} {p['mode']}: {p['tool']}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                first = {"refs": True} if p["want"] is None else None
-                p["result"] = measure(
-                    p["tool"],
-                    p["task"],
-                    args.repeat,
-                    args.timeout,
-                    first,
-                    path=str(path),
-                    **p["kw"],
-                )
-            ref = plan[0]["result"]
-            bp_seconds = {
-                p["mode"]: p["result"].get("seconds") for p in plan if p["tool"] == "bytepair"
-            }
-            for p in plan:
-                r, mode, tool = p["result"], p["mode"], p["tool"]
-                head = [name, f"{corpus} {mb:.1f} MB", mode, tool]
+                r = results[mode, tool]
+                head = [name, f"{corpus} {mb:.1f} MB", MODES[mode], tool]
                 if "error" in r:
-                    rows.append([*head, "", "", "", "", "", "", "", r["error"]])
+                    rows.append([*head, r["error"]])
                     continue
-                if p["want"] is None:
+                if want is None:
                     same = "(reference)"
-                elif p["want"] not in ref:
+                elif want not in ref:
                     same = "?"
                 else:
-                    same = "identical" if r["ids"] == ref[p["want"]] else "MISMATCH"
+                    same = "identical" if r["ids"] == ref[want] else "MISMATCH"
                 if tool == "bytepair":
-                    exact.append(
-                        f"bytepair == tiktoken, {name}, {corpus} ({mb:.1f} MB), {mode}: {same}"
+                    verdicts.append(
+                        f"bytepair == tiktoken, {name}, {corpus} ({mb:.1f} MB), "
+                        f"{MODES[mode]}: {same}"
                     )
+                    note += startup if mode == "file" else ""
+                bp_seconds = results.get((mode, "bytepair"), {}).get("seconds")
+                load_s = f"{r['load_seconds']:.2f}" if "load_seconds" in r else ""
                 rows.append(
                     [
                         *head,
-                        *cells(r, mb, bp_seconds.get(mode), tool == "bytepair"),
-                        f"{r['load_seconds']:.2f}" if "load_seconds" in r else "",
+                        *stats(r, mb),
+                        speedup(tool, r["seconds"], bp_seconds),
+                        load_s,
                         same,
-                        p["note"],
+                        note,
                     ]
                 )
 
-    print(f"## Encoding (MB/s of UTF-8 input; English: whole books; {CORES} cores)\n")
+    print(f"## Encoding: MB/s of UTF-8 input (English: whole books), {CORES} cores\n")
     print(
-        "Speed-up = peer seconds ÷ bytepair seconds in the same mode. `ids`: equal to "
-        "tiktoken's ids for the same text (encode_ordinary; `specials on` rows and the "
-        'bytepair CLI: encode(allowed_special="all"); tokie encode_files: the documents '
-        "between <|endoftext|>). Seconds exclude loading the tokenizer (`load s`), except "
-        "for the bytepair CLI row, a whole process. CPU÷wall ≈ cores kept busy.\n"
+        "Speed-up: peer seconds ÷ bytepair seconds in the same mode. Seconds exclude loading "
+        "the tokenizer (`load s`), except in the bytepair CLI row (a whole process). `ids`: "
+        "equal to tiktoken's for the same text: encode_ordinary; with `specials on` and for "
+        'the bytepair CLI, encode(allowed_special="all"); for tokie encode_files, the '
+        "documents between <|endoftext|> (it drops them). HF tokenizers and tokie load GPT-2's "
+        "tokenizer.json, or for cl100k/o200k one written by bytepair's Tokenizer.save_hf.\n"
     )
     print_table(
-        [
-            "encoding",
-            "corpus",
-            "mode",
-            "tool",
-            "seconds",
-            "MB/s",
-            "CPU÷wall",
-            "peak RSS MiB",
-            "bytepair speed-up",
-            "load s",
-            "ids",
-            "notes",
-        ],
+        "encoding | corpus | mode | tool | seconds | MB/s | CPU÷wall | peak RSS MiB | "
+        "bytepair speed-up | load s | ids | notes",
         rows,
     )
-    for line in exact:
-        print(f"- {line}")
-    print()
+    print("\n".join(f"- {v}" for v in verdicts) + "\n")
 
 
 def section_worst(args, tmp: Path) -> None:
-    print(
-        "## bytepair worst cases (one encode_ordinary call, vs the same number of bytes of English)\n"
-    )
+    print("## bytepair worst cases: one encode_ordinary call vs as many bytes of English\n")
     rows = []
-    line_bytes = int(args.worst_line_mb * 1e6)
     for name in ("gpt2", "cl100k_base"):
         for case in WORST_CASES:
-            print(f"[worst] {name} {case}", file=sys.stderr, flush=True)
+            log(f"[worst] {name}: {case}")
+            kw = {"encoding": name, "english": str(args.corpus)}
             w = measure(
-                case,
-                "worst_bytepair",
-                args.repeat,
-                args.timeout,
-                encoding=name,
-                case=case,
-                size=line_bytes,
-                english=str(args.corpus),
+                args, case, "worst_bytepair", case=case, size=int(args.worst_line_mb * 1e6), **kw
             )
             if "error" in w:
-                rows.append([name, case, "", "", "", "", "", w["error"]])
+                rows.append([name, case, w["error"]])
                 continue
-            e = measure(
-                "English",
-                "worst_bytepair",
-                args.repeat,
-                args.timeout,
-                encoding=name,
-                case="english",
-                size=w["bytes"],
-                english=str(args.corpus),
-            )
+            e = measure(args, "English", "worst_bytepair", case="english", size=w["bytes"], **kw)
             if "error" in e:
-                rows.append(
-                    [name, case, f"{w['bytes']:,}", secs(w["seconds"]), "", "", "", e["error"]]
-                )
+                rows.append([name, case, e["error"]])
                 continue
+            mb, s = w["bytes"] / 1e6, w["seconds"]
             rows.append(
                 [
                     name,
                     case,
                     f"{w['bytes']:,}",
-                    secs(w["seconds"]),
-                    f"{w['bytes'] / 1e6 / w['seconds']:.1f}",
-                    secs(e["seconds"]),
-                    f"{w['seconds'] / e['seconds']:.2f}×",
                     f"{w['tokens']:,}",
+                    secs(s),
+                    f"{mb / s:.1f}",
+                    secs(e["seconds"]),
+                    f"{s / e['seconds']:.2f}×",
                 ]
             )
     print_table(
-        ["encoding", "text", "bytes", "seconds", "MB/s", "English seconds", "÷ English", "tokens"],
-        rows,
+        "encoding | text | bytes | tokens | seconds | MB/s | English seconds | ÷ English", rows
     )
 
 
 def section_memory(args, tmp: Path) -> None:
-    print(
-        "## bytepair encode memory (`bytepair encode -t gpt2 FILE -o out.bin -q`, whole process)\n"
-    )
+    print("## bytepair encode memory: `bytepair encode -t gpt2 FILE -o out.bin -q`\n")
     rows, peaks = [], []
     for want in args.memory_mb:
-        if want * 1e6 <= mb_of(args.corpus) * 1e6:
-            path = prefix_file(args.corpus, want, tmp / f"mem{want:g}.txt")
+        path = tmp / "memory.txt"
+        if want <= mb_of(args.corpus):
+            path = prefix_file(args.corpus, want, path)
         else:
-            path = repeated_file(args.corpus, want, tmp / f"mem{want:g}.txt")
+            path = repeated_file(args.corpus, want, path)
         mb = mb_of(path)
-        print(f"[memory] {mb:.0f} MB", file=sys.stderr, flush=True)
+        log(f"[memory] {mb:.0f} MB")
         r = run_child(
-            "encode_bytepair_cli",
             args.timeout,
+            "encode_bytepair_cli",
             path=str(path),
             encoding="gpt2",
-            out=str(tmp / "mem.bin"),
+            out=str(tmp / "out.bin"),
+            digest=False,
         )
         if path != args.corpus:
             path.unlink()
         if "error" in r:
-            rows.append([f"{mb:.1f}", "", "", "", r["error"]])
+            rows.append([f"{mb:.1f}", r["error"]])
             continue
         peaks.append((mb, r["peak_rss_mib"]))
-        s = r["seconds"]
-        rows.append(
-            [
-                f"{mb:.1f}",
-                secs(s),
-                f"{mb / s:.1f}",
-                f"{r['cpu_seconds'] / s:.2f}",
-                f"{r['peak_rss_mib']:.0f}",
-            ]
-        )
-    print_table(["file MB", "seconds", "MB/s", "CPU÷wall", "peak RSS MiB"], rows)
+        rows.append([f"{mb:.1f}", *stats(r, mb)])
+    print_table("file MB | seconds | MB/s | CPU÷wall | peak RSS MiB", rows)
     if len(peaks) >= 2:
         (mb0, p0), (mb1, p1) = peaks[0], peaks[-1]
         print(
             f"Peak RSS growth from {mb0:.0f} MB to {mb1:.0f} MB of input: {p1 - p0:+.0f} MiB "
             f"({p0:.0f} → {p1:.0f} MiB, ×{p1 / p0:.2f} for ×{mb1 / mb0:.1f} the input).\n"
         )
+
+
+def print_header(args, vers: dict) -> None:
+    print("# bytepair benchmark\n")
+    print(f"- machine: {machine()}")
+    print(f"- Python {platform.python_version()}; bytepair {vers['bytepair']} (git {git_commit()})")
+    print("- peers: " + ", ".join(f"{k} {v}" for k, v in vers.items() if v and k != "bytepair"))
+    missing = [k for k, v in vers.items() if v is None]
+    if missing:
+        print(f"- not installed: {', '.join(missing)} (pip install '.[bench]')")
+    code = f"; code: {args.code.name} ({mb_of(args.code):.1f} MB)" if args.code else ""
+    print(f"- corpus: {args.corpus.name} ({mb_of(args.corpus):.1f} MB){code}")
+    print(f"- command: python {' '.join(sys.argv)}")
+    print(
+        f"- {args.repeat} run(s) per cell, each in a fresh process: median time, largest peak RSS\n"
+    )
 
 
 def main() -> None:
@@ -1031,60 +852,32 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument(
-        "--corpus",
-        type=Path,
-        required=True,
-        help="English text, documents separated by <|endoftext|> lines",
-    )
-    ap.add_argument("--code", type=Path, help="a code corpus for the encoding table")
-    ap.add_argument(
-        "--train-mb", type=float, default=100, help="train on the first N MB (default 100)"
-    )
-    ap.add_argument(
-        "--encode-mb", type=float, default=20, help="encode N MB of whole documents (default 20)"
-    )
-    ap.add_argument("--vocab", type=int, nargs="+", default=[10_000, 32_000])
-    ap.add_argument("--encodings", nargs="+", default=["gpt2", "cl100k_base", "o200k_base"])
-    ap.add_argument("--repeat", type=int, default=3, help="runs per cell: median time (default 3)")
-    ap.add_argument("--only", choices=["train", "encode"], help="run only this main section")
-    ap.add_argument("--scaling", action="store_true", help="bytepair training MB/s by corpus size")
-    ap.add_argument("--scaling-mb", type=float, nargs="+", default=[10, 50, 100, 200])
-    ap.add_argument("--worst", action="store_true", help="bytepair worst-case inputs")
-    ap.add_argument(
-        "--worst-line-mb", type=float, default=50, help="size of the no-whitespace line"
-    )
-    ap.add_argument("--memory", action="store_true", help="peak RSS of the CLI on growing files")
-    ap.add_argument("--memory-mb", type=float, nargs="+", default=[100, 1000])
-    ap.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
-    ap.add_argument(
-        "--tmp", type=Path, default=None, help="where temporary files go (default: /tmp)"
-    )
+    add = ap.add_argument
+    add("--corpus", type=Path, required=True, help="English text, documents between EOT lines")
+    add("--code", type=Path, help="a code corpus, also encoded")
+    add("--train-mb", type=float, default=100, help="train on the first N MB (100)")
+    add("--encode-mb", type=float, default=20, help="encode N MB of whole documents (20)")
+    add("--vocab", type=int, nargs="+", default=[10_000, 32_000])
+    add("--encodings", nargs="+", default=["gpt2", "cl100k_base", "o200k_base"])
+    add("--repeat", type=int, default=3, help="runs per cell; the median time is shown (3)")
+    add("--only", choices=["train", "encode"], help="run only this main section")
+    add("--scaling", action="store_true", help="bytepair training MB/s by corpus size")
+    add("--scaling-mb", type=float, nargs="+", default=[10, 50, 100, 200])
+    add("--worst", action="store_true", help="bytepair on worst-case inputs")
+    add("--worst-line-mb", type=float, default=50, help="size of the no-whitespace line (50)")
+    add("--memory", action="store_true", help="peak RSS of `bytepair encode` on growing files")
+    add("--memory-mb", type=float, nargs="+", default=[100, 1000])
+    add("--timeout", type=float, default=3600, help="seconds allowed per measurement (3600)")
+    add("--tmp", type=Path, help="folder for temporary files (default: the system's)")
     args = ap.parse_args()
 
     vers = versions()
     if vers["bytepair"] is None:
         sys.exit("bytepair is not installed: pip install '.[bench]'")
-    with tempfile.TemporaryDirectory(prefix="bytepair-bench-", dir=args.tmp) as t:
-        tmp = Path(t)
+    with tempfile.TemporaryDirectory(prefix="bytepair-bench-", dir=args.tmp) as tmp:
+        tmp = Path(tmp)
         os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache(tmp / "tiktoken-cache"))
-        print("# bytepair benchmark\n")
-        print(f"- machine: {machine()}")
-        print(
-            f"- Python {platform.python_version()}; bytepair {vers['bytepair']} (git {git_commit()})"
-        )
-        print("- peers: " + ", ".join(f"{k} {v}" for k, v in vers.items() if v and k != "bytepair"))
-        missing = [k for k, v in vers.items() if v is None]
-        if missing:
-            print("- not installed: " + ", ".join(missing) + " (pip install '.[bench]')")
-        print(
-            f"- corpus: {args.corpus.name} ({mb_of(args.corpus):.1f} MB)"
-            + (f"; code: {args.code.name} ({mb_of(args.code):.1f} MB)" if args.code else "")
-        )
-        print(f"- command: python {' '.join(sys.argv)}")
-        print(
-            f"- {args.repeat} run(s) per cell, each in a fresh process: median wall time, largest peak RSS\n"
-        )
+        print_header(args, vers)
         if args.only in (None, "train"):
             section_train(args, tmp, vers)
         if args.scaling:

@@ -34,6 +34,10 @@ pub struct Encoder {
 
 /// Pieces up to this many bytes are merged with a plain scan; longer ones with a heap.
 const SHORT_PIECE: usize = 64;
+/// Texts at least this long keep a cache of their pieces' ids while being encoded.
+const CACHE_FROM_BYTES: usize = 4096;
+/// Longest piece worth caching.
+const CACHE_PIECE_BYTES: usize = 32;
 
 impl Encoder {
     /// `vocab`: id → bytes (must contain every single byte); `merges`: (left id,
@@ -118,8 +122,32 @@ impl Encoder {
         out: &mut Vec<u32>,
     ) -> Result<(), String> {
         let bytes = text.as_bytes();
+        if text.len() < CACHE_FROM_BYTES {
+            return for_each_unit(text, allowed, &self.pre, |u| match u {
+                Unit::Piece { start, end } => self.encode_piece(&bytes[start..end], out),
+                Unit::Special { index, .. } => out.push(self.special_ids[&allowed.tokens()[index]]),
+            });
+        }
+        // Long texts repeat their pieces (words) a lot: remember each short piece's ids
+        // for the rest of the call. Keys borrow from the text; ids sit in one flat vector.
+        let mut cache: FxHashMap<&[u8], (u32, u32)> = FxHashMap::default();
+        let mut stored: Vec<u32> = Vec::new();
         for_each_unit(text, allowed, &self.pre, |u| match u {
-            Unit::Piece { start, end } => self.encode_piece(&bytes[start..end], out),
+            Unit::Piece { start, end } => {
+                let piece = &bytes[start..end];
+                if piece.len() == 1 || piece.len() > CACHE_PIECE_BYTES {
+                    return self.encode_piece(piece, out);
+                }
+                if let Some(&(at, n)) = cache.get(piece) {
+                    out.extend_from_slice(&stored[at as usize..(at + n) as usize]);
+                    return;
+                }
+                let before = out.len();
+                self.encode_piece(piece, out);
+                let at = stored.len() as u32;
+                stored.extend_from_slice(&out[before..]);
+                cache.insert(piece, (at, (out.len() - before) as u32));
+            }
             Unit::Special { index, .. } => out.push(self.special_ids[&allowed.tokens()[index]]),
         })
     }

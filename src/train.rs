@@ -103,8 +103,8 @@ pub fn train_merges<K: AsRef<[u8]>>(
 
     let mut merges: Vec<Pair> = Vec::with_capacity(num_merges);
     let report_every = (num_merges / 100).max(1);
-    let mut deltas: FxHashMap<Pair, i64> = FxHashMap::default();
     let mut new_pairs: Vec<Pair> = Vec::new();
+    let mut created: Vec<Pair> = Vec::new();
 
     while merges.len() < num_merges {
         let Some(top) = heap.pop() else { break };
@@ -126,25 +126,32 @@ pub fn train_merges<K: AsRef<[u8]>>(
         vocab.push(Arc::from(bytes));
         merges.push(top.pair);
 
-        deltas.clear();
+        created.clear();
         let word_ids = pair_words.remove(&top.pair).unwrap_or_default();
         for &w in &word_ids {
-            let word = &mut words[w as usize];
             new_pairs.clear();
-            merge_word(word, a, b, new_id, &mut deltas, &mut new_pairs);
+            merge_word(
+                &mut words[w as usize],
+                top.pair,
+                new_id,
+                &mut pair_counts,
+                &mut new_pairs,
+            );
             new_pairs.sort_unstable();
             new_pairs.dedup();
             for &p in &new_pairs {
                 pair_words.entry(p).or_default().push(w);
             }
+            created.extend_from_slice(&new_pairs);
         }
-        for (&pair, &delta) in &deltas {
-            let c = pair_counts.entry(pair).or_insert(0);
-            *c += delta;
-            // Only pairs containing the new token can grow; they are new, so they get
-            // their (only) heap entry here. Others only shrink: handled lazily on pop.
-            if (pair.0 == new_id || pair.1 == new_id) && *c > 0 {
-                heap.push(candidate(pair, *c, &vocab));
+        // Only pairs containing the new token can grow; they are new, so they get
+        // their (only) heap entry here. Others only shrink: handled lazily on pop.
+        created.sort_unstable();
+        created.dedup();
+        for &pair in &created {
+            let c = pair_counts.get(&pair).copied().unwrap_or(0);
+            if c > 0 {
+                heap.push(candidate(pair, c, &vocab));
             }
         }
         pair_counts.remove(&top.pair);
@@ -159,49 +166,45 @@ pub fn train_merges<K: AsRef<[u8]>>(
     }
 }
 
-/// Replaces every occurrence of (a, b) in the word, left to right, recording the
-/// change of each pair's count in `deltas` and the pairs formed with `new_id`.
+/// Replaces every occurrence of `pair` in the word, left to right and in place,
+/// updating the counts of the neighbouring pairs and recording the pairs formed with
+/// `new_id`. (The merged pair's own count is dropped by the caller.)
 fn merge_word(
     word: &mut Word,
-    a: u32,
-    b: u32,
+    (a, b): Pair,
     new_id: u32,
-    deltas: &mut FxHashMap<Pair, i64>,
+    counts: &mut FxHashMap<Pair, i64>,
     new_pairs: &mut Vec<Pair>,
 ) {
-    let ids = &word.ids;
     let c = word.count;
+    let ids = &mut word.ids;
     let n = ids.len();
-    let mut out: Vec<u32> = Vec::with_capacity(n);
-    let mut i = 0;
-    let mut changed = false;
-    while i < n {
-        if i + 1 < n && ids[i] == a && ids[i + 1] == b {
-            changed = true;
-            *deltas.entry((a, b)).or_insert(0) -= c;
-            // The left neighbour is what we already emitted (possibly a new token).
-            if let Some(&prev) = out.last() {
-                *deltas.entry((prev, a)).or_insert(0) -= c;
-                *deltas.entry((prev, new_id)).or_insert(0) += c;
+    let (mut w, mut r) = (0, 0); // write and read positions; w <= r
+    while r < n {
+        if r + 1 < n && ids[r] == a && ids[r + 1] == b {
+            // The left neighbour is what we already wrote (possibly a new token).
+            if w > 0 {
+                let prev = ids[w - 1];
+                *counts.entry((prev, a)).or_insert(0) -= c;
+                *counts.entry((prev, new_id)).or_insert(0) += c;
                 new_pairs.push((prev, new_id));
             }
             // The right neighbour is still the original symbol.
-            if i + 2 < n {
-                let next = ids[i + 2];
-                *deltas.entry((b, next)).or_insert(0) -= c;
-                *deltas.entry((new_id, next)).or_insert(0) += c;
+            if r + 2 < n {
+                let next = ids[r + 2];
+                *counts.entry((b, next)).or_insert(0) -= c;
+                *counts.entry((new_id, next)).or_insert(0) += c;
                 new_pairs.push((new_id, next));
             }
-            out.push(new_id);
-            i += 2;
+            ids[w] = new_id;
+            r += 2;
         } else {
-            out.push(ids[i]);
-            i += 1;
+            ids[w] = ids[r];
+            r += 1;
         }
+        w += 1;
     }
-    if changed {
-        word.ids = out;
-    }
+    ids.truncate(w);
 }
 
 #[cfg(test)]
