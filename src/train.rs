@@ -118,7 +118,6 @@ pub fn train_merges<K: AsRef<[u8]>>(
         if current <= 0 {
             continue;
         }
-        let (a, b) = top.pair;
         let new_id = vocab.len() as u32;
         let mut bytes = Vec::with_capacity(top.left.len() + top.right.len());
         bytes.extend_from_slice(&top.left);
