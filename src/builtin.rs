@@ -54,8 +54,8 @@ fn table() -> &'static [u8] {
                 unreachable!("{class} is a Unicode class")
             };
             for r in ranges.ranges() {
-                for c in r.start() as usize..=r.end() as usize {
-                    t[c] |= bits;
+                for class_bits in &mut t[r.start() as usize..=r.end() as usize] {
+                    *class_bits |= bits;
                 }
             }
         }
