@@ -6,53 +6,16 @@
 //! result that does not depend on the number of threads or the block size, because
 //! blocks are cut only at safe points (`chunking`).
 
-use std::fs::File;
-use std::io::Read;
-
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::chunking::{find_cut, split_evenly};
+use crate::blocks::for_each_block;
+pub use crate::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
+use crate::chunking::split_evenly;
 use crate::pretokenize::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// Distinct pre-token bytes → number of occurrences.
 pub type Counts = FxHashMap<Vec<u8>, u64>;
-
-/// How the corpus is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Utf8Errors {
-    /// Invalid UTF-8 is an error naming the byte offset.
-    Strict,
-    /// Invalid sequences become U+FFFD, as Python's `errors="replace"`.
-    Replace,
-}
-
-#[derive(Debug)]
-pub enum CountError {
-    Io(std::io::Error),
-    InvalidUtf8 {
-        offset: u64,
-        byte: u8,
-    },
-    Pattern(String),
-    /// The progress callback asked to stop (e.g. Ctrl-C).
-    Interrupted,
-}
-
-impl std::fmt::Display for CountError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CountError::Io(e) => write!(f, "{e}"),
-            CountError::InvalidUtf8 { offset, byte } => write!(
-                f,
-                "invalid UTF-8 at byte offset {offset} (byte 0x{byte:02x}); \
-                 fix the file or pass errors=\"replace\" (CLI: --errors replace)"
-            ),
-            CountError::Pattern(e) => write!(f, "{e}"),
-            CountError::Interrupted => write!(f, "interrupted"),
-        }
-    }
-}
 
 /// Adds the pre-tokens of `text` to `counts` (keys borrowed from `text`).
 pub fn count_text<'t>(
@@ -129,9 +92,6 @@ fn count_block(
     Ok(())
 }
 
-/// Bytes read from the file per block, by default.
-pub const BLOCK_BYTES: usize = 32 << 20;
-
 /// Counts the pre-tokens of a whole file, reading it in blocks cut at safe points.
 /// `progress(bytes_read)` is called after each block; returning false stops.
 pub fn count_file(
@@ -142,66 +102,26 @@ pub fn count_file(
     pool: &rayon::ThreadPool,
     block_bytes: usize,
     mut progress: impl FnMut(u64) -> bool,
-) -> Result<Counts, CountError> {
-    let mut file = File::open(path).map_err(CountError::Io)?;
+) -> Result<Counts, ReadError> {
     let mut total = Counts::default();
-    let mut buf: Vec<u8> = Vec::new();
-    let mut offset: u64 = 0; // file offset of buf[0]
-    let mut eof = false;
-    let newline_cuts = pre.newline_cuts_are_safe();
-    while !eof {
-        let old = buf.len();
-        buf.resize(old + block_bytes.max(1), 0);
-        let mut filled = old;
-        while filled < buf.len() {
-            let n = file.read(&mut buf[filled..]).map_err(CountError::Io)?;
-            if n == 0 {
-                eof = true;
-                break;
+    let min_part = (block_bytes / 16).max(1);
+    for_each_block(
+        path,
+        specials,
+        pre.newline_cuts_are_safe(),
+        errors,
+        block_bytes,
+        |text, offset| {
+            count_block(text, specials, pre, pool, min_part, &mut total)
+                .map_err(ReadError::Other)?;
+            if progress(offset + text.len() as u64) {
+                Ok(())
+            } else {
+                Err(ReadError::Interrupted)
             }
-            filled += n;
-        }
-        buf.truncate(filled);
-        let cut = if eof {
-            buf.len()
-        } else {
-            // Leave room for the longest special token and one byte of look-ahead.
-            let hi = buf.len().saturating_sub(specials.max_len() + 1);
-            let matches = specials.find_all(&buf);
-            match find_cut(&buf, 0, hi, &matches, newline_cuts) {
-                Some(c) => c,
-                None => continue, // no safe cut yet: read more
-            }
-        };
-        let text = decode(&buf[..cut], offset, errors)?;
-        let min_part = (block_bytes / 16).max(1);
-        count_block(&text, specials, pre, pool, min_part, &mut total)
-            .map_err(CountError::Pattern)?;
-        if !progress(offset + cut as u64) {
-            return Err(CountError::Interrupted);
-        }
-        buf.drain(..cut);
-        offset += cut as u64;
-    }
-    Ok(total)
-}
-
-/// UTF-8 decoding of one block, with the error offset relative to the file.
-fn decode(
-    bytes: &[u8],
-    offset: u64,
-    errors: Utf8Errors,
-) -> Result<std::borrow::Cow<'_, str>, CountError> {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => Ok(std::borrow::Cow::Borrowed(s)),
-        Err(e) => match errors {
-            Utf8Errors::Replace => Ok(String::from_utf8_lossy(bytes)),
-            Utf8Errors::Strict => Err(CountError::InvalidUtf8 {
-                offset: offset + e.valid_up_to() as u64,
-                byte: bytes[e.valid_up_to()],
-            }),
         },
-    }
+    )?;
+    Ok(total)
 }
 
 /// Counts in-memory documents; each document is pre-tokenized on its own (no piece
@@ -310,7 +230,7 @@ mod tests {
         .unwrap_err();
         assert!(matches!(
             err,
-            CountError::InvalidUtf8 {
+            ReadError::InvalidUtf8 {
                 offset: 6,
                 byte: 0xff
             }

@@ -100,6 +100,10 @@ impl Encoder {
         }
     }
 
+    pub fn pretokenizer(&self) -> &PreTokenizer {
+        &self.pre
+    }
+
     pub fn all_specials(&self) -> &SpecialMatcher {
         &self.all_specials
     }

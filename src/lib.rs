@@ -3,19 +3,23 @@
 //! - [`pretokenize`]: special tokens and the pre-tokenizer regex;
 //! - [`builtin`]: hand-written, exact splitters for the GPT-2/cl100k/o200k patterns;
 //! - [`chunking`]: where text may be cut and still pre-tokenize identically;
+//! - [`blocks`]: reading files in blocks cut at those points;
 //! - [`count`]: counting pre-tokens in files and documents, in parallel (training's map);
 //! - [`train`]: the incremental merge loop (training's reduce);
 //! - [`encode`]: text → ids and ids → bytes;
-//! - [`ranks`]: recovering merges from rank-only (tiktoken) vocabularies.
+//! - [`ranks`]: recovering merges from rank-only (tiktoken) vocabularies;
+//! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads.
 //!
 //! The Python bindings live apart, in `py.rs`, behind the `python` feature.
 
+pub mod blocks;
 pub mod builtin;
 pub mod chunking;
 pub mod count;
 pub mod encode;
 pub mod pretokenize;
 pub mod ranks;
+pub mod shards;
 pub mod train;
 
 #[cfg(feature = "python")]

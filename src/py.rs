@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
 
-use crate::count::{count_documents, count_file, CountError, Counts, Utf8Errors, BLOCK_BYTES};
+use crate::count::{count_documents, count_file, Counts, ReadError, Utf8Errors, BLOCK_BYTES};
 use crate::encode::Encoder as CoreEncoder;
 use crate::pretokenize::{PreTokenizer, SpecialMatcher};
 use crate::train::train_merges;
@@ -109,11 +109,11 @@ impl PreTokenCounter {
                 }
                 Ok(())
             }
-            Err(CountError::Interrupted) => Err(failure
+            Err(ReadError::Interrupted) => Err(failure
                 .into_inner()
                 .unwrap()
                 .unwrap_or_else(|| PyKeyboardInterrupt::new_err("interrupted"))),
-            Err(CountError::Io(e)) => Err(PyOSError::new_err(format!("{path}: {e}"))),
+            Err(ReadError::Io(e)) => Err(PyOSError::new_err(format!("{path}: {e}"))),
             Err(e) => Err(PyValueError::new_err(format!("{path}: {e}"))),
         }
     }
@@ -296,6 +296,83 @@ impl Encoder {
             Ok((ids, text[..used].chars().count()))
         })
         .map_err(value_error)
+    }
+
+    /// Encodes the UTF-8 file at `path` into `out_path` as little-endian ids of `width`
+    /// bytes; `allowed_special` are encoded as specials, any of `disallowed_special`
+    /// in the file is an error. Returns the number of tokens.
+    #[pyo3(signature = (path, out_path, width, allowed_special, disallowed_special, errors="strict", num_threads=1, progress=None, block_bytes=BLOCK_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_file(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        out_path: &str,
+        width: usize,
+        allowed_special: Vec<String>,
+        disallowed_special: Vec<String>,
+        errors: &str,
+        num_threads: usize,
+        progress: Option<Py<PyAny>>,
+        block_bytes: usize,
+    ) -> PyResult<u64> {
+        use crate::shards::{encode_file, Specials};
+        let errors = match errors {
+            "strict" => Utf8Errors::Strict,
+            "replace" => Utf8Errors::Replace,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "errors must be 'strict' or 'replace', not {other:?}"
+                )))
+            }
+        };
+        if width != 2 && width != 4 {
+            return Err(PyValueError::new_err("width must be 2 or 4 bytes"));
+        }
+        let both: Vec<String> = allowed_special
+            .iter()
+            .chain(&disallowed_special)
+            .cloned()
+            .collect();
+        let allowed = self.matcher(Some(allowed_special))?;
+        let forbidden = self.matcher(Some(disallowed_special))?;
+        let cut_at = self.matcher(Some(both))?;
+        let pool = thread_pool(num_threads.max(1))?;
+        // Appends: the caller may have written a header (e.g. .npy) first.
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(out_path)
+            .map_err(|e| PyOSError::new_err(format!("{out_path}: {e}")))?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let failure = Mutex::new(None);
+        let specials = Specials {
+            allowed: &allowed,
+            forbidden: &forbidden,
+            cut_at: &cut_at,
+        };
+        let result = py.detach(|| {
+            encode_file(
+                &self.core,
+                path,
+                &mut out,
+                width,
+                specials,
+                errors,
+                &pool,
+                block_bytes,
+                |done| report(&progress, done, &failure),
+            )
+        });
+        match result {
+            Ok(n) => Ok(n),
+            Err(ReadError::Interrupted) => Err(failure
+                .into_inner()
+                .unwrap()
+                .unwrap_or_else(|| PyKeyboardInterrupt::new_err("interrupted"))),
+            Err(ReadError::Io(e)) => Err(PyOSError::new_err(format!("{path}: {e}"))),
+            Err(e) => Err(PyValueError::new_err(format!("{path}: {e}"))),
+        }
     }
 
     /// The first of `tokens` that occurs in `text` (leftmost), if any.

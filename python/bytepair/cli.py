@@ -7,16 +7,13 @@ temporary file and renamed, so a failed run leaves no partial file behind.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bytepair.formats import atomic_write, publish
+from bytepair.formats import atomic_write
 
 # Background colours cycled over tokens by `show` (256-colour ANSI codes).
 _COLOURS = [153, 222, 151, 217, 183, 187, 159, 224]
@@ -143,64 +140,34 @@ def cmd_encode(args) -> None:
     src, out = Path(args.file), Path(args.output)
     if not src.is_file():
         raise FileNotFoundError(f"{src}: no such file")
-    fmt = args.format or ("npy" if out.suffix == ".npy" else "bin")
-    dtype = _dtype_for(tok)
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"{out.parent}: output folder does not exist")
     size = src.stat().st_size
+    bar = None
+    if _show_progress(args):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=size, desc="encoding", unit="B", unit_scale=True, unit_divisor=1024)
     start = time.perf_counter()
-    n_tokens = 0
-    fd, raw_path = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
     try:
-        with os.fdopen(fd, "wb") as raw, open(src, encoding="utf-8", newline="") as f:
-            bar = None
-            if _show_progress(args):
-                from tqdm.auto import tqdm
-
-                bar = tqdm(
-                    total=size, desc="encoding", unit="B", unit_scale=True, unit_divisor=1024
-                )
-
-            def chunks():
-                while True:
-                    try:
-                        chunk = f.read(1 << 20)
-                    except UnicodeDecodeError as e:
-                        raise ValueError(
-                            f"{src}: invalid UTF-8 near byte offset {f.buffer.tell()}: {e.reason}"
-                        ) from None
-                    if not chunk:
-                        return
-                    if bar is not None:
-                        bar.update(len(chunk.encode("utf-8")))
-                    yield chunk
-
-            for ids in tok.encode_chunks(chunks(), **kwargs):
-                raw.write(np.asarray(ids, dtype=dtype).tobytes())
-                n_tokens += len(ids)
-            if bar is not None:
-                bar.close()
-        if fmt == "npy":
-            fd2, npy_path = tempfile.mkstemp(
-                prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or "."
-            )
-            try:
-                with os.fdopen(fd2, "wb") as dst, open(raw_path, "rb") as rawf:
-                    header = {"descr": dtype.str, "fortran_order": False, "shape": (n_tokens,)}
-                    np.lib.format.write_array_header_1_0(dst, header)
-                    shutil.copyfileobj(rawf, dst)
-                publish(npy_path, out)
-            except BaseException:
-                Path(npy_path).unlink(missing_ok=True)
-                raise
-            Path(raw_path).unlink()
-        else:
-            publish(raw_path, out)
-    except BaseException:
-        Path(raw_path).unlink(missing_ok=True)
-        raise
+        n_tokens = tok.encode_file(
+            src,
+            out,
+            format=args.format,
+            errors=args.errors,
+            num_threads=args.workers,
+            progress=None if bar is None else (lambda done: bar.update(done - bar.n)),
+            **kwargs,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     secs = time.perf_counter() - start
+    dtype = "uint16" if tok.n_vocab <= 1 << 16 else "uint32"
     print(
-        f"encoded {src} ({size / 1e6:.1f} MB) to {out}: {n_tokens:,} tokens as {dtype.name} "
-        f"({size / max(n_tokens, 1):.2f} bytes/token) in {secs:.2f} s ({size / 1e6 / max(secs, 1e-9):.1f} MB/s)",
+        f"encoded {src} ({size / 1e6:.1f} MB) to {out}: {n_tokens:,} tokens as {dtype} "
+        f"({size / max(n_tokens, 1):.2f} bytes/token) in {secs:.2f} s "
+        f"({size / 1e6 / max(secs, 1e-9):.1f} MB/s)",
         file=sys.stderr,
     )
 
@@ -376,6 +343,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["allow", "text", "disallow"],
         default="allow",
         help="special tokens in the text: encode as specials (default), as plain text, or fail",
+    )
+    e.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
+    e.add_argument(
+        "--errors",
+        choices=["strict", "replace"],
+        default="strict",
+        help="invalid UTF-8: stop with an error (default) or replace with U+FFFD",
     )
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_encode)

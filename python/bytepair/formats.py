@@ -99,6 +99,21 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
         raise
 
 
+NPY_HEADER_BYTES = 128
+
+
+def npy_header(dtype: str, count: int) -> bytes:
+    """A ``.npy`` (version 1.0) header for a 1-D array, padded to exactly
+    NPY_HEADER_BYTES so it can be written before the count is known and filled in after.
+
+    >>> len(npy_header("<u2", 10**12)) == NPY_HEADER_BYTES
+    True
+    """
+    text = f"{{'descr': '{dtype}', 'fortran_order': False, 'shape': ({count},), }}"
+    body = text.ljust(NPY_HEADER_BYTES - 10 - 1) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body.encode("latin1")
+
+
 def dump_bytepair(
     merges: list[tuple[bytes, bytes]],
     special_tokens: dict[str, int],

@@ -8,8 +8,10 @@ methods follow tiktoken's names and its safe default for special tokens.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
+from pathlib import Path
 from typing import Literal
 
 from bytepair import _core
@@ -18,6 +20,13 @@ from bytepair.patterns import pattern_name, resolve_pattern
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
+
+
+def _block_kwargs() -> dict:
+    # Tests shrink the file read block (BYTEPAIR_BLOCK_BYTES) to exercise block
+    # boundaries on small files.
+    block = os.environ.get("BYTEPAIR_BLOCK_BYTES")
+    return {"block_bytes": int(block)} if block else {}
 
 
 def _without_surrogates(text: str) -> str:
@@ -386,6 +395,70 @@ class Tokenizer:
         """``len(encode(text))``, without building the list."""
         allowed = self._allowed(allowed_special, disallowed_special, text)
         return self._call(self._core.count, text, allowed)
+
+    def encode_file(
+        self,
+        src: str | os.PathLike,
+        dst: str | os.PathLike,
+        *,
+        format: Literal["bin", "npy"] | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        num_threads: int | None = None,
+        errors: str = "strict",
+        progress=None,
+    ) -> int:
+        """Encodes a UTF-8 text file into a file of token ids for LM training and returns
+        how many tokens it wrote.
+
+        Ids are little-endian uint16 when every id fits (``n_vocab <= 65536``), else
+        uint32: ``.bin`` is the raw array (``np.fromfile(dst, np.uint16)``), ``.npy``
+        (``format="npy"`` or the suffix) adds numpy's header. The file is read in
+        blocks and encoded on ``num_threads`` threads (default: all cores), in bounded
+        memory, to exactly the ids of ``encode(text)``. ``progress(bytes_done)`` is
+        called after each block. Output goes to a temporary file renamed into place.
+        """
+        from bytepair.formats import NPY_HEADER_BYTES, npy_header, publish
+
+        src, dst = Path(src), Path(dst)
+        if not src.is_file():
+            raise FileNotFoundError(f"{src}: no such file")
+        fmt = format or ("npy" if dst.suffix == ".npy" else "bin")
+        if fmt not in ("bin", "npy"):
+            raise ValueError(f"format must be 'bin' or 'npy', not {fmt!r}")
+        width = 2 if self.n_vocab <= 1 << 16 else 4
+        if allowed_special == "all":
+            allowed = set(self._special_tokens)
+        else:
+            allowed = set(allowed_special) & set(self._special_tokens)
+        if disallowed_special == "all":
+            disallowed = set(self._special_tokens) - allowed
+        else:
+            disallowed = set(disallowed_special) & set(self._special_tokens)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                if fmt == "npy":
+                    f.write(bytes(NPY_HEADER_BYTES))
+            count = self._core.encode_file(
+                str(src),
+                tmp,
+                width,
+                sorted(allowed),
+                sorted(disallowed),
+                errors,
+                num_threads or os.cpu_count() or 1,
+                progress,
+                **_block_kwargs(),
+            )
+            if fmt == "npy":
+                with open(tmp, "r+b") as f:
+                    f.write(npy_header("<u2" if width == 2 else "<u4", count))
+            publish(tmp, dst)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return count
 
     def encode_iterable(
         self,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bytepair import _core
 from bytepair.patterns import resolve_pattern
-from bytepair.tokenizer import Tokenizer
+from bytepair.tokenizer import Tokenizer, _block_kwargs
 
 # Documents from an iterator are sent to the core in batches of about this many chars.
 _BATCH_CHARS = 8 << 20
@@ -175,12 +175,6 @@ def train(
             done += size
     stats = {"bytes_read": sum(sizes), "count_seconds": time.perf_counter() - start}
     return _learn(counter, num_merges, specials, regex, progress, stats)
-
-
-def _block_kwargs() -> dict:
-    # Tests shrink the read block to exercise block boundaries on small files.
-    block = os.environ.get("BYTEPAIR_BLOCK_BYTES")
-    return {"block_bytes": int(block)} if block else {}
 
 
 def train_from_iterator(

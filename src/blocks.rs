@@ -1,0 +1,115 @@
+//! Reading a UTF-8 file in blocks that start and end at safe cuts (`chunking`), so
+//! each block can be pre-tokenized on its own — by training's counter and by file
+//! encoding alike. Memory holds one block (plus the tail carried to the next one).
+
+use std::fs::File;
+use std::io::Read;
+
+use crate::chunking::find_cut;
+use crate::pretokenize::SpecialMatcher;
+
+/// How invalid UTF-8 is handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Utf8Errors {
+    /// Invalid UTF-8 is an error naming the byte offset.
+    Strict,
+    /// Invalid sequences become U+FFFD, as Python's `errors="replace"`.
+    Replace,
+}
+
+#[derive(Debug)]
+pub enum ReadError {
+    Io(std::io::Error),
+    InvalidUtf8 {
+        offset: u64,
+        byte: u8,
+    },
+    /// A problem the block's consumer found (message).
+    Other(String),
+    /// The consumer asked to stop (e.g. Ctrl-C in a progress callback).
+    Interrupted,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "{e}"),
+            ReadError::InvalidUtf8 { offset, byte } => write!(
+                f,
+                "invalid UTF-8 at byte offset {offset} (byte 0x{byte:02x}); \
+                 fix the file or pass errors=\"replace\" (CLI: --errors replace)"
+            ),
+            ReadError::Other(e) => write!(f, "{e}"),
+            ReadError::Interrupted => write!(f, "interrupted"),
+        }
+    }
+}
+
+/// Bytes read from the file per block, by default.
+pub const BLOCK_BYTES: usize = 32 << 20;
+
+/// Calls `f(text, offset)` for consecutive blocks of the file, where `offset` is the
+/// file offset of the block's first byte. Blocks are cut at the edges of `specials`
+/// and, with `newline_cuts`, at the built-in patterns' safe newlines; a block grows
+/// until such a cut is found.
+pub fn for_each_block(
+    path: &str,
+    specials: &SpecialMatcher,
+    newline_cuts: bool,
+    errors: Utf8Errors,
+    block_bytes: usize,
+    mut f: impl FnMut(&str, u64) -> Result<(), ReadError>,
+) -> Result<(), ReadError> {
+    let mut file = File::open(path).map_err(ReadError::Io)?;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut offset: u64 = 0; // file offset of buf[0]
+    let mut eof = false;
+    while !eof {
+        let old = buf.len();
+        buf.resize(old + block_bytes.max(1), 0);
+        let mut filled = old;
+        while filled < buf.len() {
+            let n = file.read(&mut buf[filled..]).map_err(ReadError::Io)?;
+            if n == 0 {
+                eof = true;
+                break;
+            }
+            filled += n;
+        }
+        buf.truncate(filled);
+        let cut = if eof {
+            buf.len()
+        } else {
+            // Leave room for the longest special token and one byte of look-ahead.
+            let hi = buf.len().saturating_sub(specials.max_len() + 1);
+            let matches = specials.find_all(&buf);
+            match find_cut(&buf, 0, hi, &matches, newline_cuts) {
+                Some(c) => c,
+                None => continue, // no safe cut yet: read more
+            }
+        };
+        let text = decode(&buf[..cut], offset, errors)?;
+        f(&text, offset)?;
+        buf.drain(..cut);
+        offset += cut as u64;
+    }
+    Ok(())
+}
+
+/// UTF-8 decoding of one block, with the error offset relative to the file.
+fn decode(
+    bytes: &[u8],
+    offset: u64,
+    errors: Utf8Errors,
+) -> Result<std::borrow::Cow<'_, str>, ReadError> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(std::borrow::Cow::Borrowed(s)),
+        Err(e) => match errors {
+            Utf8Errors::Replace => Ok(String::from_utf8_lossy(bytes)),
+            Utf8Errors::Strict => Err(ReadError::InvalidUtf8 {
+                offset: offset + e.valid_up_to() as u64,
+                byte: bytes[e.valid_up_to()],
+            }),
+        },
+    }
+}

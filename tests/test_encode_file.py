@@ -1,0 +1,85 @@
+"""Tokenizer.encode_file: whole files to uint16/uint32 shards, exactly encode()'s ids."""
+
+from __future__ import annotations
+
+import os
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bytepair
+
+from conftest import DATA, EOT, texts
+
+EXAMPLE = DATA.parent.parent / "examples" / "books.txt"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_encode_file_equals_encode_on_the_example_books(tmp_path, name):
+    tok = bytepair.get_encoding(name)
+    text = EXAMPLE.read_text(encoding="utf-8")
+    expected = tok.encode(text, allowed_special="all")
+    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "65536"}):
+        n = tok.encode_file(EXAMPLE, tmp_path / "b.bin", allowed_special="all", num_threads=2)
+    ids = np.fromfile(tmp_path / "b.bin", dtype=np.uint16 if tok.n_vocab <= 65536 else np.uint32)
+    assert n == len(expected)
+    assert ids.tolist() == expected
+
+
+@settings(max_examples=60)
+@given(
+    text=texts,
+    block=st.sampled_from(["5", "64", "100000"]),
+    name=st.sampled_from(["gpt2", "cl100k_base", "o200k_base"]),
+    threads=st.sampled_from([1, 2]),
+)
+def test_encode_file_equals_encode_for_any_block_size(tmp_path_factory, text, block, name, threads):
+    tok = bytepair.get_encoding(name)
+    folder = tmp_path_factory.mktemp("ef")
+    src = folder / "in.txt"
+    src.write_text(text, encoding="utf-8", newline="")
+    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": block}):
+        tok.encode_file(src, folder / "out.npy", allowed_special="all", num_threads=threads)
+    assert np.load(folder / "out.npy").tolist() == tok.encode(text, allowed_special="all")
+
+
+def test_npy_output_has_the_right_dtype_and_shape(tmp_path, tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    src = DATA / "tinystories_sample.txt"
+    n = tok.encode_file(src, tmp_path / "t.npy", allowed_special="all")
+    arr = np.load(tmp_path / "t.npy")
+    assert arr.dtype == np.uint16 and arr.shape == (n,)
+    assert arr.tolist() == tok.encode(src.read_text(encoding="utf-8"), allowed_special="all")
+
+
+def test_disallowed_special_in_file_names_token_and_offset(tmp_path, tinystories_tokenizer):
+    src = tmp_path / "in.txt"
+    src.write_text("hello " * 10 + EOT + " bye", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"'<\|endoftext\|>' at byte offset 60 is not allowed"):
+        tinystories_tokenizer.encode_file(src, tmp_path / "out.bin")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+    # as plain text instead
+    n = tinystories_tokenizer.encode_file(src, tmp_path / "out.bin", disallowed_special=())
+    assert n == len(tinystories_tokenizer.encode_ordinary(src.read_text(encoding="utf-8")))
+
+
+def test_invalid_utf8_in_file_names_offset_and_leaves_nothing(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"abc " * 100 + b"\xc3(")
+    with pytest.raises(ValueError, match="invalid UTF-8 at byte offset 400"):
+        bytepair.get_encoding("gpt2").encode_file(src, tmp_path / "out.bin")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+@pytest.mark.filterwarnings("ignore:training stopped early")
+def test_custom_pattern_file_encoding_is_exact(tmp_path):
+    tok = bytepair.train_from_iterator(["ab ab, cd"], 270, pattern=r"\w+|[^\w]", progress=False)
+    text = "ab ab, cd\n" * 500
+    src = tmp_path / "in.txt"
+    src.write_text(text, encoding="utf-8")
+    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "37"}):
+        tok.encode_file(src, tmp_path / "o.bin", num_threads=2)
+    assert np.fromfile(tmp_path / "o.bin", dtype=np.uint16).tolist() == tok.encode(text)
