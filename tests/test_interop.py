@@ -522,3 +522,16 @@ def test_shared_tiktoken_files_encode_like_tiktoken(name, pattern):
     )
     for text in SAMPLES:
         assert tok.encode(text) == enc.encode(text)
+
+
+def test_bundled_encodings_exported_to_hf_split_digits_like_tiktoken(tmp_path):
+    # Oniguruma reads `\p{N}{1,3}+` differently (not possessive); the export rewrites it.
+    import tokenizers
+
+    text = "In 1887, 0x0010 and 1234567 dollars.\n\n\n\nEnd  of  it 12 345 6789"
+    for name in ("cl100k_base", "o200k_base", "gpt2"):
+        tok = bytepair.get_encoding(name)
+        tok.save_hf(tmp_path / f"{name}.json")
+        hf = tokenizers.Tokenizer.from_file(str(tmp_path / f"{name}.json"))
+        assert hf.encode(text, add_special_tokens=False).ids == tok.encode(text), name
+        assert bytepair.Tokenizer.from_hf(tmp_path / f"{name}.json").pattern == tok.pattern

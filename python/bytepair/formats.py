@@ -391,6 +391,30 @@ def merges_from_ranks(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
 # -- Hugging Face tokenizer.json ----------------------------------------------------------
 
 
+# Hugging Face runs Split regexes on Oniguruma (Ruby syntax), where `X{1,3}+` is not a
+# possessive quantifier but a repetition of `X{1,3}` — so cl100k's `\p{N}{1,3}+` would
+# match "1887" whole instead of "188" + "7". At the end of an alternative, possessive
+# and greedy `{1,3}` match the same, so exports use the greedy form.
+_ONIG_REWRITES = [(r"\p{N}{1,3}+|", r"\p{N}{1,3}|")]
+
+
+def to_oniguruma(pattern: str) -> str:
+    """The pattern as Hugging Face's regex engine must see it to split identically."""
+    for ours, theirs in _ONIG_REWRITES:
+        pattern = pattern.replace(ours, theirs)
+    return pattern
+
+
+def from_oniguruma(pattern: str) -> str:
+    """Undoes :func:`to_oniguruma` for the built-in patterns, so they round-trip."""
+    from bytepair.patterns import PATTERNS
+
+    for builtin in PATTERNS.values():
+        if pattern == to_oniguruma(builtin):
+            return builtin
+    return pattern
+
+
 def write_hf_tokenizer_json(
     path: str | os.PathLike,
     vocab: dict[int, bytes],
@@ -420,7 +444,7 @@ def write_hf_tokenizer_json(
     else:
         split = {
             "type": "Split",
-            "pattern": {"Regex": pattern},
+            "pattern": {"Regex": to_oniguruma(pattern)},
             "behavior": "Isolated",
             "invert": False,
         }
@@ -552,7 +576,7 @@ def read_hf_tokenizer_json(
                 )
             spec = pre.get("pattern") or {}
             if "Regex" in spec:
-                pattern = spec["Regex"]
+                pattern = from_oniguruma(spec["Regex"])
             elif "String" in spec:
                 pattern = re.escape(spec["String"])
             else:
