@@ -312,6 +312,24 @@ def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:
 
 def parse_tiktoken(data: bytes, path: str) -> dict[bytes, int]:
     """The contents of a ``.tiktoken`` file as {token: rank}; ``path`` names it in errors."""
+    # Fast path for well-formed files; any doubt falls back to the line-by-line check,
+    # which names the line at fault.
+    try:
+        ranks = {}
+        n = 0
+        for line in data.splitlines():
+            if line:
+                token, rank = line.split(b" ")
+                ranks[base64.b64decode(token, validate=True)] = int(rank)
+                n += 1
+        if len(ranks) == n and len(set(ranks.values())) == n and min(ranks.values(), default=0) >= 0:
+            return ranks
+    except (ValueError, binascii.Error):
+        pass
+    return _parse_tiktoken_checked(data, path)
+
+
+def _parse_tiktoken_checked(data: bytes, path: str) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
     line_of_token: dict[bytes, int] = {}
