@@ -322,7 +322,11 @@ def parse_tiktoken(data: bytes, path: str) -> dict[bytes, int]:
                 token, rank = line.split(b" ")
                 ranks[base64.b64decode(token, validate=True)] = int(rank)
                 n += 1
-        if len(ranks) == n and len(set(ranks.values())) == n and min(ranks.values(), default=0) >= 0:
+        if (
+            len(ranks) == n
+            and len(set(ranks.values())) == n
+            and min(ranks.values(), default=0) >= 0
+        ):
             return ranks
     except (ValueError, binascii.Error):
         pass
