@@ -136,6 +136,17 @@ fn ci(c: Option<char>, lower: char) -> bool {
 }
 
 impl Chars<'_> {
+    /// End of `\p{N}{1,3}` from `i` (a number character).
+    fn up_to_three_digits(&self, mut i: usize) -> usize {
+        for _ in 0..3 {
+            match self.at(i) {
+                Some((k, _, m)) if k & NUM != 0 => i += m,
+                _ => break,
+            }
+        }
+        i
+    }
+
     fn char_at(&self, i: usize) -> Option<char> {
         self.at(i).map(|(_, c, _)| c)
     }
@@ -241,14 +252,7 @@ fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
     }
     // \p{N}{1,3}+
     if cls & NUM != 0 {
-        let mut j = i;
-        for _ in 0..3 {
-            match t.at(j) {
-                Some((k, _, m)) if k & NUM != 0 => j += m,
-                _ => break,
-            }
-        }
-        return j;
+        return t.up_to_three_digits(i);
     }
     //  ?[^\s\p{L}\p{N}]++[\r\n]*+
     let start = if c == ' ' { i + 1 } else { i };
@@ -307,14 +311,7 @@ fn o200k_piece_end(t: &Chars, i: usize) -> usize {
     }
     // \p{N}{1,3}
     if cls & NUM != 0 {
-        let mut j = i;
-        for _ in 0..3 {
-            match t.at(j) {
-                Some((k, _, m)) if k & NUM != 0 => j += m,
-                _ => break,
-            }
-        }
-        return j;
+        return t.up_to_three_digits(i);
     }
     //  ?[^\s\p{L}\p{N}]+[\r\n/]*
     let start = if c == ' ' { i + 1 } else { i };

@@ -20,6 +20,16 @@ fn value_error(e: String) -> PyErr {
     PyValueError::new_err(e)
 }
 
+fn utf8_errors(errors: &str) -> PyResult<Utf8Errors> {
+    match errors {
+        "strict" => Ok(Utf8Errors::Strict),
+        "replace" => Ok(Utf8Errors::Replace),
+        other => Err(PyValueError::new_err(format!(
+            "errors must be 'strict' or 'replace', not {other:?}"
+        ))),
+    }
+}
+
 fn thread_pool(workers: usize) -> PyResult<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(workers)
@@ -77,15 +87,7 @@ impl PreTokenCounter {
         progress: Option<Py<PyAny>>,
         block_bytes: usize,
     ) -> PyResult<()> {
-        let errors = match errors {
-            "strict" => Utf8Errors::Strict,
-            "replace" => Utf8Errors::Replace,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "errors must be 'strict' or 'replace', not {other:?}"
-                )))
-            }
-        };
+        let errors = utf8_errors(errors)?;
         let failure = Mutex::new(None);
         let result = py.detach(|| {
             count_file(
@@ -317,15 +319,7 @@ impl Encoder {
         block_bytes: usize,
     ) -> PyResult<u64> {
         use crate::shards::{encode_file, Specials};
-        let errors = match errors {
-            "strict" => Utf8Errors::Strict,
-            "replace" => Utf8Errors::Replace,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "errors must be 'strict' or 'replace', not {other:?}"
-                )))
-            }
-        };
+        let errors = utf8_errors(errors)?;
         if width != 2 && width != 4 {
             return Err(PyValueError::new_err("width must be 2 or 4 bytes"));
         }

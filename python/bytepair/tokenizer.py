@@ -286,13 +286,10 @@ class Tokenizer:
 
     # -- encoding -----------------------------------------------------------------------
 
-    def _allowed(
-        self,
-        allowed_special: AllowedSpecial,
-        disallowed_special: DisallowedSpecial,
-        text: str | None,
-    ) -> list[str]:
-        """The special tokens to honour; raises if text holds a disallowed one."""
+    def _special_sets(
+        self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
+    ) -> tuple[set[str], set[str]]:
+        """(registered specials to encode as such, tokens whose presence is an error)."""
         if allowed_special == "all":
             allowed = set(self._special_tokens)
         else:
@@ -301,6 +298,16 @@ class Tokenizer:
             disallowed = set(self._special_tokens) - allowed
         else:
             disallowed = set(disallowed_special)
+        return allowed, disallowed
+
+    def _allowed(
+        self,
+        allowed_special: AllowedSpecial,
+        disallowed_special: DisallowedSpecial,
+        text: str | None,
+    ) -> list[str]:
+        """The special tokens to honour; raises if text holds a disallowed one."""
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
         if disallowed and text:
             found = self._call(self._core.find_first, text, sorted(disallowed))
             if found is not None:
@@ -427,14 +434,8 @@ class Tokenizer:
         if fmt not in ("bin", "npy"):
             raise ValueError(f"format must be 'bin' or 'npy', not {fmt!r}")
         width = 2 if self.n_vocab <= 1 << 16 else 4
-        if allowed_special == "all":
-            allowed = set(self._special_tokens)
-        else:
-            allowed = set(allowed_special) & set(self._special_tokens)
-        if disallowed_special == "all":
-            disallowed = set(self._special_tokens) - allowed
-        else:
-            disallowed = set(disallowed_special) & set(self._special_tokens)
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        disallowed &= set(self._special_tokens)
         fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
         try:
             with os.fdopen(fd, "wb") as f:
