@@ -26,6 +26,11 @@ pub struct Encoder {
     decoder: FxHashMap<u32, Vec<u8>>,
     special_ids: FxHashMap<String, u32>,
     pre: PreTokenizer,
+    /// Every merge ranks after the merges that made its two parts, so a merge never
+    /// creates a pair that should have merged earlier: long pieces can then be merged
+    /// one rank at a time ([`Encoder::merge_by_rank`]). True of every trained
+    /// vocabulary; checked, with the heap as the fallback.
+    ranks_grow: bool,
     /// Matcher over all special tokens (for the common "all allowed" case and for
     /// finding disallowed ones).
     all_specials: SpecialMatcher,
@@ -70,6 +75,7 @@ impl Encoder {
                 id,
             });
         }
+        let ranks_grow = ranks_grow(&merge_map);
         let mut special_list: Vec<(&String, &u32)> = specials.iter().collect();
         special_list.sort();
         let tokens: Vec<String> = special_list.iter().map(|(t, _)| (*t).clone()).collect();
@@ -79,6 +85,7 @@ impl Encoder {
         }
         Ok(Self {
             merges: merge_map,
+            ranks_grow,
             byte_ids,
             decoder,
             all_specials: SpecialMatcher::new(&tokens)?,
@@ -86,6 +93,11 @@ impl Encoder {
             special_ids: specials,
             pre: PreTokenizer::new(pattern)?,
         })
+    }
+
+    /// The largest id of any token (0 for an empty vocabulary).
+    pub fn max_id(&self) -> u32 {
+        self.decoder.keys().copied().max().unwrap_or(0)
     }
 
     pub fn special_ids(&self) -> &FxHashMap<String, u32> {
@@ -125,51 +137,74 @@ impl Encoder {
         allowed: &SpecialMatcher,
         out: &mut Vec<u32>,
     ) -> Result<(), String> {
+        self.for_each_ids(text, allowed, |ids| out.extend_from_slice(ids))
+    }
+
+    /// The number of tokens `text` encodes to, without keeping them.
+    pub fn count(&self, text: &str, allowed: &SpecialMatcher) -> Result<usize, String> {
+        let mut n = 0;
+        self.for_each_ids(text, allowed, |ids| n += ids.len())?;
+        Ok(n)
+    }
+
+    /// Calls `emit` with the ids of each unit of `text` (a piece or a special token),
+    /// in order.
+    fn for_each_ids(
+        &self,
+        text: &str,
+        allowed: &SpecialMatcher,
+        mut emit: impl FnMut(&[u32]),
+    ) -> Result<(), String> {
         let bytes = text.as_bytes();
+        let mut scratch = Vec::with_capacity(SHORT_PIECE);
+        let special = |index: usize| self.special_ids[&allowed.tokens()[index]];
         if text.len() < CACHE_FROM_BYTES {
             return for_each_unit(text, allowed, &self.pre, |u| match u {
-                Unit::Piece { start, end } => self.encode_piece(&bytes[start..end], out),
-                Unit::Special { index, .. } => out.push(self.special_ids[&allowed.tokens()[index]]),
+                Unit::Piece { start, end } => {
+                    scratch.clear();
+                    self.encode_piece(&bytes[start..end], &mut scratch);
+                    emit(&scratch);
+                }
+                Unit::Special { index, .. } => emit(&[special(index)]),
             });
         }
         // Long texts repeat their pieces (words) a lot: remember each short piece's ids
-        // for the rest of the call. Keys borrow from the text; ids sit in one flat vector.
+        // for the rest of the call; ids sit in one flat vector. Pieces of up to 15
+        // bytes (nearly all words) are keyed by their bytes packed into an integer,
+        // which hashes and compares without a loop; longer ones borrow from the text.
+        let mut small: FxHashMap<u128, (u32, u32)> = FxHashMap::default();
         let mut cache: FxHashMap<&[u8], (u32, u32)> = FxHashMap::default();
         let mut stored: Vec<u32> = Vec::new();
         for_each_unit(text, allowed, &self.pre, |u| match u {
             Unit::Piece { start, end } => {
                 let piece = &bytes[start..end];
-                if piece.len() == 1 || piece.len() > CACHE_PIECE_BYTES {
-                    return self.encode_piece(piece, out);
+                if piece.len() == 1 {
+                    return emit(&[self.byte_ids[piece[0] as usize]]);
                 }
-                if let Some(&(at, n)) = cache.get(piece) {
-                    out.extend_from_slice(&stored[at as usize..(at + n) as usize]);
-                    return;
+                if piece.len() > CACHE_PIECE_BYTES {
+                    scratch.clear();
+                    self.encode_piece(piece, &mut scratch);
+                    return emit(&scratch);
                 }
-                let before = out.len();
-                self.encode_piece(piece, out);
-                let at = stored.len() as u32;
-                stored.extend_from_slice(&out[before..]);
-                cache.insert(piece, (at, (out.len() - before) as u32));
+                let key = (piece.len() < 16).then(|| packed(bytes, start, end));
+                let hit = match key {
+                    Some(k) => small.get(&k),
+                    None => cache.get(piece),
+                };
+                if let Some(&(at, n)) = hit {
+                    return emit(&stored[at as usize..(at + n) as usize]);
+                }
+                let at = stored.len();
+                self.encode_piece(piece, &mut stored);
+                let entry = (at as u32, (stored.len() - at) as u32);
+                match key {
+                    Some(k) => small.insert(k, entry),
+                    None => cache.insert(piece, entry),
+                };
+                emit(&stored[at..]);
             }
-            Unit::Special { index, .. } => out.push(self.special_ids[&allowed.tokens()[index]]),
+            Unit::Special { index, .. } => emit(&[special(index)]),
         })
-    }
-
-    /// The number of tokens `text` encodes to, without keeping them.
-    pub fn count(&self, text: &str, allowed: &SpecialMatcher) -> Result<usize, String> {
-        let bytes = text.as_bytes();
-        let mut n = 0;
-        let mut scratch = Vec::new();
-        for_each_unit(text, allowed, &self.pre, |u| match u {
-            Unit::Piece { start, end } => {
-                scratch.clear();
-                self.encode_piece(&bytes[start..end], &mut scratch);
-                n += scratch.len();
-            }
-            Unit::Special { .. } => n += 1,
-        })?;
-        Ok(n)
     }
 
     /// Encodes the part of `text` that later text cannot change, for streaming.
@@ -216,6 +251,7 @@ impl Encoder {
             0 => {}
             1 => out.push(self.byte_ids[piece[0] as usize]),
             n if n <= SHORT_PIECE => self.merge_short(piece, out),
+            _ if self.ranks_grow => self.merge_by_rank(piece, out),
             _ => self.merge_long(piece, out),
         }
     }
@@ -224,30 +260,139 @@ impl Encoder {
         self.merges.get(&(l, r)).copied()
     }
 
-    /// O(n²) scan: find the lowest-rank pair, merge it, repeat. Fast for short pieces.
+    /// (rank, merged id) of a pair; rank `u32::MAX` when the pair does not merge.
+    fn pair(&self, l: u32, r: u32) -> (u32, u32) {
+        self.rank(l, r).map_or((u32::MAX, 0), |m| (m.rank, m.id))
+    }
+
+    /// Short pieces, on the stack: the rank of every adjacent pair is kept, so each
+    /// merge looks up only the two pairs it changes; the lowest rank (leftmost on ties)
+    /// is found by a scan, cheap at this length.
     fn merge_short(&self, piece: &[u8], out: &mut Vec<u32>) {
+        let mut len = piece.len();
+        debug_assert!((2..=SHORT_PIECE).contains(&len));
+        let mut ids = [0u32; SHORT_PIECE];
+        for (id, &b) in ids.iter_mut().zip(piece) {
+            *id = self.byte_ids[b as usize];
+        }
+        // pairs[i]: the pair ids[i], ids[i + 1].
+        let mut pairs = [(u32::MAX, 0u32); SHORT_PIECE];
+        for i in 0..len - 1 {
+            pairs[i] = self.pair(ids[i], ids[i + 1]);
+        }
+        while len > 1 {
+            let mut best = 0;
+            for i in 1..len - 1 {
+                if pairs[i].0 < pairs[best].0 {
+                    best = i;
+                }
+            }
+            if pairs[best].0 == u32::MAX {
+                break;
+            }
+            ids[best] = pairs[best].1;
+            ids.copy_within(best + 2..len, best + 1);
+            if best + 2 < len {
+                pairs.copy_within(best + 2..len - 1, best + 1);
+            }
+            len -= 1;
+            if best + 1 < len {
+                pairs[best] = self.pair(ids[best], ids[best + 1]);
+            }
+            if best > 0 {
+                pairs[best - 1] = self.pair(ids[best - 1], ids[best]);
+            }
+        }
+        out.extend_from_slice(&ids[..len]);
+    }
+
+    /// Linear-time BPE for long pieces when ranks grow along merges (`ranks_grow`):
+    /// a merge only creates pairs of higher rank than its own, so the pairs can be
+    /// processed one rank at a time, lowest first, each rank's positions left to right.
+    /// Symbols sit in a linked list; each rank that occurs gets a bucket of positions.
+    fn merge_by_rank(&self, piece: &[u8], out: &mut Vec<u32>) {
+        const NONE: u32 = u32::MAX;
+        struct Bucket {
+            left: u32,
+            right: u32,
+            id: u32,
+            at: Vec<u32>,
+        }
+        fn add(
+            buckets: &mut FxHashMap<u32, Bucket>,
+            queue: &mut BinaryHeap<Reverse<u32>>,
+            (l, r): (u32, u32),
+            m: Merge,
+            at: u32,
+        ) {
+            buckets
+                .entry(m.rank)
+                .or_insert_with(|| {
+                    queue.push(Reverse(m.rank));
+                    Bucket {
+                        left: l,
+                        right: r,
+                        id: m.id,
+                        at: Vec::new(),
+                    }
+                })
+                .at
+                .push(at);
+        }
+        let n = piece.len();
         let mut ids: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
-        loop {
-            let mut best: Option<(u32, usize, u32)> = None;
-            for i in 0..ids.len() - 1 {
-                if let Some(m) = self.rank(ids[i], ids[i + 1]) {
-                    if best.is_none_or(|(r, _, _)| m.rank < r) {
-                        best = Some((m.rank, i, m.id));
+        let mut next: Vec<u32> = (1..=n as u32).collect(); // n: none
+        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect(); // NONE
+        let mut buckets: FxHashMap<u32, Bucket> = FxHashMap::default();
+        let mut queue = BinaryHeap::new();
+        for i in 0..n - 1 {
+            if let Some(m) = self.rank(ids[i], ids[i + 1]) {
+                add(&mut buckets, &mut queue, (ids[i], ids[i + 1]), m, i as u32);
+            }
+        }
+        while let Some(Reverse(rank)) = queue.pop() {
+            let mut b = buckets
+                .remove(&rank)
+                .expect("every queued rank has a bucket");
+            b.at.sort_unstable();
+            for &i in &b.at {
+                let i = i as usize;
+                let j = next[i] as usize;
+                // Stale: a merge since this entry was made changed the pair.
+                if j >= n || ids[i] != b.left || ids[j] != b.right {
+                    continue;
+                }
+                ids[i] = b.id;
+                ids[j] = NONE;
+                let k = next[j];
+                next[i] = k;
+                if (k as usize) < n {
+                    prev[k as usize] = i as u32;
+                    let pair = (ids[i], ids[k as usize]);
+                    if let Some(m) = self.rank(pair.0, pair.1) {
+                        debug_assert!(m.rank > rank);
+                        add(&mut buckets, &mut queue, pair, m, i as u32);
+                    }
+                }
+                let p = prev[i];
+                if p != NONE {
+                    let pair = (ids[p as usize], ids[i]);
+                    if let Some(m) = self.rank(pair.0, pair.1) {
+                        debug_assert!(m.rank > rank);
+                        add(&mut buckets, &mut queue, pair, m, p);
                     }
                 }
             }
-            let Some((_, i, id)) = best else { break };
-            ids[i] = id;
-            ids.remove(i + 1);
-            if ids.len() == 1 {
-                break;
-            }
         }
-        out.extend_from_slice(&ids);
+        let mut i = 0;
+        while i < n {
+            out.push(ids[i]);
+            i = next[i] as usize;
+        }
     }
 
-    /// O(n log n): symbols in a linked list, candidate pairs in a min-heap keyed by
-    /// (rank, position); stale entries are skipped when popped.
+    /// O(n log n), for any merge table: symbols in a linked list, candidate pairs in a
+    /// min-heap keyed by (rank, position); stale entries are skipped when popped.
     fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
         let mut ids: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
@@ -304,6 +449,38 @@ impl Encoder {
     }
 }
 
+/// `bytes[start..end]` (at most 15 bytes) and its length, packed into one integer: a
+/// cache key that is unique per byte string.
+#[inline]
+fn packed(bytes: &[u8], start: usize, end: usize) -> u128 {
+    let len = end - start;
+    debug_assert!(len < 16);
+    let mut buf = [0u8; 16];
+    if start + 16 <= bytes.len() {
+        // One unaligned load, then clear what lies past the piece.
+        buf.copy_from_slice(&bytes[start..start + 16]);
+        let mask = (1u128 << (8 * len)) - 1;
+        return (u128::from_le_bytes(buf) & mask) | ((len as u128) << 120);
+    }
+    buf[..len].copy_from_slice(&bytes[start..end]);
+    buf[15] = len as u8;
+    u128::from_le_bytes(buf)
+}
+
+/// True when every merge ranks after every merge that produced one of its parts (see
+/// `Encoder::ranks_grow`).
+fn ranks_grow(merges: &FxHashMap<(u32, u32), Merge>) -> bool {
+    let mut made_at: FxHashMap<u32, u32> = FxHashMap::default();
+    for m in merges.values() {
+        let r = made_at.entry(m.id).or_insert(m.rank);
+        *r = (*r).max(m.rank);
+    }
+    merges.iter().all(|(&(l, r), m)| {
+        made_at.get(&l).is_none_or(|&at| at < m.rank)
+            && made_at.get(&r).is_none_or(|&at| at < m.rank)
+    })
+}
+
 /// Bytes of look-ahead a streamed unit needs before it is final (see
 /// [`Encoder::encode_prefix`]): a few UTF-8 characters' worth, with room to spare.
 pub const STREAM_MARGIN: usize = 64;
@@ -338,12 +515,120 @@ mod tests {
     fn long_pieces_merge_like_short_ones() {
         let e = minbpe_encoder(None);
         let text = "aaab".repeat(40) + "aaaaaaa";
-        let mut short = Vec::new();
-        e.merge_short(text.as_bytes(), &mut short);
-        let mut long = Vec::new();
-        e.merge_long(text.as_bytes(), &mut long);
+        let mut heap = Vec::new();
+        e.merge_long(text.as_bytes(), &mut heap);
+        let mut by_rank = Vec::new();
+        e.merge_by_rank(text.as_bytes(), &mut by_rank);
+        assert_eq!(heap, by_rank);
+        assert_eq!(e.decode_bytes(&heap).unwrap(), text.as_bytes());
+        let (mut short, mut long) = (Vec::new(), Vec::new());
+        e.merge_short(&text.as_bytes()[..64], &mut short);
+        e.merge_long(&text.as_bytes()[..64], &mut long);
         assert_eq!(short, long);
-        assert_eq!(e.decode_bytes(&long).unwrap(), text.as_bytes());
+    }
+
+    /// A random merge table over the bytes a, b, c: each merge joins two tokens that
+    /// already exist, so ranks grow along merges.
+    fn random_encoder(seed: u64, merges: usize) -> Encoder {
+        let mut rng = XorShift(seed);
+        let mut vocab: FxHashMap<u32, Vec<u8>> = (0..256u32).map(|b| (b, vec![b as u8])).collect();
+        let mut known: Vec<u32> = vec![97, 98, 99];
+        let mut table = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        while table.len() < merges {
+            let l = known[rng.below(known.len())];
+            let r = known[rng.below(known.len())];
+            if !seen.insert((l, r)) {
+                continue;
+            }
+            let id = 256 + table.len() as u32;
+            let bytes = [vocab[&l].clone(), vocab[&r].clone()].concat();
+            vocab.insert(id, bytes);
+            table.push((l, r, id));
+            known.push(id);
+        }
+        Encoder::new(vocab, &table, FxHashMap::default(), None).unwrap()
+    }
+
+    struct XorShift(u64);
+    impl XorShift {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    #[test]
+    fn all_three_merge_loops_agree() {
+        for seed in 1..40u64 {
+            let e = random_encoder(seed * 7919, 10 + seed as usize * 3);
+            assert!(e.ranks_grow);
+            let mut rng = XorShift(seed);
+            for len in [2, 3, 7, 30, 64, 65, 200, 1000] {
+                let piece: Vec<u8> = (0..len).map(|_| b"abc"[rng.below(3)]).collect();
+                let mut heap = Vec::new();
+                e.merge_long(&piece, &mut heap);
+                let mut by_rank = Vec::new();
+                e.merge_by_rank(&piece, &mut by_rank);
+                assert_eq!(
+                    heap,
+                    by_rank,
+                    "seed {seed}, piece {:?}",
+                    String::from_utf8_lossy(&piece)
+                );
+                if len <= SHORT_PIECE {
+                    let mut short = Vec::new();
+                    e.merge_short(&piece, &mut short);
+                    assert_eq!(
+                        heap,
+                        short,
+                        "seed {seed}, piece {:?}",
+                        String::from_utf8_lossy(&piece)
+                    );
+                }
+                assert_eq!(e.decode_bytes(&heap).unwrap(), piece);
+            }
+        }
+    }
+
+    #[test]
+    fn ranks_that_do_not_grow_are_detected() {
+        // (a,b) -> 256 ranks after (256,c) -> 257, which uses it: not a BPE order.
+        let mut vocab: FxHashMap<u32, Vec<u8>> = (0..256u32).map(|b| (b, vec![b as u8])).collect();
+        vocab.insert(256, b"ab".to_vec());
+        vocab.insert(257, b"abc".to_vec());
+        let e = Encoder::new(
+            vocab,
+            &[(256, 99, 257), (97, 98, 256)],
+            FxHashMap::default(),
+            None,
+        )
+        .unwrap();
+        assert!(!e.ranks_grow);
+        assert!(minbpe_encoder(None).ranks_grow);
+        // The heap still merges it: (a,b) first (the only pair), then (ab, c).
+        let text = "abc".repeat(30);
+        assert_eq!(e.encode(&text, e.no_specials()).unwrap(), vec![257; 30]);
+    }
+
+    #[test]
+    fn packed_keys_are_the_bytes_and_length() {
+        let text = b"ab\0\0cdefghijklmnopqrstuvwxyz0123456789";
+        for start in 0..text.len() {
+            for end in start..(start + 16).min(text.len() + 1) {
+                // Same key whether the 16-byte load fits (inside the text) or not (a copy).
+                assert_eq!(
+                    packed(text, start, end),
+                    packed(&text[start..end], 0, end - start)
+                );
+            }
+        }
+        // Trailing zero bytes still make a different key.
+        assert_ne!(packed(text, 0, 2), packed(text, 0, 3));
+        assert_ne!(packed(text, 0, 3), packed(text, 0, 4));
+        assert_ne!(packed(b"ab", 0, 2), packed(b"ba", 0, 2));
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! Python bindings (module `bytepair._core`). Only argument conversion and GIL
 //! handling live here; the algorithms are in the other modules.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList, PyString};
 use rustc_hash::FxHashMap;
 
 use crate::count::{count_documents, count_file, Counts, ReadError, Utf8Errors, BLOCK_BYTES};
@@ -174,9 +175,39 @@ impl PreTokenCounter {
 struct Encoder {
     core: CoreEncoder,
     matchers: Mutex<FxHashMap<Vec<String>, Arc<SpecialMatcher>>>,
+    /// One Python int per id, made once: results share them instead of allocating an
+    /// int per token, which took a third of `encode`'s time.
+    ints: OnceLock<Vec<Py<PyAny>>>,
 }
 
 impl Encoder {
+    /// `ids` as a Python list of ints.
+    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let ints = self.ints.get_or_init(|| {
+            (0..=self.core.max_id())
+                .map(|i| i.into_pyobject(py).unwrap().into_any().unbind())
+                .collect()
+        });
+        let len = ffi::Py_ssize_t::try_from(ids.len()).expect("list length fits isize");
+        // SAFETY: a new list of `len` slots, each set exactly once to a new (owned)
+        // reference before the list is seen by Python code.
+        unsafe {
+            let list = ffi::PyList_New(len);
+            if list.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            let list = Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>();
+            for (i, &id) in ids.iter().enumerate() {
+                let item = match ints.get(id as usize) {
+                    Some(int) => int.clone_ref(py).into_ptr(),
+                    None => id.into_pyobject(py)?.into_ptr(),
+                };
+                ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, item);
+            }
+            Ok(list)
+        }
+    }
+
     /// The matcher for `allowed` special tokens (`None`: all), cached.
     fn matcher(&self, allowed: Option<Vec<String>>) -> PyResult<Arc<SpecialMatcher>> {
         let Some(mut list) = allowed else {
@@ -210,20 +241,23 @@ impl Encoder {
         Ok(Self {
             core: CoreEncoder::new(vocab, &merges, special_tokens, pattern).map_err(value_error)?,
             matchers: Mutex::new(FxHashMap::default()),
+            ints: OnceLock::new(),
         })
     }
 
     /// Encodes `text`; `allowed_special` lists the special tokens to honour (None: all).
     #[pyo3(signature = (text, allowed_special=None))]
-    fn encode(
+    fn encode<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         text: &str,
         allowed_special: Option<Vec<String>>,
-    ) -> PyResult<Vec<u32>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let m = self.matcher(allowed_special)?;
-        py.detach(|| self.core.encode(text, &m))
-            .map_err(value_error)
+        let ids = py
+            .detach(|| self.core.encode(text, &m))
+            .map_err(value_error)?;
+        self.id_list(py, &ids)
     }
 
     /// Encodes to little-endian uint32 bytes (for a zero-copy numpy view).
@@ -254,32 +288,42 @@ impl Encoder {
         py.detach(|| self.core.count(text, &m)).map_err(value_error)
     }
 
-    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| self.core.encode(text, self.core.no_specials()))
-            .map_err(value_error)
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = py
+            .detach(|| self.core.encode(text, self.core.no_specials()))
+            .map_err(value_error)?;
+        self.id_list(py, &ids)
     }
 
     /// Encodes many texts on `num_threads` threads.
     #[pyo3(signature = (texts, allowed_special=None, num_threads=1))]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
-        texts: Vec<String>,
+        py: Python<'py>,
+        texts: Vec<Bound<'py, PyString>>,
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
-    ) -> PyResult<Vec<Vec<u32>>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         use rayon::prelude::*;
         let m = self.matcher(allowed_special)?;
         let pool = thread_pool(num_threads.max(1))?;
-        py.detach(|| {
-            pool.install(|| {
-                texts
-                    .par_iter()
-                    .map(|t| self.core.encode(t, &m))
-                    .collect::<Result<Vec<_>, _>>()
+        // Borrowed UTF-8, not copied.
+        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        let results = py
+            .detach(|| {
+                pool.install(|| {
+                    texts
+                        .par_iter()
+                        .map(|t| self.core.encode(t, &m))
+                        .collect::<Result<Vec<_>, _>>()
+                })
             })
-        })
-        .map_err(value_error)
+            .map_err(value_error)?;
+        let lists = results
+            .iter()
+            .map(|ids| self.id_list(py, ids))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
     }
 
     /// Streaming: encodes the part of `text` later text cannot change. Returns the ids

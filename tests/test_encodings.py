@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bytepair
 
@@ -105,6 +106,19 @@ def test_catastrophically_repetitive_text(pair, c):
         ids = ours.encode(text)
         assert ids == theirs.encode(text)
         assert ours.decode(ids) == text
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_long_pieces_merge_exactly(pair, data):
+    # Pieces over 64 bytes take the long-piece merge loop (rank buckets for these
+    # vocabularies): words, digit runs and punctuation runs of a few hundred bytes.
+    ours, theirs = pair
+    alphabet = data.draw(
+        st.sampled_from(["ab", "aeiou", "xyz'", "-=_*", "0123456789", "éa", "\t "])
+    )
+    text = data.draw(st.text(alphabet=alphabet, min_size=65, max_size=3000))
+    assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
