@@ -270,10 +270,19 @@ def _encode(text: str, mode: str, one, batch, load_seconds: float) -> dict:
     return {**m, **ids_digest(ids), "load_seconds": load_seconds, "pieces": len(pieces)}
 
 
-def encode_bytepair(path: str, encoding: str, mode: str) -> dict:
+def encode_bytepair(path: str, encoding: str, mode: str, out: str | None = None) -> dict:
     import bytepair
 
     tok, seconds = load(lambda: bytepair.get_encoding(encoding))
+    if mode == "file":  # Tokenizer.encode_file: read, encode and write in Rust
+        import numpy as np
+
+        tok.encode_ordinary("warm up")
+        _, m = timed(lambda: tok.encode_file(path, out, allowed_special="all"))
+        wide = tok.max_token_value >= 1 << 16
+        ids = np.fromfile(out, dtype=np.uint32 if wide else np.uint16)
+        os.unlink(out)
+        return {**m, **ids_digest([ids]), "load_seconds": seconds}
     return _encode(
         read_text(path),
         mode,
@@ -456,7 +465,7 @@ def stats(r: dict, mb: float) -> list[str]:
 
 def speedup(tool: str, seconds: float, bytepair_seconds: float | None) -> str:
     """How many times faster bytepair is than this row (peer seconds ÷ bytepair seconds)."""
-    if tool == "bytepair":
+    if tool.startswith("bytepair"):
         return "—"
     return "?" if bytepair_seconds is None else f"{seconds / bytepair_seconds:.2f}×"
 
@@ -651,7 +660,14 @@ ENCODERS = [  # mode, tool, child task, which tiktoken ids it must equal, note
     ("batch", "tiktoken", "encode_tiktoken", "ids", "encode_ordinary_batch, ~1 MB pieces"),
     ("batch", "HF tokenizers", "encode_tokenizers", "ids_all", "encode_batch; specials on"),
     ("batch", "tokie", "encode_tokie", "ids_all", "encode_batch; specials on"),
-    ("file", "bytepair", "encode_bytepair_cli", "ids_all", "`bytepair encode FILE -o out.bin`"),
+    (
+        "file",
+        "bytepair",
+        "encode_bytepair",
+        "ids_all",
+        'Tokenizer.encode_file(FILE, "out.bin"): read, encode, write',
+    ),
+    ("file", "bytepair CLI", "encode_bytepair_cli", "ids_all", "`bytepair encode FILE -o out.bin`"),
     (
         "file",
         "tokie",
@@ -693,17 +709,19 @@ def section_encode(args, tmp: Path, vers: dict) -> None:
             mb = mb_of(path)
             results = {}  # measured first: speed-ups and ids compare across rows
             for mode, tool, task, want, _ in ENCODERS:
-                package = "tokenizers" if tool == "HF tokenizers" else tool
+                package = {"HF tokenizers": "tokenizers", "bytepair CLI": "bytepair"}.get(
+                    tool, tool
+                )
                 if vers[package] is None or (tool == "HF tokenizers" and name != "gpt2"):
                     continue  # the header lists the packages not installed
-                if tool in ("bytepair", "tiktoken"):
+                if package in ("bytepair", "tiktoken"):
                     kw = {"encoding": name}
                 else:
                     kw = {"tokenizer_json": str(tokenizer_json[name])}
-                if task == "encode_bytepair_cli":
-                    kw["out"] = str(tmp / "out.bin")
-                else:
+                if task != "encode_bytepair_cli":
                     kw["mode"] = mode
+                if mode == "file" and package == "bytepair":
+                    kw["out"] = str(tmp / "out.bin")
                 log(f"[encode] {name}, {corpus}, {MODES[mode]}: {tool}")
                 first = {"refs": True} if want is None else None
                 results[mode, tool] = measure(args, tool, task, first, path=str(path), **kw)
@@ -722,12 +740,11 @@ def section_encode(args, tmp: Path, vers: dict) -> None:
                     same = "?"
                 else:
                     same = "identical" if r["ids"] == ref[want] else "MISMATCH"
-                if tool == "bytepair":
+                if tool.startswith("bytepair"):
                     verdicts.append(
-                        f"bytepair == tiktoken, {name}, {corpus} ({mb:.1f} MB), "
-                        f"{MODES[mode]}: {same}"
+                        f"{tool} == tiktoken, {name}, {corpus} ({mb:.1f} MB), {MODES[mode]}: {same}"
                     )
-                    note += startup if mode == "file" else ""
+                    note += startup if tool == "bytepair CLI" else ""
                 bp_seconds = results.get((mode, "bytepair"), {}).get("seconds")
                 load_s = f"{r['load_seconds']:.2f}" if "load_seconds" in r else ""
                 rows.append(

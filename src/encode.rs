@@ -37,6 +37,28 @@ pub struct Encoder {
     no_specials: SpecialMatcher,
 }
 
+/// The ids of pieces already merged, keyed by the piece's bytes packed into an
+/// integer (pieces of 2 to 15 bytes: nearly all words). Hashing and comparing an
+/// integer needs no loop; a cache hit costs one lookup and a copy.
+#[derive(Debug)]
+pub struct PieceCache {
+    small: FxHashMap<u128, (u32, u32)>,
+    /// All cached pieces' ids, end to end; entries are (start, length) in here.
+    stored: Vec<u32>,
+    /// The cache starts over past this many stored ids.
+    max_ids: usize,
+}
+
+impl Default for PieceCache {
+    fn default() -> Self {
+        Self {
+            small: FxHashMap::default(),
+            stored: Vec::new(),
+            max_ids: 1 << 22, // 16 MB of ids, plus the map
+        }
+    }
+}
+
 /// Pieces up to this many bytes are merged with a plain scan; longer ones with a heap.
 const SHORT_PIECE: usize = 64;
 /// Texts at least this long keep a cache of their pieces' ids while being encoded.
@@ -131,50 +153,71 @@ impl Encoder {
         Ok(out)
     }
 
+    /// Like [`Encoder::encode`], remembering pieces in `cache` (which may be warm from
+    /// earlier texts, e.g. the other texts of a batch on this thread).
+    pub fn encode_cached(
+        &self,
+        text: &str,
+        allowed: &SpecialMatcher,
+        cache: &mut PieceCache,
+    ) -> Result<Vec<u32>, String> {
+        let mut out = Vec::with_capacity(text.len() / 3);
+        self.for_each_ids(text, allowed, Some(cache), |ids| out.extend_from_slice(ids))?;
+        Ok(out)
+    }
+
     pub fn encode_into(
         &self,
         text: &str,
         allowed: &SpecialMatcher,
         out: &mut Vec<u32>,
     ) -> Result<(), String> {
-        self.for_each_ids(text, allowed, |ids| out.extend_from_slice(ids))
+        self.for_each_ids(text, allowed, None, |ids| out.extend_from_slice(ids))
     }
 
     /// The number of tokens `text` encodes to, without keeping them.
     pub fn count(&self, text: &str, allowed: &SpecialMatcher) -> Result<usize, String> {
         let mut n = 0;
-        self.for_each_ids(text, allowed, |ids| n += ids.len())?;
+        self.for_each_ids(text, allowed, None, |ids| n += ids.len())?;
         Ok(n)
     }
 
     /// Calls `emit` with the ids of each unit of `text` (a piece or a special token),
-    /// in order.
+    /// in order. Without a `cache`, texts long enough to repeat their pieces get one
+    /// for the call.
     fn for_each_ids(
         &self,
         text: &str,
         allowed: &SpecialMatcher,
+        cache: Option<&mut PieceCache>,
         mut emit: impl FnMut(&[u32]),
     ) -> Result<(), String> {
         let bytes = text.as_bytes();
         let mut scratch = Vec::with_capacity(SHORT_PIECE);
         let special = |index: usize| self.special_ids[&allowed.tokens()[index]];
-        if text.len() < CACHE_FROM_BYTES {
-            return for_each_unit(text, allowed, &self.pre, |u| match u {
-                Unit::Piece { start, end } => {
-                    scratch.clear();
-                    self.encode_piece(&bytes[start..end], &mut scratch);
-                    emit(&scratch);
-                }
-                Unit::Special { index, .. } => emit(&[special(index)]),
-            });
-        }
-        // Long texts repeat their pieces (words) a lot: remember each short piece's ids
-        // for the rest of the call; ids sit in one flat vector. Pieces of up to 15
-        // bytes (nearly all words) are keyed by their bytes packed into an integer,
-        // which hashes and compares without a loop; longer ones borrow from the text.
-        let mut small: FxHashMap<u128, (u32, u32)> = FxHashMap::default();
-        let mut cache: FxHashMap<&[u8], (u32, u32)> = FxHashMap::default();
-        let mut stored: Vec<u32> = Vec::new();
+        let mut own = PieceCache::default();
+        let cache = match cache {
+            Some(c) => c,
+            None if text.len() >= CACHE_FROM_BYTES => &mut own,
+            None => {
+                return for_each_unit(text, allowed, &self.pre, |u| match u {
+                    Unit::Piece { start, end } => {
+                        scratch.clear();
+                        self.encode_piece(&bytes[start..end], &mut scratch);
+                        emit(&scratch);
+                    }
+                    Unit::Special { index, .. } => emit(&[special(index)]),
+                });
+            }
+        };
+        // Pieces of 16 to 32 bytes borrow their key from the text, so they are
+        // remembered for this text only.
+        let mut long: FxHashMap<&[u8], (u32, u32)> = FxHashMap::default();
+        let PieceCache {
+            small,
+            stored,
+            max_ids,
+        } = cache;
         for_each_unit(text, allowed, &self.pre, |u| match u {
             Unit::Piece { start, end } => {
                 let piece = &bytes[start..end];
@@ -189,17 +232,23 @@ impl Encoder {
                 let key = (piece.len() < 16).then(|| packed(bytes, start, end));
                 let hit = match key {
                     Some(k) => small.get(&k),
-                    None => cache.get(piece),
+                    None => long.get(piece),
                 };
                 if let Some(&(at, n)) = hit {
                     return emit(&stored[at as usize..(at + n) as usize]);
                 }
+                if stored.len() > *max_ids {
+                    // Bounded memory on text that hardly repeats (random strings).
+                    small.clear();
+                    long.clear();
+                    stored.clear();
+                }
                 let at = stored.len();
-                self.encode_piece(piece, &mut stored);
+                self.encode_piece(piece, stored);
                 let entry = (at as u32, (stored.len() - at) as u32);
                 match key {
                     Some(k) => small.insert(k, entry),
-                    None => cache.insert(piece, entry),
+                    None => long.insert(piece, entry),
                 };
                 emit(&stored[at..]);
             }
@@ -629,6 +678,42 @@ mod tests {
         assert_ne!(packed(text, 0, 2), packed(text, 0, 3));
         assert_ne!(packed(text, 0, 3), packed(text, 0, 4));
         assert_ne!(packed(b"ab", 0, 2), packed(b"ba", 0, 2));
+    }
+
+    #[test]
+    fn a_warm_cache_gives_the_same_ids() {
+        let e = random_encoder(12345, 60);
+        let e = Encoder {
+            pre: PreTokenizer::new(Some(GPT2_PATTERN)).unwrap(),
+            ..e
+        };
+        let mut rng = XorShift(99);
+        let mut cache = PieceCache::default();
+        for _ in 0..20 {
+            let len = rng.below(3000);
+            let text: String = (0..len)
+                .map(|_| ['a', 'b', 'c', ' ', '\n'][rng.below(5)])
+                .collect();
+            let want = e.encode(&text, e.no_specials()).unwrap();
+            assert_eq!(
+                e.encode_cached(&text, e.no_specials(), &mut cache).unwrap(),
+                want
+            );
+            assert_eq!(e.count(&text, e.no_specials()).unwrap(), want.len());
+        }
+        assert!(!cache.small.is_empty());
+        // A cache that keeps starting over gives the same ids.
+        let mut tiny = PieceCache {
+            max_ids: 5,
+            ..PieceCache::default()
+        };
+        let text = "abc cab bca ".repeat(50) + &"ab ca bc cc aa ".repeat(50);
+        let want = e.encode(&text, e.no_specials()).unwrap();
+        assert_eq!(
+            e.encode_cached(&text, e.no_specials(), &mut tiny).unwrap(),
+            want
+        );
+        assert!(tiny.stored.len() <= 5 + SHORT_PIECE);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use rustc_hash::FxHashMap;
 
 use crate::count::{count_documents, count_file, Counts, ReadError, Utf8Errors, BLOCK_BYTES};
-use crate::encode::Encoder as CoreEncoder;
+use crate::encode::{Encoder as CoreEncoder, PieceCache};
 use crate::pretokenize::{PreTokenizer, SpecialMatcher};
 use crate::train::train_merges;
 
@@ -295,7 +295,10 @@ impl Encoder {
         self.id_list(py, &ids)
     }
 
-    /// Encodes many texts on `num_threads` threads.
+    /// Encodes many texts on `num_threads` threads. Workers take texts in turn, each
+    /// with its own piece cache kept warm across its texts; meanwhile this thread turns
+    /// finished results into Python lists (the part that needs the GIL), so that
+    /// conversion overlaps encoding instead of following it.
     #[pyo3(signature = (texts, allowed_special=None, num_threads=1))]
     fn encode_batch<'py>(
         &self,
@@ -304,26 +307,73 @@ impl Encoder {
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
     ) -> PyResult<Bound<'py, PyList>> {
-        use rayon::prelude::*;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::mpsc;
+
         let m = self.matcher(allowed_special)?;
-        let pool = thread_pool(num_threads.max(1))?;
         // Borrowed UTF-8, not copied.
         let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        let results = py
-            .detach(|| {
-                pool.install(|| {
-                    texts
-                        .par_iter()
-                        .map(|t| self.core.encode(t, &m))
-                        .collect::<Result<Vec<_>, _>>()
-                })
-            })
-            .map_err(value_error)?;
-        let lists = results
-            .iter()
-            .map(|ids| self.id_list(py, ids))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, lists)
+        let mut lists: Vec<Option<Bound<'py, PyList>>> = texts.iter().map(|_| None).collect();
+        let workers = num_threads.max(1).min(texts.len());
+        if workers <= 1 {
+            let mut cache = PieceCache::default();
+            for (i, t) in texts.iter().enumerate() {
+                let ids = py
+                    .detach(|| self.core.encode_cached(t, &m, &mut cache))
+                    .map_err(value_error)?;
+                lists[i] = Some(self.id_list(py, &ids)?);
+            }
+        } else {
+            let (core, m, texts) = (&self.core, &*m, &texts);
+            let next = &AtomicUsize::new(0);
+            let failure = std::thread::scope(|s| {
+                let (tx, mut rx) = mpsc::channel();
+                for _ in 0..workers {
+                    let tx = tx.clone();
+                    s.spawn(move || {
+                        let mut cache = PieceCache::default();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            if i >= texts.len() {
+                                break;
+                            }
+                            let ids = core.encode_cached(texts[i], m, &mut cache);
+                            if tx.send((i, ids)).is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+                drop(tx);
+                let mut failure = None;
+                loop {
+                    // Wait without the GIL (the receiver moves in and back out).
+                    let (got, back) = py.detach(move || (rx.recv(), rx));
+                    rx = back;
+                    let Ok((i, ids)) = got else { break };
+                    match ids
+                        .map_err(value_error)
+                        .and_then(|ids| self.id_list(py, &ids))
+                    {
+                        Ok(list) => lists[i] = Some(list),
+                        Err(e) => {
+                            next.store(texts.len(), Ordering::Relaxed); // stop the workers
+                            failure.get_or_insert(e);
+                        }
+                    }
+                }
+                failure
+            });
+            if let Some(e) = failure {
+                return Err(e);
+            }
+        }
+        PyList::new(
+            py,
+            lists
+                .into_iter()
+                .map(|l| l.expect("every text was encoded")),
+        )
     }
 
     /// Streaming: encodes the part of `text` later text cannot change. Returns the ids

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use crate::blocks::{for_each_block, ReadError, Utf8Errors};
 use crate::chunking::split_evenly;
-use crate::encode::Encoder;
+use crate::encode::{Encoder, PieceCache};
 use crate::pretokenize::SpecialMatcher;
 
 /// What to do with special tokens found in the file.
@@ -81,7 +81,9 @@ pub fn encode_file(
             let encoded: Vec<Result<Vec<u32>, String>> = pool.install(|| {
                 bounds
                     .par_iter()
-                    .map(|&(a, b)| enc.encode(&text[a..b], allowed))
+                    .map_init(PieceCache::default, |cache, &(a, b)| {
+                        enc.encode_cached(&text[a..b], allowed, cache)
+                    })
                     .collect()
             });
             for ids in encoded {

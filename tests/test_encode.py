@@ -148,8 +148,11 @@ def test_encode_batch_equals_encode(tinystories_tokenizer):
     tok = tinystories_tokenizer
     docs = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8").split(EOT)
     expected = [tok.encode(d) for d in docs]
-    assert tok.encode_batch(docs, num_threads=2) == expected
-    assert tok.encode_batch(docs, num_threads=1) == expected
+    for threads in (1, 2, 3, 16):
+        assert tok.encode_batch(docs, num_threads=threads) == expected
+    # Workers keep their piece caches across texts: repeated and long texts too.
+    many = docs * 5 + ["".join(docs)] + ["", "a", " " * 70]
+    assert tok.encode_batch(many, num_threads=2) == [tok.encode(d) for d in many]
     assert tok.encode_batch([]) == []
 
 
