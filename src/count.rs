@@ -12,29 +12,45 @@ use rustc_hash::FxHashMap;
 use crate::blocks::for_each_block;
 pub use crate::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
 use crate::chunking::split_evenly;
+use crate::packed::{packed, unpacked, MAX_PACKED};
 use crate::pretokenize::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// Distinct pre-token bytes → number of occurrences.
 pub type Counts = FxHashMap<Vec<u8>, u64>;
 
-/// Adds the pre-tokens of `text` to `counts` (keys borrowed from `text`).
+/// Counts of one part of the text: pieces that pack into an integer (nearly all) by
+/// that key, longer ones borrowed from the text.
+#[derive(Default)]
+pub struct PartCounts<'t> {
+    small: FxHashMap<u128, u64>,
+    long: FxHashMap<&'t [u8], u64>,
+}
+
+/// Adds the pre-tokens of `text` to `counts`.
 pub fn count_text<'t>(
     text: &'t str,
     specials: &SpecialMatcher,
     pre: &PreTokenizer,
-    counts: &mut FxHashMap<&'t [u8], u64>,
+    counts: &mut PartCounts<'t>,
 ) -> Result<(), String> {
     let bytes = text.as_bytes();
     for_each_unit(text, specials, pre, |u| {
         if let Unit::Piece { start, end } = u {
-            *counts.entry(&bytes[start..end]).or_insert(0) += 1;
+            if end - start <= MAX_PACKED {
+                *counts.small.entry(packed(bytes, start, end)).or_insert(0) += 1;
+            } else {
+                *counts.long.entry(&bytes[start..end]).or_insert(0) += 1;
+            }
         }
     })
 }
 
-/// Adds borrowed counts into the owned table.
-fn absorb(total: &mut Counts, part: FxHashMap<&[u8], u64>) {
-    for (k, v) in part {
+/// Adds a part's counts into the owned table.
+fn absorb(total: &mut Counts, part: PartCounts) {
+    for (k, v) in part.small {
+        *total.entry(unpacked(k)).or_insert(0) += v;
+    }
+    for (k, v) in part.long {
         match total.get_mut(k) {
             Some(c) => *c += v,
             None => {
@@ -76,11 +92,11 @@ fn count_block(
         bounds.push((prev, c));
         prev = c;
     }
-    let part_counts: Vec<Result<FxHashMap<&[u8], u64>, String>> = pool.install(|| {
+    let part_counts: Vec<Result<PartCounts, String>> = pool.install(|| {
         bounds
             .par_iter()
             .map(|&(a, b)| {
-                let mut m = FxHashMap::default();
+                let mut m = PartCounts::default();
                 count_text(&text[a..b], specials, pre, &mut m)?;
                 Ok(m)
             })
@@ -135,10 +151,10 @@ pub fn count_documents(
 ) -> Result<(), String> {
     let threads = pool.current_num_threads().max(1);
     let per = docs.len().div_ceil(threads * 4).max(1);
-    let parts: Vec<Result<FxHashMap<&[u8], u64>, String>> = pool.install(|| {
+    let parts: Vec<Result<PartCounts, String>> = pool.install(|| {
         docs.par_chunks(per)
             .map(|group| {
-                let mut m = FxHashMap::default();
+                let mut m = PartCounts::default();
                 for d in group {
                     count_text(d, specials, pre, &mut m)?;
                 }

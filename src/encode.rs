@@ -10,6 +10,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use crate::packed::{packed, MAX_PACKED};
 use crate::pretokenize::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// A merge rule: `(left, right)` becomes `id`; lower `rank` merges first.
@@ -229,7 +230,7 @@ impl Encoder {
                     self.encode_piece(piece, &mut scratch);
                     return emit(&scratch);
                 }
-                let key = (piece.len() < 16).then(|| packed(bytes, start, end));
+                let key = (piece.len() <= MAX_PACKED).then(|| packed(bytes, start, end));
                 let hit = match key {
                     Some(k) => small.get(&k),
                     None => long.get(piece),
@@ -498,24 +499,6 @@ impl Encoder {
     }
 }
 
-/// `bytes[start..end]` (at most 15 bytes) and its length, packed into one integer: a
-/// cache key that is unique per byte string.
-#[inline]
-fn packed(bytes: &[u8], start: usize, end: usize) -> u128 {
-    let len = end - start;
-    debug_assert!(len < 16);
-    let mut buf = [0u8; 16];
-    if start + 16 <= bytes.len() {
-        // One unaligned load, then clear what lies past the piece.
-        buf.copy_from_slice(&bytes[start..start + 16]);
-        let mask = (1u128 << (8 * len)) - 1;
-        return (u128::from_le_bytes(buf) & mask) | ((len as u128) << 120);
-    }
-    buf[..len].copy_from_slice(&bytes[start..end]);
-    buf[15] = len as u8;
-    u128::from_le_bytes(buf)
-}
-
 /// True when every merge ranks after every merge that produced one of its parts (see
 /// `Encoder::ranks_grow`).
 fn ranks_grow(merges: &FxHashMap<(u32, u32), Merge>) -> bool {
@@ -660,24 +643,6 @@ mod tests {
         // The heap still merges it: (a,b) first (the only pair), then (ab, c).
         let text = "abc".repeat(30);
         assert_eq!(e.encode(&text, e.no_specials()).unwrap(), vec![257; 30]);
-    }
-
-    #[test]
-    fn packed_keys_are_the_bytes_and_length() {
-        let text = b"ab\0\0cdefghijklmnopqrstuvwxyz0123456789";
-        for start in 0..text.len() {
-            for end in start..(start + 16).min(text.len() + 1) {
-                // Same key whether the 16-byte load fits (inside the text) or not (a copy).
-                assert_eq!(
-                    packed(text, start, end),
-                    packed(&text[start..end], 0, end - start)
-                );
-            }
-        }
-        // Trailing zero bytes still make a different key.
-        assert_ne!(packed(text, 0, 2), packed(text, 0, 3));
-        assert_ne!(packed(text, 0, 3), packed(text, 0, 4));
-        assert_ne!(packed(b"ab", 0, 2), packed(b"ba", 0, 2));
     }
 
     #[test]

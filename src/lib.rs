@@ -7,6 +7,7 @@
 //! - [`count`]: counting pre-tokens in files and documents, in parallel (training's map);
 //! - [`train`]: the incremental merge loop (training's reduce);
 //! - [`encode`]: text → ids and ids → bytes;
+//! - [`packed`]: short byte strings as integer hash keys (counting, the piece cache);
 //! - [`ranks`]: recovering merges from rank-only (tiktoken) vocabularies;
 //! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads.
 //!
@@ -17,6 +18,7 @@ pub mod builtin;
 pub mod chunking;
 pub mod count;
 pub mod encode;
+pub mod packed;
 pub mod pretokenize;
 pub mod ranks;
 pub mod shards;
