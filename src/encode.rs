@@ -43,7 +43,8 @@ pub struct Encoder {
 /// integer needs no loop; a cache hit costs one lookup and a copy.
 #[derive(Debug)]
 pub struct PieceCache {
-    small: FxHashMap<u128, (u32, u32)>,
+    /// Keys: the packed bytes as two halves (8-byte aligned entries: 24 bytes, not 32).
+    small: FxHashMap<(u64, u64), (u32, u32)>,
     /// All cached pieces' ids, end to end; entries are (start, length) in here.
     stored: Vec<u32>,
     /// The cache starts over past this many stored ids.
@@ -230,7 +231,10 @@ impl Encoder {
                     self.encode_piece(piece, &mut scratch);
                     return emit(&scratch);
                 }
-                let key = (piece.len() <= MAX_PACKED).then(|| packed(bytes, start, end));
+                let key = (piece.len() <= MAX_PACKED).then(|| {
+                    let k = packed(bytes, start, end);
+                    (k as u64, (k >> 64) as u64)
+                });
                 let hit = match key {
                     Some(k) => small.get(&k),
                     None => long.get(piece),

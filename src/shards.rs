@@ -6,6 +6,7 @@
 //! order — so the ids equal encoding the whole file at once, in bounded memory.
 
 use std::io::Write;
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 
@@ -47,6 +48,8 @@ pub fn encode_file(
     let newline_cuts = enc.pretokenizer().newline_cuts_are_safe();
     let threads = pool.current_num_threads().max(1);
     let min_part = (block_bytes / 16).max(1 << 16);
+    // One piece cache per worker thread, kept warm across parts and blocks.
+    let caches: Vec<Mutex<PieceCache>> = (0..threads).map(|_| Mutex::default()).collect();
     let mut written: u64 = 0;
     let mut bytes: Vec<u8> = Vec::new();
     for_each_block(
@@ -81,8 +84,10 @@ pub fn encode_file(
             let encoded: Vec<Result<Vec<u32>, String>> = pool.install(|| {
                 bounds
                     .par_iter()
-                    .map_init(PieceCache::default, |cache, &(a, b)| {
-                        enc.encode_cached(&text[a..b], allowed, cache)
+                    .map(|&(a, b)| {
+                        let worker = rayon::current_thread_index().unwrap_or(0) % caches.len();
+                        let mut cache = caches[worker].lock().expect("no panics while held");
+                        enc.encode_cached(&text[a..b], allowed, &mut cache)
                     })
                     .collect()
             });
