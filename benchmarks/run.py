@@ -640,15 +640,30 @@ def section_train(args, tmp: Path, vers: dict) -> None:
 def section_scaling(args, tmp: Path) -> None:
     vocab = args.vocab[0]
     print(f"## bytepair training throughput by corpus size (vocab {vocab}, workers={CORES})\n")
-    rows = []
+    rows, last = [], None
     for want in args.scaling_mb:
         path = prefix_file(args.corpus, want, tmp / "scaling.txt")
         mb = mb_of(path)
         log(f"[scaling] {mb:.1f} MB")
         r = measure(args, "bytepair", "train_bytepair", path=str(path), vocab=vocab)
         rows.append([f"{mb:.1f}", r["error"]] if "error" in r else [f"{mb:.1f}", *stats(r, mb)])
+        if "error" not in r:
+            last = (mb, r["seconds"])
     print_table("MB | seconds | MB/s | CPU÷wall | peak RSS MiB", rows)
+    if last:
+        mb, seconds = last
+        print(
+            f"Projected at the {mb:.0f} MB rate ({mb / seconds:.1f} MB/s; training time is "
+            "linear in the corpus): "
+            + ", ".join(
+                f"{name} ({gb} GB) ≈ {gb * 1000 / (mb / seconds) / 60:.1f} min"
+                for name, gb in PROJECTIONS
+            )
+            + ".\n"
+        )
 
+
+PROJECTIONS = [("TinyStories-train", 2.2), ("OpenWebText", 11.0)]
 
 MODES = {"one": "one call", "batch": f"batch, {CORES} threads", "file": "file → shard"}
 ENCODERS = [  # mode, tool, child task, which tiktoken ids it must equal, note
