@@ -192,7 +192,19 @@ impl Encoder {
         // SAFETY: a new list of `len` slots, each set exactly once to a new (owned)
         // reference before the list is seen by Python code.
         unsafe {
-            let list = ffi::PyList_New(len);
+            // A long list starts as `[None] * len` rather than PyList_New's calloc: the
+            // stable ABI's PyList_SetItem reads each slot before writing it, and a read
+            // of never-touched memory maps the shared zero page, which the write must
+            // then replace — a page-table change that, while the batch's workers run
+            // on the other cores, interrupts every one of them to flush its TLB, once
+            // for each 4 KiB of the list. Writing the slots first (list repetition)
+            // takes ordinary page faults instead.
+            let list = if ids.len() >= 1024 {
+                let none = PyList::new(py, [py.None()])?;
+                ffi::PySequence_Repeat(none.as_ptr(), len)
+            } else {
+                ffi::PyList_New(len)
+            };
             if list.is_null() {
                 return Err(PyErr::fetch(py));
             }

@@ -180,6 +180,17 @@ def test_lone_surrogates_are_replaced_not_a_crash(gpt2):
     assert gpt2.encode("a\ud800b") == gpt2.encode("a\ufffdb")
 
 
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_lone_surrogate_in_a_batch_is_replaced_in_its_text_only(gpt2, threads):
+    # A text without UTF-8 fails the whole batch; the retry must still give every
+    # text its own ids.
+    texts = ["plain text " * 50, "x\ud800y " * 30, "more words", "\udfff", "end " * 999]
+    clean = [t.replace("\ud800", "\ufffd").replace("\udfff", "\ufffd") for t in texts]
+    assert gpt2.encode_ordinary_batch(texts, num_threads=threads) == [
+        gpt2.encode_ordinary(t) for t in clean
+    ]
+
+
 def test_long_runs_of_one_character_are_exact(gpt2):
     enc = gpt2_tiktoken()
     for text in ["a" * 5000, " " * 5000 + "x", "\n" * 3000, "ab" * 3000]:
