@@ -12,6 +12,7 @@ use rustc_hash::FxHashMap;
 use crate::count::{count_documents, count_file, Counts, ReadError, Utf8Errors, BLOCK_BYTES};
 use crate::encode::{Encoder as CoreEncoder, PieceCache};
 use crate::pretokenize::{PreTokenizer, SpecialMatcher};
+use crate::shards::ENCODE_BLOCK_BYTES;
 use crate::train::train_merges;
 
 /// What training returns to Python: merges as id pairs, and the bytes of every id.
@@ -409,7 +410,7 @@ impl Encoder {
     /// Encodes the UTF-8 file at `path` into `out_path` as little-endian ids of `width`
     /// bytes; `allowed_special` are encoded as specials, any of `disallowed_special`
     /// in the file is an error. Returns the number of tokens.
-    #[pyo3(signature = (path, out_path, width, allowed_special, disallowed_special, errors="strict", num_threads=1, progress=None, block_bytes=BLOCK_BYTES))]
+    #[pyo3(signature = (path, out_path, width, allowed_special, disallowed_special, errors="strict", num_threads=1, progress=None, block_bytes=ENCODE_BLOCK_BYTES))]
     #[allow(clippy::too_many_arguments)]
     fn encode_file(
         &self,

@@ -4,11 +4,11 @@
 //! The file is read in blocks cut only at safe points (`blocks`), each block is split
 //! at safe points again and its parts are encoded on all threads, then written in
 //! order — so the ids equal encoding the whole file at once, in bounded memory.
+//! Reading and writing overlap the encoding.
 
+use std::collections::VecDeque;
 use std::io::Write;
-use std::sync::Mutex;
-
-use rayon::prelude::*;
+use std::sync::{mpsc, Arc, Mutex};
 
 use crate::blocks::{for_each_block, ReadError, Utf8Errors};
 use crate::chunking::split_evenly;
@@ -26,8 +26,23 @@ pub struct Specials<'a> {
     pub cut_at: &'a SpecialMatcher,
 }
 
+/// Bytes read per block when encoding a file: small enough that reading the next
+/// block and writing the last one overlap the encoding from the start of the file.
+pub const ENCODE_BLOCK_BYTES: usize = 4 << 20;
+
+/// A part of a block being encoded: its ids arrive on `ids`; `block_end` (the file
+/// offset where the block ends) marks the last part of a block.
+struct Pending {
+    ids: mpsc::Receiver<Result<Vec<u32>, String>>,
+    block_end: Option<u64>,
+}
+
 /// Encodes the file at `path` into `out` as `width`-byte ids (2 or 4). Returns the
-/// number of tokens written. `progress(bytes_read)` after each block; false stops.
+/// number of tokens written. `progress(bytes_done)` after each block; false stops.
+///
+/// A pipeline: this thread reads a block, hands its parts to the pool's workers and,
+/// while they encode, reads the next block and writes finished parts in file order.
+/// At most two blocks are in flight, so memory stays bounded.
 #[allow(clippy::too_many_arguments)]
 pub fn encode_file(
     enc: &Encoder,
@@ -50,72 +65,123 @@ pub fn encode_file(
     let min_part = (block_bytes / 16).max(1 << 16);
     // One piece cache per worker thread, kept warm across parts and blocks.
     let caches: Vec<Mutex<PieceCache>> = (0..threads).map(|_| Mutex::default()).collect();
-    let mut written: u64 = 0;
-    let mut bytes: Vec<u8> = Vec::new();
-    for_each_block(
-        path,
-        cut_at,
-        newline_cuts,
-        errors,
-        block_bytes,
-        |text, offset| {
-            if let Some(&(start, _, i)) = forbidden.find_all(text.as_bytes()).first() {
-                return Err(ReadError::Other(format!(
-                    "the special token '{}' at byte offset {} is not allowed here: allow it \
-                     (allowed_special, CLI --specials allow) or encode it as text \
-                     (disallowed_special=(), CLI --specials text)",
-                    forbidden.tokens()[i],
-                    offset + start as u64
-                )));
-            }
-            let parts = if threads == 1 {
-                1
-            } else {
-                (threads * 4).min(text.len() / min_part).max(1)
-            };
-            let matches = allowed.find_all(text.as_bytes());
-            let cuts = split_evenly(text.as_bytes(), text.len(), parts, &matches, newline_cuts);
-            let mut bounds = Vec::with_capacity(cuts.len());
-            let mut prev = 0;
-            for c in cuts {
-                bounds.push((prev, c));
-                prev = c;
-            }
-            let encoded: Vec<Result<Vec<u32>, String>> = pool.install(|| {
-                bounds
-                    .par_iter()
-                    .map(|&(a, b)| {
+    let caches = &caches;
+    let mut writer = Writer {
+        out,
+        width,
+        bytes: Vec::new(),
+        written: 0,
+    };
+    let mut pending: VecDeque<Pending> = VecDeque::new();
+    pool.in_place_scope(|s| {
+        for_each_block(
+            path,
+            cut_at,
+            newline_cuts,
+            errors,
+            block_bytes,
+            |text, offset| {
+                if let Some(&(start, _, i)) = forbidden.find_all(text.as_bytes()).first() {
+                    return Err(ReadError::Other(format!(
+                        "the special token '{}' at byte offset {} is not allowed here: allow \
+                         it (allowed_special, CLI --specials allow) or encode it as text \
+                         (disallowed_special=(), CLI --specials text)",
+                        forbidden.tokens()[i],
+                        offset + start as u64
+                    )));
+                }
+                let parts = if threads == 1 {
+                    1
+                } else {
+                    (threads * 4).min(text.len() / min_part).max(1)
+                };
+                let matches = allowed.find_all(text.as_bytes());
+                let cuts = split_evenly(text.as_bytes(), text.len(), parts, &matches, newline_cuts);
+                // Owned, so that it can be encoded while the next block is read.
+                let text: Arc<str> = Arc::from(text);
+                let mut a = 0;
+                for b in cuts {
+                    let (tx, rx) = mpsc::sync_channel(1);
+                    let text = Arc::clone(&text);
+                    s.spawn(move |_| {
                         let worker = rayon::current_thread_index().unwrap_or(0) % caches.len();
                         let mut cache = caches[worker].lock().expect("no panics while held");
-                        enc.encode_cached(&text[a..b], allowed, &mut cache)
-                    })
-                    .collect()
-            });
-            for ids in encoded {
-                let ids = ids.map_err(ReadError::Other)?;
-                bytes.clear();
-                if width == 2 {
-                    for &id in &ids {
-                        let id = u16::try_from(id).map_err(|_| {
-                            ReadError::Other(format!("token id {id} does not fit in uint16"))
-                        })?;
-                        bytes.extend_from_slice(&id.to_le_bytes());
-                    }
-                } else {
-                    for &id in &ids {
-                        bytes.extend_from_slice(&id.to_le_bytes());
-                    }
+                        // The receiver is gone only when encoding has already failed.
+                        let _ = tx.send(enc.encode_cached(&text[a..b], allowed, &mut cache));
+                    });
+                    pending.push_back(Pending {
+                        ids: rx,
+                        block_end: None,
+                    });
+                    a = b;
                 }
-                out.write_all(&bytes).map_err(ReadError::Io)?;
-                written += ids.len() as u64;
-            }
-            if progress(offset + text.len() as u64) {
-                Ok(())
+                if let Some(last) = pending.back_mut() {
+                    last.block_end = Some(offset + text.len() as u64);
+                }
+                // Write what is done; wait only while an earlier block is unfinished.
+                writer.drain(&mut pending, 1, &mut progress)
+            },
+        )?;
+        writer.drain(&mut pending, 0, &mut progress)
+    })?;
+    writer.out.flush().map_err(ReadError::Io)?;
+    Ok(writer.written)
+}
+
+/// Writes encoded parts, in file order.
+struct Writer<'a, W: Write> {
+    out: &'a mut W,
+    width: usize,
+    bytes: Vec<u8>,
+    written: u64,
+}
+
+impl<W: Write> Writer<'_, W> {
+    /// Writes the finished parts at the front of `pending`, waiting for unfinished
+    /// ones while more than `blocks_left` blocks are in flight.
+    fn drain(
+        &mut self,
+        pending: &mut VecDeque<Pending>,
+        blocks_left: usize,
+        progress: &mut impl FnMut(u64) -> bool,
+    ) -> Result<(), ReadError> {
+        while let Some(front) = pending.front() {
+            let blocks = pending.iter().filter(|p| p.block_end.is_some()).count();
+            let ids = if blocks > blocks_left {
+                front.ids.recv().expect("every part sends its ids")
             } else {
-                Err(ReadError::Interrupted)
+                match front.ids.try_recv() {
+                    Ok(ids) => ids,
+                    Err(_) => return Ok(()),
+                }
+            };
+            let done = pending.pop_front().expect("front exists").block_end;
+            self.write(&ids.map_err(ReadError::Other)?)?;
+            if let Some(end) = done {
+                if !progress(end) {
+                    return Err(ReadError::Interrupted);
+                }
             }
-        },
-    )?;
-    out.flush().map_err(ReadError::Io)?;
-    Ok(written)
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, ids: &[u32]) -> Result<(), ReadError> {
+        self.bytes.clear();
+        if self.width == 2 {
+            for &id in ids {
+                let id = u16::try_from(id).map_err(|_| {
+                    ReadError::Other(format!("token id {id} does not fit in uint16"))
+                })?;
+                self.bytes.extend_from_slice(&id.to_le_bytes());
+            }
+        } else {
+            for &id in ids {
+                self.bytes.extend_from_slice(&id.to_le_bytes());
+            }
+        }
+        self.out.write_all(&self.bytes).map_err(ReadError::Io)?;
+        self.written += ids.len() as u64;
+        Ok(())
+    }
 }

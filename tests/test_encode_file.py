@@ -83,3 +83,48 @@ def test_custom_pattern_file_encoding_is_exact(tmp_path):
     with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "37"}):
         tok.encode_file(src, tmp_path / "o.bin", num_threads=2)
     assert np.fromfile(tmp_path / "o.bin", dtype=np.uint16).tolist() == tok.encode(text)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_progress_reports_each_block_in_order_up_to_the_file_size(tmp_path, threads):
+    tok = bytepair.get_encoding("gpt2")
+    src = tmp_path / "in.txt"
+    text = "Some words here.\nAnd more words.\n" * 3000  # ~100 KB: many 4 KiB blocks
+    src.write_text(text, encoding="utf-8")
+    seen: list[int] = []
+    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "4096"}):
+        n = tok.encode_file(src, tmp_path / "o.bin", num_threads=threads, progress=seen.append)
+    assert len(seen) >= len(text) // 8192
+    assert seen == sorted(set(seen)) and seen[-1] == src.stat().st_size
+    assert n == len(tok.encode(text))
+    assert np.fromfile(tmp_path / "o.bin", dtype=np.uint16).tolist() == tok.encode(text)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_failure_in_a_late_block_names_its_offset_and_leaves_nothing(tmp_path, threads):
+    # Earlier blocks are already encoded and written when the bad one is read.
+    tok = bytepair.get_encoding("gpt2")
+    src = tmp_path / "in.txt"
+    src.write_text("hello world.\n" * 2000 + EOT + " tail", encoding="utf-8")
+    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "4096"}):
+        with pytest.raises(ValueError, match=r"'<\|endoftext\|>' at byte offset 26000 "):
+            tok.encode_file(src, tmp_path / "out.bin", num_threads=threads)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_an_exception_in_progress_stops_encoding_and_leaves_nothing(tmp_path):
+    tok = bytepair.get_encoding("gpt2")
+    src = tmp_path / "in.txt"
+    src.write_text("hello world.\n" * 5000, encoding="utf-8")
+    calls: list[int] = []
+
+    def progress(done: int) -> None:
+        calls.append(done)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "4096"}):
+        with pytest.raises(KeyboardInterrupt):
+            tok.encode_file(src, tmp_path / "out.bin", num_threads=2, progress=progress)
+    assert len(calls) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
