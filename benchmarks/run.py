@@ -283,11 +283,12 @@ def encode_bytepair(path: str, encoding: str, mode: str, out: str | None = None)
         ids = np.fromfile(out, dtype=np.uint32 if wide else np.uint16)
         os.unlink(out)
         return {**m, **ids_digest([ids]), "load_seconds": seconds}
+    threads = 1 if mode == "batch1" else CORES
     return _encode(
         read_text(path),
         mode,
         tok.encode_ordinary,
-        lambda docs: tok.encode_ordinary_batch(docs, num_threads=CORES),
+        lambda docs: tok.encode_ordinary_batch(docs, num_threads=threads),
         seconds,
     )
 
@@ -665,12 +666,18 @@ def section_scaling(args, tmp: Path) -> None:
 
 PROJECTIONS = [("TinyStories-train", 2.2), ("OpenWebText", 11.0)]
 
-MODES = {"one": "one call", "batch": f"batch, {CORES} threads", "file": "file → shard"}
+MODES = {
+    "one": "one call",
+    "batch1": "batch, 1 thread",
+    "batch": f"batch, {CORES} threads",
+    "file": "file → shard",
+}
 ENCODERS = [  # mode, tool, child task, which tiktoken ids it must equal, note
     ("one", "tiktoken", "encode_tiktoken", None, "encode_ordinary(text)"),
     ("one", "bytepair", "encode_bytepair", "ids", "encode_ordinary(text)"),
     ("one", "HF tokenizers", "encode_tokenizers", "ids_all", "encode(text); specials on"),
     ("one", "tokie", "encode_tokie", "ids_all", "encode(text); specials on"),
+    ("batch1", "bytepair", "encode_bytepair", "ids", "encode_ordinary_batch, num_threads=1"),
     ("batch", "bytepair", "encode_bytepair", "ids", "encode_ordinary_batch, ~1 MB pieces"),
     ("batch", "tiktoken", "encode_tiktoken", "ids", "encode_ordinary_batch, ~1 MB pieces"),
     ("batch", "HF tokenizers", "encode_tokenizers", "ids_all", "encode_batch; specials on"),
@@ -708,7 +715,7 @@ def section_encode(args, tmp: Path, vers: dict) -> None:
             bytepair.get_encoding(name).save_hf(tokenizer_json[name])
     tiny = prefix_file(args.corpus, 0.001, tmp / "tiny.txt")
 
-    rows, verdicts = [], []
+    rows, verdicts, scaling = [], [], []
     for name in args.encodings:
         log(f"[encode] {name}: bytepair CLI on {tiny.stat().st_size} bytes (start-up + load)")
         r = measure(
@@ -741,6 +748,12 @@ def section_encode(args, tmp: Path, vers: dict) -> None:
                 first = {"refs": True} if want is None else None
                 results[mode, tool] = measure(args, tool, task, first, path=str(path), **kw)
             ref = results["one", "tiktoken"]
+            ours = {m: results.get((m, "bytepair"), {}).get("seconds") for m in MODES}
+            if ours["batch"] and ours["one"] and ours["batch1"]:
+                scaling.append(
+                    f"{name}, {corpus}: {ours['one'] / ours['batch']:.2f}× one call, "
+                    f"{ours['batch1'] / ours['batch']:.2f}× the same batch on 1 thread"
+                )
             for mode, tool, _, want, note in ENCODERS:
                 if (mode, tool) not in results:
                     continue
@@ -788,6 +801,9 @@ def section_encode(args, tmp: Path, vers: dict) -> None:
         rows,
     )
     print("\n".join(f"- {v}" for v in verdicts) + "\n")
+    if scaling:
+        print(f"bytepair batch encoding on {CORES} threads, speed-up over one thread:\n")
+        print("\n".join(f"- {v}" for v in scaling) + "\n")
 
 
 def section_worst(args, tmp: Path) -> None:
