@@ -38,14 +38,25 @@ pub struct Encoder {
     no_specials: SpecialMatcher,
 }
 
+/// Appends `ids`; most pieces are one token, which needs no call to memcpy.
+#[inline]
+fn push_ids(out: &mut Vec<u32>, ids: &[u32]) {
+    match ids {
+        [id] => out.push(*id),
+        _ => out.extend_from_slice(ids),
+    }
+}
+
 /// The ids of pieces already merged, keyed by the piece's bytes packed into an
 /// integer (pieces of 2 to 15 bytes: nearly all words). Hashing and comparing an
-/// integer needs no loop; a cache hit costs one lookup and a copy.
+/// integer needs no loop; a cache hit costs one lookup (and a copy, for the pieces
+/// that are more than one token).
 #[derive(Debug)]
 pub struct PieceCache {
     /// Keys: the packed bytes as two halves (8-byte aligned entries: 24 bytes, not 32).
     small: FxHashMap<(u64, u64), (u32, u32)>,
-    /// All cached pieces' ids, end to end; entries are (start, length) in here.
+    /// The ids of cached pieces of two or more tokens, end to end; their entries are
+    /// (start, length) in here. A piece that is one token has the entry (id, 0).
     stored: Vec<u32>,
     /// The cache starts over past this many stored ids.
     max_ids: usize,
@@ -164,7 +175,7 @@ impl Encoder {
         cache: &mut PieceCache,
     ) -> Result<Vec<u32>, String> {
         let mut out = Vec::with_capacity(text.len() / 3);
-        self.for_each_ids(text, allowed, Some(cache), |ids| out.extend_from_slice(ids))?;
+        self.for_each_ids(text, allowed, Some(cache), |ids| push_ids(&mut out, ids))?;
         Ok(out)
     }
 
@@ -174,7 +185,7 @@ impl Encoder {
         allowed: &SpecialMatcher,
         out: &mut Vec<u32>,
     ) -> Result<(), String> {
-        self.for_each_ids(text, allowed, None, |ids| out.extend_from_slice(ids))
+        self.for_each_ids(text, allowed, None, |ids| push_ids(out, ids))
     }
 
     /// The number of tokens `text` encodes to, without keeping them.
@@ -240,7 +251,10 @@ impl Encoder {
                     None => long.get(piece),
                 };
                 if let Some(&(at, n)) = hit {
-                    return emit(&stored[at as usize..(at + n) as usize]);
+                    return match n {
+                        0 => emit(&[at]), // one token: its id is the entry
+                        _ => emit(&stored[at as usize..(at + n) as usize]),
+                    };
                 }
                 if stored.len() > *max_ids {
                     // Bounded memory on text that hardly repeats (random strings).
@@ -250,12 +264,20 @@ impl Encoder {
                 }
                 let at = stored.len();
                 self.encode_piece(piece, stored);
-                let entry = (at as u32, (stored.len() - at) as u32);
+                // Most pieces are one token: keep its id in the entry itself (length 0),
+                // so that a hit reads nothing else.
+                let entry = match stored.len() - at {
+                    1 => (stored.pop().expect("one id"), 0),
+                    n => (at as u32, n as u32),
+                };
                 match key {
                     Some(k) => small.insert(k, entry),
                     None => long.insert(piece, entry),
                 };
-                emit(&stored[at..]);
+                match entry {
+                    (id, 0) => emit(&[id]),
+                    _ => emit(&stored[at..]),
+                }
             }
             Unit::Special { index, .. } => emit(&[special(index)]),
         })
