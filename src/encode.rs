@@ -7,6 +7,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
 
@@ -22,6 +23,8 @@ pub struct Merge {
 
 #[derive(Debug, Clone)]
 pub struct Encoder {
+    /// Piece caches of earlier calls, warm, for later ones to take.
+    caches: CachePool,
     merges: FxHashMap<(u32, u32), Merge>,
     byte_ids: [u32; 256],
     decoder: FxHashMap<u32, Vec<u8>>,
@@ -72,10 +75,50 @@ impl Default for PieceCache {
     }
 }
 
+impl PieceCache {
+    /// Whether the cache is small enough to keep after a call: a text that hardly
+    /// repeats (random strings) fills a cache no later call would profit from.
+    /// (At most about 8 MB is kept: 2^18 entries of 24 bytes, and 1 MB of ids.)
+    fn worth_keeping(&self) -> bool {
+        self.stored.len() <= 1 << 18 && self.small.len() <= 1 << 18
+    }
+}
+
+/// Warm piece caches kept between calls, one taken per call (or per worker thread)
+/// and given back after, so that a program encoding text after text (a data loader
+/// calling `encode_batch`, a loop over documents) does not start cold each time.
+/// Cached ids are a function of the piece alone, so which cache a call gets never
+/// changes its result.
+#[derive(Debug, Default)]
+struct CachePool(Mutex<Vec<PieceCache>>);
+
+/// Caches kept at most (each a few MB for natural text, at most about 8 MB).
+const POOLED_CACHES: usize = 8;
+
+impl Clone for CachePool {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl CachePool {
+    fn take(&self) -> PieceCache {
+        let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        pool.pop().unwrap_or_default()
+    }
+
+    fn give_back(&self, cache: PieceCache) {
+        if cache.worth_keeping() {
+            let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if pool.len() < POOLED_CACHES {
+                pool.push(cache);
+            }
+        }
+    }
+}
+
 /// Pieces up to this many bytes are merged with a plain scan; longer ones with a heap.
 const SHORT_PIECE: usize = 64;
-/// Texts at least this long keep a cache of their pieces' ids while being encoded.
-const CACHE_FROM_BYTES: usize = 4096;
 /// Longest piece worth caching.
 const CACHE_PIECE_BYTES: usize = 32;
 
@@ -127,6 +170,7 @@ impl Encoder {
             no_specials: SpecialMatcher::new(&[])?,
             special_ids: specials,
             pre: PreTokenizer::new(pattern)?,
+            caches: CachePool::default(),
         })
     }
 
@@ -179,6 +223,15 @@ impl Encoder {
         Ok(out)
     }
 
+    /// Runs `f` with a warm piece cache from earlier calls (or a new one), then keeps
+    /// the cache for later calls.
+    pub fn with_cache<R>(&self, f: impl FnOnce(&mut PieceCache) -> R) -> R {
+        let mut cache = self.caches.take();
+        let result = f(&mut cache);
+        self.caches.give_back(cache);
+        result
+    }
+
     pub fn encode_into(
         &self,
         text: &str,
@@ -196,8 +249,7 @@ impl Encoder {
     }
 
     /// Calls `emit` with the ids of each unit of `text` (a piece or a special token),
-    /// in order. Without a `cache`, texts long enough to repeat their pieces get one
-    /// for the call.
+    /// in order. Without a `cache`, one of the pool's (see [`Encoder::with_cache`]).
     fn for_each_ids(
         &self,
         text: &str,
@@ -205,24 +257,13 @@ impl Encoder {
         cache: Option<&mut PieceCache>,
         mut emit: impl FnMut(&[u32]),
     ) -> Result<(), String> {
+        let cache = match cache {
+            Some(c) => c,
+            None => return self.with_cache(|c| self.for_each_ids(text, allowed, Some(c), emit)),
+        };
         let bytes = text.as_bytes();
         let mut scratch = Vec::with_capacity(SHORT_PIECE);
         let special = |index: usize| self.special_ids[&allowed.tokens()[index]];
-        let mut own = PieceCache::default();
-        let cache = match cache {
-            Some(c) => c,
-            None if text.len() >= CACHE_FROM_BYTES => &mut own,
-            None => {
-                return for_each_unit(text, allowed, &self.pre, |u| match u {
-                    Unit::Piece { start, end } => {
-                        scratch.clear();
-                        self.encode_piece(&bytes[start..end], &mut scratch);
-                        emit(&scratch);
-                    }
-                    Unit::Special { index, .. } => emit(&[special(index)]),
-                });
-            }
-        };
         // Pieces of 16 to 32 bytes borrow their key from the text, so they are
         // remembered for this text only.
         let mut long: FxHashMap<&[u8], (u32, u32)> = FxHashMap::default();
@@ -671,6 +712,18 @@ mod tests {
         assert_eq!(e.encode(&text, e.no_specials()).unwrap(), vec![257; 30]);
     }
 
+    /// BPE of each piece, no cache at all: what cached encoding must equal.
+    fn uncached(e: &Encoder, text: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        for_each_unit(text, e.no_specials(), &e.pre, |u| {
+            if let Unit::Piece { start, end } = u {
+                e.encode_piece(&text.as_bytes()[start..end], &mut out);
+            }
+        })
+        .unwrap();
+        out
+    }
+
     #[test]
     fn a_warm_cache_gives_the_same_ids() {
         let e = random_encoder(12345, 60);
@@ -685,7 +738,9 @@ mod tests {
             let text: String = (0..len)
                 .map(|_| ['a', 'b', 'c', ' ', '\n'][rng.below(5)])
                 .collect();
-            let want = e.encode(&text, e.no_specials()).unwrap();
+            let want = uncached(&e, &text);
+            // `encode` takes the pool's cache, warm from the texts before.
+            assert_eq!(e.encode(&text, e.no_specials()).unwrap(), want);
             assert_eq!(
                 e.encode_cached(&text, e.no_specials(), &mut cache).unwrap(),
                 want
@@ -705,6 +760,33 @@ mod tests {
             want
         );
         assert!(tiny.stored.len() <= 5 + SHORT_PIECE);
+    }
+
+    #[test]
+    fn calls_share_warm_caches_from_the_pool_but_not_huge_ones() {
+        let e = random_encoder(777, 40);
+        let e = Encoder {
+            pre: PreTokenizer::new(Some(GPT2_PATTERN)).unwrap(),
+            ..e
+        };
+        let pooled = |e: &Encoder| e.caches.0.lock().unwrap().len();
+        assert_eq!(pooled(&e), 0);
+        let text = "abc cab bca aab ".repeat(30);
+        assert_eq!(
+            e.encode(&text, e.no_specials()).unwrap(),
+            uncached(&e, &text)
+        );
+        assert_eq!(pooled(&e), 1);
+        let entries = e.with_cache(|c| c.small.len());
+        assert!(entries > 0, "the second call got the first call's cache");
+        // Two at once get two caches, and both are kept.
+        e.with_cache(|_| e.with_cache(|_| ()));
+        assert_eq!(pooled(&e), 2);
+        // A clone of the encoder starts with no caches.
+        assert_eq!(pooled(&e.clone()), 0);
+        // A cache too big to be worth keeping is dropped.
+        e.with_cache(|c| c.stored.resize((1 << 18) + 1, 0));
+        assert_eq!(pooled(&e), 1);
     }
 
     #[test]

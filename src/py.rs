@@ -10,7 +10,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use rustc_hash::FxHashMap;
 
 use crate::count::{count_documents, count_file, Counts, ReadError, Utf8Errors, BLOCK_BYTES};
-use crate::encode::{Encoder as CoreEncoder, PieceCache};
+use crate::encode::Encoder as CoreEncoder;
 use crate::pretokenize::{PreTokenizer, SpecialMatcher};
 use crate::shards::ENCODE_BLOCK_BYTES;
 use crate::train::train_merges;
@@ -309,9 +309,9 @@ impl Encoder {
     }
 
     /// Encodes many texts on `num_threads` threads. Workers take texts in turn, each
-    /// with its own piece cache kept warm across its texts; meanwhile this thread turns
-    /// finished results into Python lists (the part that needs the GIL), so that
-    /// conversion overlaps encoding instead of following it.
+    /// with its own piece cache (warm from earlier calls) across its texts; meanwhile
+    /// this thread turns finished results into Python lists (the part that needs the
+    /// GIL), so that conversion overlaps encoding instead of following it.
     #[pyo3(signature = (texts, allowed_special=None, num_threads=1))]
     fn encode_batch<'py>(
         &self,
@@ -329,11 +329,8 @@ impl Encoder {
         let mut lists: Vec<Option<Bound<'py, PyList>>> = texts.iter().map(|_| None).collect();
         let workers = num_threads.max(1).min(texts.len());
         if workers <= 1 {
-            let mut cache = PieceCache::default();
             for (i, t) in texts.iter().enumerate() {
-                let ids = py
-                    .detach(|| self.core.encode_cached(t, &m, &mut cache))
-                    .map_err(value_error)?;
+                let ids = py.detach(|| self.core.encode(t, &m)).map_err(value_error)?;
                 lists[i] = Some(self.id_list(py, &ids)?);
             }
         } else {
@@ -344,17 +341,16 @@ impl Encoder {
                 for _ in 0..workers {
                     let tx = tx.clone();
                     s.spawn(move || {
-                        let mut cache = PieceCache::default();
-                        loop {
+                        core.with_cache(|cache| loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             if i >= texts.len() {
                                 break;
                             }
-                            let ids = core.encode_cached(texts[i], m, &mut cache);
+                            let ids = core.encode_cached(texts[i], m, cache);
                             if tx.send((i, ids)).is_err() {
                                 break;
                             }
-                        }
+                        })
                     });
                 }
                 drop(tx);
