@@ -9,6 +9,64 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::packed::{packed, MAX_PACKED};
+
+/// Rank of each token, by its bytes: short tokens (nearly all) under packed-integer
+/// keys, which hash without a loop; the lookups are the whole cost of recovering.
+struct RankOf<'a> {
+    /// Tokens of one or two bytes, indexed by their bytes (u32::MAX: none).
+    pairs: Vec<u32>,
+    short: FxHashMap<u128, u32>,
+    long: FxHashMap<&'a [u8], u32>,
+}
+
+impl<'a> RankOf<'a> {
+    fn new() -> Self {
+        Self {
+            pairs: vec![u32::MAX; 1 << 16 | 1 << 8],
+            short: FxHashMap::default(),
+            long: FxHashMap::default(),
+        }
+    }
+
+    /// Adds a token; false if it was there already.
+    fn insert(&mut self, token: &'a [u8], rank: u32) -> bool {
+        if let Some(slot) = Self::slot(token) {
+            let fresh = self.pairs[slot] == u32::MAX;
+            self.pairs[slot] = rank;
+            fresh
+        } else if token.len() <= MAX_PACKED {
+            self.short
+                .insert(packed(token, 0, token.len()), rank)
+                .is_none()
+        } else {
+            self.long.insert(token, rank).is_none()
+        }
+    }
+
+    #[inline]
+    fn slot(token: &[u8]) -> Option<usize> {
+        match *token {
+            [a, b] => Some((a as usize) << 8 | b as usize),
+            [a] => Some(1 << 16 | a as usize),
+            _ => None,
+        }
+    }
+
+    /// The rank of `bytes[start..end]`.
+    #[inline]
+    fn get(&self, bytes: &[u8], start: usize, end: usize) -> Option<u32> {
+        if end - start <= 2 {
+            let rank = Self::slot(&bytes[start..end]).map_or(u32::MAX, |slot| self.pairs[slot]);
+            (rank != u32::MAX).then_some(rank)
+        } else if end - start <= MAX_PACKED {
+            self.short.get(&packed(bytes, start, end)).copied()
+        } else {
+            self.long.get(&bytes[start..end]).copied()
+        }
+    }
+}
+
 /// Why a vocabulary has no merges.
 #[derive(Debug, PartialEq, Eq)]
 pub enum RecoverError {
@@ -28,51 +86,73 @@ pub enum RecoverError {
 /// special token's). Returns `(rank, left rank, right rank)` for every multi-byte
 /// token, in rank order.
 pub fn recover_merges(tokens: &[Option<Vec<u8>>]) -> Result<Vec<(u32, u32, u32)>, RecoverError> {
-    let mut rank_of: FxHashMap<&[u8], u32> = FxHashMap::default();
+    let mut rank_of = RankOf::new();
+    rank_of.short.reserve(tokens.len());
     for (r, t) in tokens.iter().enumerate() {
         if let Some(t) = t {
-            if rank_of.insert(t.as_slice(), r as u32).is_some() {
+            if !rank_of.insert(t.as_slice(), r as u32) {
                 return Err(RecoverError::Duplicate { rank: r as u32 });
             }
         }
     }
     for b in 0..=255u8 {
-        if !rank_of.contains_key([b].as_slice()) {
+        if rank_of.get(&[b], 0, 1).is_none() {
             return Err(RecoverError::MissingByte(b));
         }
     }
     let mut merges = Vec::new();
+    // tiktoken's merge loop: `parts[i]` is where part i starts and the rank (below
+    // `r`, else u32::MAX) of part i joined with part i + 1; after a merge only the
+    // neighbours' ranks are looked up again.
+    let mut parts: Vec<(usize, u32)> = Vec::new();
     for (r, t) in tokens.iter().enumerate() {
         let Some(t) = t else { continue };
         if t.len() < 2 {
             continue;
         }
         let r = r as u32;
-        // Part boundaries: parts are t[bounds[i]..bounds[i+1]].
-        let mut bounds: Vec<usize> = (0..=t.len()).collect();
-        loop {
-            let mut best: Option<(u32, usize)> = None;
-            for i in 0..bounds.len() - 2 {
-                if let Some(&pr) = rank_of.get(&t[bounds[i]..bounds[i + 2]]) {
-                    if pr < r && best.is_none_or(|(br, _)| pr < br) {
-                        best = Some((pr, i));
-                    }
-                }
+        let rank = |parts: &[(usize, u32)], i: usize| -> u32 {
+            match parts.get(i + 2) {
+                Some(&(end, _)) => match rank_of.get(t, parts[i].0, end) {
+                    Some(pr) if pr < r => pr,
+                    _ => u32::MAX,
+                },
+                None => u32::MAX,
             }
-            match best {
-                Some((_, i)) => {
-                    bounds.remove(i + 1);
-                }
-                None => break,
+        };
+        parts.clear();
+        parts.extend((0..=t.len()).map(|i| (i, u32::MAX)));
+        for i in 0..parts.len() - 2 {
+            parts[i].1 = rank(&parts, i);
+        }
+        loop {
+            // The lowest rank; the leftmost on ties.
+            let (i, best) = parts[..parts.len() - 1].iter().enumerate().fold(
+                (0, u32::MAX),
+                |acc, (i, &(_, pr))| if pr < acc.1 { (i, pr) } else { acc },
+            );
+            if best == u32::MAX {
+                break;
+            }
+            parts.remove(i + 1);
+            parts[i].1 = rank(&parts, i);
+            if i > 0 {
+                parts[i - 1].1 = rank(&parts, i - 1);
             }
         }
-        if bounds.len() != 3 {
+        if parts.len() != 3 {
             return Err(RecoverError::Unreachable {
                 rank: r,
-                parts: bounds.len() - 1,
+                parts: parts.len() - 1,
             });
         }
-        merges.push((r, rank_of[&t[..bounds[1]]], rank_of[&t[bounds[1]..]]));
+        let mid = parts[1].0;
+        let (left, right) = (rank_of.get(t, 0, mid), rank_of.get(t, mid, t.len()));
+        merges.push((
+            r,
+            left.expect("a part's rank"),
+            right.expect("a part's rank"),
+        ));
     }
     Ok(merges)
 }
