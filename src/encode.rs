@@ -501,6 +501,36 @@ impl Encoder {
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.decoder.get(&id).map(Vec::as_slice)
     }
+
+    /// Number of tokens, special tokens included.
+    pub fn vocab_len(&self) -> usize {
+        self.decoder.len()
+    }
+
+    /// Every token, special tokens included, as `(id, bytes)` in id order.
+    pub fn tokens(&self) -> Vec<(u32, &[u8])> {
+        let mut tokens: Vec<(u32, &[u8])> = self
+            .decoder
+            .iter()
+            .map(|(&id, b)| (id, b.as_slice()))
+            .collect();
+        tokens.sort_unstable_by_key(|&(id, _)| id);
+        tokens
+    }
+
+    /// The merges as `(left id, right id)` in rank order (a pair given twice to
+    /// [`Encoder::new`] appears once, at its first rank).
+    pub fn merge_pairs(&self) -> Vec<(u32, u32)> {
+        let mut pairs: Vec<(u32, (u32, u32))> =
+            self.merges.iter().map(|(&p, m)| (m.rank, p)).collect();
+        pairs.sort_unstable_by_key(|&(rank, _)| rank);
+        pairs.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// Number of distinct merges.
+    pub fn merge_count(&self) -> usize {
+        self.merges.len()
+    }
 }
 
 /// True when every merge ranks after every merge that produced one of its parts (see
