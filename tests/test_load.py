@@ -1,23 +1,21 @@
-"""Loading rank files fast: the native ``.tiktoken`` parser against the Python reader."""
+"""Loading rank files fast: the native ``.tiktoken`` parser against the Python reader,
+and tokenizers built straight in the core (vocab and merges made only when asked for)
+against tokenizers built the general way."""
 
 from __future__ import annotations
 
 import base64
-import lzma
 import re
-from importlib import resources
 
 import pytest
 
 import bytepair
-from bytepair import _core, formats
+from bytepair import _core, encodings, formats
+from bytepair.tokenizer import Tokenizer
+
+from conftest import DATA, EOT
 
 BUNDLED_FILES = ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
-
-
-def bundled_data(file: str) -> bytes:
-    packed = resources.files("bytepair").joinpath("data", f"{file}.tiktoken.xz")
-    return lzma.decompress(packed.read_bytes())
 
 
 def outcome(parse, data: bytes, path: str):
@@ -30,7 +28,7 @@ def outcome(parse, data: bytes, path: str):
 
 @pytest.mark.parametrize("file", BUNDLED_FILES)
 def test_native_parser_agrees_with_python_reader_on_bundled_files(file):
-    data = bundled_data(file)
+    data = encodings._bundled_data(file)
     native = _core.parse_tiktoken(data)
     python = formats._parse_tiktoken_py(data, file)
     assert list(native.items()) == list(python.items())
@@ -122,3 +120,98 @@ def test_native_errors_name_file_and_line_for_crlf_files(tmp_path):
     path.write_bytes(b"\r\n".join(lines) + b"\r\n")
     with pytest.raises(ValueError, match=r"crlf.tiktoken, line 10: token b'\\x00' was already"):
         bytepair.Tokenizer.from_tiktoken(path, "gpt2")
+
+
+def eager_encoding(name: str) -> Tokenizer:
+    """The bundled encoding built the general way: Python reader, merges_from_ranks,
+    Tokenizer(vocab, merges, ...)."""
+    file, pattern, specials = encodings._ENCODINGS[name]
+    ranks = formats._parse_tiktoken_py(encodings._bundled_data(file), file)
+    vocab = {rank: token for token, rank in ranks.items()}
+    return Tokenizer(vocab, formats.merges_from_ranks(ranks), specials, pattern)
+
+
+def fresh_encoding(name: str) -> Tokenizer:
+    """The bundled encoding as get_encoding builds it, not shared with other tests."""
+    file, pattern, specials = encodings._ENCODINGS[name]
+    data = encodings._bundled_data(file)
+    return Tokenizer._from_tiktoken_data(data, encodings._bundled_path(file), pattern, specials)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_lazy_vocab_and_merges_equal_eager_ones(name):
+    tok = fresh_encoding(name)
+    eager = eager_encoding(name)
+    text = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8") + " 12345 é中😀 " + EOT
+    # Encoding, metadata and repr need no Python vocab or merges.
+    assert tok.encode(text, allowed_special="all") == eager.encode(text, allowed_special="all")
+    assert tok.encode_ordinary(text) == eager.encode_ordinary(text)
+    assert tok.vocab_size == eager.vocab_size
+    assert tok.n_vocab == eager.n_vocab
+    assert tok.max_token_value == eager.max_token_value
+    assert repr(tok) == repr(eager)
+    assert tok.special_tokens == eager.special_tokens
+    assert tok.pattern == eager.pattern
+    assert tok._vocab_data is None and tok._merges_data is None
+    # Made on first use, equal to the eager ones.
+    assert tok.vocab == eager.vocab
+    assert tok.merges == eager.merges
+    assert tok.vocab_size == eager.vocab_size and tok.n_vocab == eager.n_vocab
+    assert repr(tok) == repr(eager)
+    assert tok.decode_single_token_bytes(300) == eager.decode_single_token_bytes(300)
+
+
+def test_get_encoding_builds_no_python_vocab():
+    tok = bytepair.get_encoding("r50k_base")
+    assert tok.encode("hello world") == [31373, 995]
+    assert tok.n_vocab == 50257 and tok.name == "r50k_base"
+    assert "merges=50000" in repr(tok)
+
+
+def test_lazy_tokenizer_round_trips_through_files(tmp_path):
+    tok = fresh_encoding("gpt2")
+    text = (DATA / "address.txt").read_text(encoding="utf-8")
+    tok.save(tmp_path / "g.bytepair")
+    loaded = bytepair.Tokenizer.load(tmp_path / "g.bytepair")
+    assert loaded.vocab == tok.vocab and loaded.merges == tok.merges
+    assert loaded.encode(text) == tok.encode(text)
+    tok = fresh_encoding("gpt2")
+    tok.save_tiktoken(tmp_path / "g.tiktoken")
+    again = bytepair.Tokenizer.from_tiktoken(tmp_path / "g.tiktoken", "gpt2", {EOT: 50256})
+    assert again.vocab == tok.vocab and again.merges == tok.merges
+    assert again.encode(text) == tok.encode(text)
+
+
+@pytest.mark.parametrize(
+    "specials",
+    [
+        None,
+        {EOT: 258},
+        [EOT],
+        {"ab": 256},  # a special id that is also a rank (same bytes): the general way
+        {EOT: 256},  # a special id that is also a rank (other bytes): the same error
+    ],
+)
+def test_from_tiktoken_fast_and_general_ways_agree(tmp_path, specials):
+    path = tmp_path / "s.tiktoken"
+    path.write_bytes(b"\n".join(good_lines()) + b"\n")
+    ranks = formats._parse_tiktoken_py(path.read_bytes(), str(path))
+    try:
+        eager = Tokenizer(
+            {r: t for t, r in ranks.items()}, formats.merges_from_ranks(ranks), specials, "gpt2"
+        )
+    except ValueError as e:
+        with pytest.raises(ValueError) as info:
+            bytepair.Tokenizer.from_tiktoken(path, "gpt2", specials)
+        assert str(info.value) == f"{path}: {e}"
+        return
+    tok = bytepair.Tokenizer.from_tiktoken(path, "gpt2", specials)
+    text = "abc ab abcab " + EOT
+    assert tok.encode(text, allowed_special="all") == eager.encode(text, allowed_special="all")
+    assert (tok.vocab_size, tok.n_vocab, repr(tok)) == (
+        eager.vocab_size,
+        eager.n_vocab,
+        repr(eager),
+    )
+    assert tok.vocab == eager.vocab and tok.merges == eager.merges
+    assert tok.special_tokens == eager.special_tokens
