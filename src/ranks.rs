@@ -7,15 +7,30 @@
 //! merges — true of every BPE-trained vocabulary — this is exactly how tiktoken's
 //! rank-based encoder splits text, so both encoders agree.)
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::packed::{packed, MAX_PACKED};
+
+/// Longest token under a `u64` key.
+const SMALL: usize = 7;
+
+/// Up to [`SMALL`] bytes and their length in one integer.
+#[inline]
+fn small_key(bytes: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    buf[7] = bytes.len() as u8;
+    u64::from_le_bytes(buf)
+}
 
 /// Rank of each token, by its bytes: short tokens (nearly all) under packed-integer
 /// keys, which hash without a loop; the lookups are the whole cost of recovering.
 struct RankOf<'a> {
     /// Tokens of one or two bytes, indexed by their bytes (u32::MAX: none).
     pairs: Vec<u32>,
+    /// Tokens of 3 to 7 bytes: 16-byte entries, so more of the table stays in cache.
+    small: FxHashMap<u64, u32>,
     short: FxHashMap<u128, u32>,
     long: FxHashMap<&'a [u8], u32>,
 }
@@ -24,6 +39,7 @@ impl<'a> RankOf<'a> {
     fn new() -> Self {
         Self {
             pairs: vec![u32::MAX; 1 << 16 | 1 << 8],
+            small: FxHashMap::default(),
             short: FxHashMap::default(),
             long: FxHashMap::default(),
         }
@@ -35,6 +51,8 @@ impl<'a> RankOf<'a> {
             let fresh = self.pairs[slot] == u32::MAX;
             self.pairs[slot] = rank;
             fresh
+        } else if token.len() <= SMALL {
+            self.small.insert(small_key(token), rank).is_none()
         } else if token.len() <= MAX_PACKED {
             self.short
                 .insert(packed(token, 0, token.len()), rank)
@@ -59,6 +77,8 @@ impl<'a> RankOf<'a> {
         if end - start <= 2 {
             let rank = Self::slot(&bytes[start..end]).map_or(u32::MAX, |slot| self.pairs[slot]);
             (rank != u32::MAX).then_some(rank)
+        } else if end - start <= SMALL {
+            self.small.get(&small_key(&bytes[start..end])).copied()
         } else if end - start <= MAX_PACKED {
             self.short.get(&packed(bytes, start, end)).copied()
         } else {
@@ -87,7 +107,7 @@ pub enum RecoverError {
 /// token, in rank order.
 pub fn recover_merges(tokens: &[Option<Vec<u8>>]) -> Result<Vec<(u32, u32, u32)>, RecoverError> {
     let mut rank_of = RankOf::new();
-    rank_of.short.reserve(tokens.len());
+    rank_of.small.reserve(tokens.len());
     for (r, t) in tokens.iter().enumerate() {
         if let Some(t) = t {
             if !rank_of.insert(t.as_slice(), r as u32) {
@@ -100,61 +120,93 @@ pub fn recover_merges(tokens: &[Option<Vec<u8>>]) -> Result<Vec<(u32, u32, u32)>
             return Err(RecoverError::MissingByte(b));
         }
     }
-    let mut merges = Vec::new();
-    // tiktoken's merge loop: `parts[i]` is where part i starts and the rank (below
-    // `r`, else u32::MAX) of part i joined with part i + 1; after a merge only the
-    // neighbours' ranks are looked up again.
-    let mut parts: Vec<(usize, u32)> = Vec::new();
-    for (r, t) in tokens.iter().enumerate() {
-        let Some(t) = t else { continue };
-        if t.len() < 2 {
-            continue;
-        }
-        let r = r as u32;
-        let rank = |parts: &[(usize, u32)], i: usize| -> u32 {
-            match parts.get(i + 2) {
-                Some(&(end, _)) => match rank_of.get(t, parts[i].0, end) {
+    // Each token is split on its own: in parallel for large vocabularies, then the
+    // first failure in rank order is the one reported.
+    type Found = Option<Result<(u32, u32, u32), RecoverError>>;
+    let found: Vec<Found> = tokens
+        .par_iter()
+        .with_min_len(4096)
+        .enumerate()
+        .map_init(Vec::new, |parts, (r, t)| {
+            let t = t.as_deref().filter(|t| t.len() >= 2)?;
+            let r = r as u32;
+            Some(match split(&rank_of, t, r, parts) {
+                Ok((left, right)) => Ok((r, left, right)),
+                Err(parts) => Err(RecoverError::Unreachable { rank: r, parts }),
+            })
+        })
+        .collect();
+    found.into_iter().flatten().collect()
+}
+
+/// One part of a token being split: where it starts, its own rank, and the rank (below
+/// the token's, else u32::MAX) of it joined with the next part.
+#[derive(Clone, Copy)]
+struct Part {
+    start: usize,
+    rank: u32,
+    pair: u32,
+}
+
+/// The ranks of the two tokens BPE with only the ranks below `r` splits `t` into, or
+/// how many parts it stops at instead. tiktoken's merge loop: after a merge only the
+/// neighbours' pair ranks are looked up again.
+fn split(
+    rank_of: &RankOf<'_>,
+    t: &[u8],
+    r: u32,
+    parts: &mut Vec<Part>,
+) -> Result<(u32, u32), usize> {
+    let pair = |parts: &[Part], i: usize| -> u32 {
+        match parts.get(i + 2) {
+            // The whole token has rank r itself, not below it: no need to look.
+            Some(&Part { start: end, .. }) if !(i == 0 && end == t.len()) => {
+                match rank_of.get(t, parts[i].start, end) {
                     Some(pr) if pr < r => pr,
                     _ => u32::MAX,
-                },
-                None => u32::MAX,
+                }
             }
-        };
-        parts.clear();
-        parts.extend((0..=t.len()).map(|i| (i, u32::MAX)));
-        for i in 0..parts.len() - 2 {
-            parts[i].1 = rank(&parts, i);
+            _ => u32::MAX,
         }
-        loop {
-            // The lowest rank; the leftmost on ties.
-            let (i, best) = parts[..parts.len() - 1].iter().enumerate().fold(
-                (0, u32::MAX),
-                |acc, (i, &(_, pr))| if pr < acc.1 { (i, pr) } else { acc },
-            );
-            if best == u32::MAX {
-                break;
-            }
-            parts.remove(i + 1);
-            parts[i].1 = rank(&parts, i);
-            if i > 0 {
-                parts[i - 1].1 = rank(&parts, i - 1);
-            }
-        }
-        if parts.len() != 3 {
-            return Err(RecoverError::Unreachable {
-                rank: r,
-                parts: parts.len() - 1,
-            });
-        }
-        let mid = parts[1].0;
-        let (left, right) = (rank_of.get(t, 0, mid), rank_of.get(t, mid, t.len()));
-        merges.push((
-            r,
-            left.expect("a part's rank"),
-            right.expect("a part's rank"),
-        ));
+    };
+    parts.clear();
+    parts.extend((0..=t.len()).map(|i| Part {
+        start: i,
+        rank: t.get(i).map_or(u32::MAX, |&b| {
+            rank_of.get(&[b], 0, 1).expect("every byte has a rank")
+        }),
+        pair: u32::MAX,
+    }));
+    for i in 0..parts.len() - 2 {
+        parts[i].pair = pair(parts, i);
     }
-    Ok(merges)
+    loop {
+        // The lowest rank; the leftmost on ties.
+        let (i, best) =
+            parts[..parts.len() - 1]
+                .iter()
+                .enumerate()
+                .fold((0, u32::MAX), |acc, (i, p)| {
+                    if p.pair < acc.1 {
+                        (i, p.pair)
+                    } else {
+                        acc
+                    }
+                });
+        if best == u32::MAX {
+            break;
+        }
+        parts.remove(i + 1);
+        parts[i].rank = best;
+        parts[i].pair = pair(parts, i);
+        if i > 0 {
+            parts[i - 1].pair = pair(parts, i - 1);
+        }
+    }
+    if parts.len() != 3 {
+        return Err(parts.len() - 1);
+    }
+    Ok((parts[0].rank, parts[1].rank))
 }
 
 #[cfg(test)]
