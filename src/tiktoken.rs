@@ -132,12 +132,21 @@ fn decode_base64(s: &[u8]) -> Result<Vec<u8>, bool> {
 /// Parses a `.tiktoken` file: `(token, rank)` in file order. Blank lines are skipped;
 /// fields are separated by runs of spaces.
 pub fn parse(data: &[u8]) -> Result<Vec<(Vec<u8>, u32)>, ParseError> {
+    parse_lines(data, true)
+}
+
+/// [`parse`], checking that tokens are distinct only if `check_tokens` (a caller that
+/// finds repeats later anyway, as [`recover_merges`] does, skips a hash map of every
+/// token; the error it reports then may not be the first line's).
+fn parse_lines(data: &[u8], check_tokens: bool) -> Result<Vec<(Vec<u8>, u32)>, ParseError> {
     if data.len() > u32::MAX as usize {
         return Err(ParseError::Unsure);
     }
     let mut entries: Vec<(Vec<u8>, u32)> = Vec::with_capacity(data.len() / 12);
     let mut line_of_token: FxHashMap<&[u8], usize> = FxHashMap::default();
-    line_of_token.reserve(data.len() / 12);
+    if check_tokens {
+        line_of_token.reserve(data.len() / 12);
+    }
     let mut line_of_rank: Vec<u32> = Vec::new(); // 0: not seen
                                                  // A rank past the file's length (ranks are dense in real files) is left to the
                                                  // Python reader, so a stray huge rank never makes a huge table here.
@@ -175,12 +184,14 @@ pub fn parse(data: &[u8]) -> Result<Vec<(Vec<u8>, u32)>, ParseError> {
         };
         // The token's bytes live in `entries`; key the map by the base64 text instead,
         // which is canonical, so equal tokens have equal text.
-        if let Some(&first) = line_of_token.get(token) {
-            return Err(ParseError::DuplicateToken {
-                line: lineno,
-                first,
-                token: bytes,
-            });
+        if check_tokens {
+            if let Some(&first) = line_of_token.get(token) {
+                return Err(ParseError::DuplicateToken {
+                    line: lineno,
+                    first,
+                    token: bytes,
+                });
+            }
         }
         let r = rank as usize;
         if r >= line_of_rank.len() {
@@ -193,7 +204,9 @@ pub fn parse(data: &[u8]) -> Result<Vec<(Vec<u8>, u32)>, ParseError> {
                 rank,
             });
         }
-        line_of_token.insert(token, lineno);
+        if check_tokens {
+            line_of_token.insert(token, lineno);
+        }
         line_of_rank[r] = lineno as u32;
         entries.push((bytes, rank));
     }
@@ -227,13 +240,15 @@ pub enum LoadError {
 /// An encoder straight from the text of a `.tiktoken` file: ids are the ranks, the
 /// merges are recovered from them ([`recover_merges`]), `specials` get their own ids.
 /// What Python's `Tokenizer(ranks inverted, merges_from_ranks(ranks), specials, pattern)`
-/// builds, without the Python dicts in between.
+/// builds, without the Python dicts in between. An error here is only the first
+/// one found: [`parse`] names the first faulty line.
 pub fn load(
     data: &[u8],
     specials: FxHashMap<String, u32>,
     pattern: Option<&str>,
 ) -> Result<Encoder, LoadError> {
-    let tokens = by_rank(parse(data).map_err(LoadError::Parse)?);
+    // A repeated token makes recover_merges fail (Duplicate).
+    let tokens = by_rank(parse_lines(data, false).map_err(LoadError::Parse)?);
     if specials
         .values()
         .any(|&id| tokens.get(id as usize).is_some_and(Option::is_some))
@@ -282,6 +297,60 @@ mod tests {
         ] {
             assert_eq!(decode_base64(unsure), Err(false), "{unsure:?}");
         }
+    }
+
+    #[test]
+    fn loads_an_encoder_or_says_why_not() {
+        let mut text: Vec<u8> = Vec::new();
+        let b64 = |t: &[u8]| {
+            let mut s = String::new();
+            for c in t.chunks(3) {
+                let n = c
+                    .iter()
+                    .enumerate()
+                    .fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
+                let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+                for i in 0..4 {
+                    s.push(if i <= c.len() {
+                        alphabet[(n >> (18 - 6 * i) & 63) as usize] as char
+                    } else {
+                        '='
+                    });
+                }
+            }
+            s
+        };
+        for b in 0..=255u8 {
+            text.extend(format!("{} {b}\n", b64(&[b])).bytes());
+        }
+        text.extend(format!("{} 256\n{} 257\n", b64(b"ab"), b64(b"abc")).bytes());
+        let specials: FxHashMap<String, u32> = [("<|end|>".to_string(), 258)].into_iter().collect();
+        let e = load(&text, specials.clone(), None).unwrap();
+        let all = e.all_specials().clone();
+        assert_eq!(e.encode("abcab<|end|>", &all).unwrap(), vec![257, 256, 258]);
+        assert_eq!(e.merge_pairs(), vec![(97, 98), (256, 99)]);
+        assert_eq!(e.vocab_len(), 259);
+        // A special id that is a rank, a repeated token, a token BPE cannot make.
+        let clash: FxHashMap<String, u32> = [("x".to_string(), 256)].into_iter().collect();
+        assert!(matches!(
+            load(&text, clash, None),
+            Err(LoadError::SpecialIsRank)
+        ));
+        let mut repeated = text.clone();
+        repeated.extend(format!("{} 300\n", b64(b"ab")).bytes());
+        assert!(matches!(
+            load(&repeated, specials.clone(), None),
+            Err(LoadError::Recover(RecoverError::Duplicate { .. }))
+        ));
+        let mut unreachable = text.clone();
+        unreachable.extend(format!("{} 300\n", b64(b"xyz")).bytes());
+        assert!(matches!(
+            load(&unreachable, specials, None),
+            Err(LoadError::Recover(RecoverError::Unreachable {
+                rank: 300,
+                parts: 3
+            }))
+        ));
     }
 
     #[test]
