@@ -7,7 +7,6 @@
 //! merges — true of every BPE-trained vocabulary — this is exactly how tiktoken's
 //! rank-based encoder splits text, so both encoders agree.)
 
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::packed::{packed, MAX_PACKED};
@@ -120,23 +119,46 @@ pub fn recover_merges(tokens: &[Option<Vec<u8>>]) -> Result<Vec<(u32, u32, u32)>
             return Err(RecoverError::MissingByte(b));
         }
     }
-    // Each token is split on its own: in parallel for large vocabularies, then the
-    // first failure in rank order is the one reported.
+    // Each token is split on its own: on a few threads for large vocabularies (thread
+    // k takes every n-th token, as later tokens are longer), then the first failure in
+    // rank order is the one reported. Scoped threads, not rayon's global pool, which
+    // would not survive a fork (a DataLoader worker loading an encoding).
     type Found = Option<Result<(u32, u32, u32), RecoverError>>;
-    let found: Vec<Found> = tokens
-        .par_iter()
-        .with_min_len(4096)
-        .enumerate()
-        .map_init(Vec::new, |parts, (r, t)| {
-            let t = t.as_deref().filter(|t| t.len() >= 2)?;
-            let r = r as u32;
-            Some(match split(&rank_of, t, r, parts) {
-                Ok((left, right)) => Ok((r, left, right)),
-                Err(parts) => Err(RecoverError::Unreachable { rank: r, parts }),
-            })
+    let split_one = |r: usize, parts: &mut Vec<Part>| -> Found {
+        let t = tokens[r].as_deref().filter(|t| t.len() >= 2)?;
+        let r = r as u32;
+        Some(match split(&rank_of, t, r, parts) {
+            Ok((left, right)) => Ok((r, left, right)),
+            Err(parts) => Err(RecoverError::Unreachable { rank: r, parts }),
         })
-        .collect();
-    found.into_iter().flatten().collect()
+    };
+    let threads = if tokens.len() >= 1 << 14 {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+    } else {
+        1
+    };
+    let strides: Vec<Vec<Found>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let split_one = &split_one;
+                s.spawn(move || {
+                    let mut parts = Vec::new();
+                    (k..tokens.len())
+                        .step_by(threads)
+                        .map(|r| split_one(r, &mut parts))
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a recover thread panicked"))
+            .collect()
+    });
+    let mut strides: Vec<_> = strides.into_iter().map(Vec::into_iter).collect();
+    (0..tokens.len())
+        .filter_map(|r| strides[r % threads].next().expect("one result per token"))
+        .collect()
 }
 
 /// One part of a token being split: where it starts, its own rank, and the rank (below
@@ -236,6 +258,35 @@ mod tests {
             recover_merges(&tokens),
             Err(RecoverError::Unreachable {
                 rank: 256,
+                parts: 3
+            })
+        );
+    }
+
+    #[test]
+    fn large_vocabularies_split_on_threads_and_report_the_first_failure() {
+        // Every pair of bytes not starting with 0: 65280 tokens, enough for threads.
+        let mut tokens = byte_tokens();
+        for a in 1..=255u8 {
+            for b in 0..=255u8 {
+                tokens.push(Some(vec![a, b]));
+            }
+        }
+        let merges = recover_merges(&tokens).unwrap();
+        assert_eq!(merges.len(), 255 * 256);
+        assert_eq!(merges[0], (256, 1, 0));
+        assert_eq!(
+            merges[merges.len() - 1],
+            (tokens.len() as u32 - 1, 255, 255)
+        );
+        // Two tokens no merge can make (no pair starts with 0), on different threads.
+        let first = tokens.len() as u32;
+        tokens.push(Some(vec![0, 0, 0]));
+        tokens.push(Some(vec![0, 1, 0]));
+        assert_eq!(
+            recover_merges(&tokens),
+            Err(RecoverError::Unreachable {
+                rank: first,
                 parts: 3
             })
         );

@@ -5,7 +5,10 @@ against tokenizers built the general way."""
 from __future__ import annotations
 
 import base64
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -215,3 +218,20 @@ def test_from_tiktoken_fast_and_general_ways_agree(tmp_path, specials):
     )
     assert tok.vocab == eager.vocab and tok.merges == eager.merges
     assert tok.special_tokens == eager.special_tokens
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_an_encoding_loads_in_a_forked_child():
+    # Recovering merges runs on threads of its own each time (no global pool, whose
+    # threads a forked child would not have: it would wait for them forever).
+    script = """
+import os, bytepair
+bytepair.get_encoding("gpt2")
+pid = os.fork()
+if pid == 0:
+    tok = bytepair.get_encoding("cl100k_base")
+    os._exit(0 if tok.encode("hello world") == [15339, 1917] else 1)
+_, status = os.waitpid(pid, 0)
+raise SystemExit(os.waitstatus_to_exitcode(status))
+"""
+    subprocess.run([sys.executable, "-c", script], timeout=300, check=True)
