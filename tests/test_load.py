@@ -141,7 +141,7 @@ def fresh_encoding(name: str) -> Tokenizer:
     return Tokenizer._from_tiktoken_data(data, encodings._bundled_path(file), pattern, specials)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("name", ["gpt2", "p50k_base", "cl100k_base", "o200k_base"])
 def test_lazy_vocab_and_merges_equal_eager_ones(name):
     tok = fresh_encoding(name)
     eager = eager_encoding(name)
@@ -158,6 +158,7 @@ def test_lazy_vocab_and_merges_equal_eager_ones(name):
     assert tok._vocab_data is None and tok._merges_data is None
     # Made on first use, equal to the eager ones.
     assert tok.vocab == eager.vocab
+    assert list(tok.vocab) == list(eager.vocab)  # same order too (the files are sorted)
     assert tok.merges == eager.merges
     assert tok.vocab_size == eager.vocab_size and tok.n_vocab == eager.n_vocab
     assert repr(tok) == repr(eager)
@@ -193,6 +194,8 @@ def test_lazy_tokenizer_round_trips_through_files(tmp_path):
         [EOT],
         {"ab": 256},  # a special id that is also a rank (same bytes): the general way
         {EOT: 256},  # a special id that is also a rank (other bytes): the same error
+        {EOT: 258, "<|pad|>": 258},  # two specials, one id: the same error
+        {"<|pad|>": 300, EOT: 258},  # vocab order: ordinary tokens, then specials as given
     ],
 )
 def test_from_tiktoken_fast_and_general_ways_agree(tmp_path, specials):
@@ -217,6 +220,7 @@ def test_from_tiktoken_fast_and_general_ways_agree(tmp_path, specials):
         repr(eager),
     )
     assert tok.vocab == eager.vocab and tok.merges == eager.merges
+    assert list(tok.vocab) == list(eager.vocab)
     assert tok.special_tokens == eager.special_tokens
 
 

@@ -98,7 +98,13 @@ class Tokenizer:
     @property
     def _vocab(self) -> dict[int, bytes]:
         if self._vocab_data is None:
-            self._vocab_data = self._core.vocab()
+            # In the order __init__ makes: ordinary tokens (by id), then the specials.
+            vocab = self._core.vocab()
+            for i in self._special_tokens.values():
+                del vocab[i]
+            for t, i in self._special_tokens.items():
+                vocab[i] = t.encode("utf-8")
+            self._vocab_data = vocab
         return self._vocab_data
 
     @property
@@ -203,6 +209,8 @@ class Tokenizer:
             try:
                 regex = resolve_pattern(pattern)
                 specials = {str(t): int(i) for t, i in (special_tokens or {}).items()}
+                if len(set(specials.values())) != len(specials):
+                    raise ValueError("two special tokens share an id")  # worded below
                 core = _core.Encoder.from_tiktoken(data, specials, regex)
             except (ValueError, TypeError, OverflowError):
                 pass
