@@ -133,11 +133,11 @@ impl Encoder {
     ) -> Result<Self, String> {
         let mut byte_ids = [u32::MAX; 256];
         // Lowest id wins when a byte string occurs twice.
-        let mut sorted: Vec<(&u32, &Vec<u8>)> = vocab.iter().collect();
-        sorted.sort_by_key(|(id, _)| **id);
-        for (&id, bytes) in sorted.iter().rev() {
-            if bytes.len() == 1 && !specials.values().any(|&s| s == id) {
-                byte_ids[bytes[0] as usize] = id;
+        for (&id, bytes) in &vocab {
+            if let [b] = bytes[..] {
+                if id < byte_ids[b as usize] && !specials.values().any(|&s| s == id) {
+                    byte_ids[b as usize] = id;
+                }
             }
         }
         if let Some(missing) = byte_ids.iter().position(|&id| id == u32::MAX) {
@@ -564,11 +564,59 @@ impl Encoder {
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.decoder.get(&id).map(Vec::as_slice)
     }
+
+    /// Number of tokens, special tokens included.
+    pub fn vocab_len(&self) -> usize {
+        self.decoder.len()
+    }
+
+    /// Every token, special tokens included, as `(id, bytes)` in id order.
+    pub fn tokens(&self) -> Vec<(u32, &[u8])> {
+        let mut tokens: Vec<(u32, &[u8])> = self
+            .decoder
+            .iter()
+            .map(|(&id, b)| (id, b.as_slice()))
+            .collect();
+        tokens.sort_unstable_by_key(|&(id, _)| id);
+        tokens
+    }
+
+    /// The merges as `(left id, right id)` in rank order (a pair given twice to
+    /// [`Encoder::new`] appears once, at its first rank).
+    pub fn merge_pairs(&self) -> Vec<(u32, u32)> {
+        let mut pairs: Vec<(u32, (u32, u32))> =
+            self.merges.iter().map(|(&p, m)| (m.rank, p)).collect();
+        pairs.sort_unstable_by_key(|&(rank, _)| rank);
+        pairs.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// Number of distinct merges.
+    pub fn merge_count(&self) -> usize {
+        self.merges.len()
+    }
 }
 
 /// True when every merge ranks after every merge that produced one of its parts (see
 /// `Encoder::ranks_grow`).
 fn ranks_grow(merges: &FxHashMap<(u32, u32), Merge>) -> bool {
+    // The latest rank that makes each id (u32::MAX: none), in a table indexed by id
+    // when ids are dense (they nearly always are), else in a map.
+    let max_id = merges.values().map(|m| m.id).max().unwrap_or(0) as usize;
+    if max_id <= 4 * merges.len() + 1024 {
+        let mut made_at = vec![u32::MAX; max_id + 1];
+        for m in merges.values() {
+            let at = &mut made_at[m.id as usize];
+            *at = if *at == u32::MAX {
+                m.rank
+            } else {
+                (*at).max(m.rank)
+            };
+        }
+        let made = |id: u32| made_at.get(id as usize).copied().unwrap_or(u32::MAX);
+        return merges.iter().all(|(&(l, r), m)| {
+            (made(l) == u32::MAX || made(l) < m.rank) && (made(r) == u32::MAX || made(r) < m.rank)
+        });
+    }
     let mut made_at: FxHashMap<u32, u32> = FxHashMap::default();
     for m in merges.values() {
         let r = made_at.entry(m.id).or_insert(m.rank);

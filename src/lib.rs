@@ -9,7 +9,8 @@
 //! - [`encode`]: text → ids and ids → bytes;
 //! - [`packed`]: short byte strings as integer hash keys (counting, the piece cache);
 //! - [`ranks`]: recovering merges from rank-only (tiktoken) vocabularies;
-//! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads.
+//! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads;
+//! - [`tiktoken`]: parsing `.tiktoken` rank files.
 //!
 //! The Python bindings live apart, in `py.rs`, behind the `python` feature.
 
@@ -22,6 +23,7 @@ pub mod packed;
 pub mod pretokenize;
 pub mod ranks;
 pub mod shards;
+pub mod tiktoken;
 pub mod train;
 
 #[cfg(feature = "python")]

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rustc_hash::FxHashMap;
 
 use crate::count::{count_documents, count_file, Counts, ReadError, Utf8Errors, BLOCK_BYTES};
@@ -243,6 +243,68 @@ impl Encoder {
 
 #[pymethods]
 impl Encoder {
+    /// An encoder straight from the bytes of a `.tiktoken` file (see
+    /// `tiktoken::load`). Failures raise ValueError: a message for a bad pattern or
+    /// special token, else args the Python side words (`tiktoken_error`).
+    #[staticmethod]
+    fn from_tiktoken(
+        py: Python<'_>,
+        data: &[u8],
+        special_tokens: FxHashMap<String, u32>,
+        pattern: Option<&str>,
+    ) -> PyResult<Self> {
+        use crate::tiktoken::{load, LoadError};
+        let core = py
+            .detach(|| load(data, special_tokens, pattern))
+            .map_err(|e| match e {
+                LoadError::Parse(e) => parse_error(py, e),
+                LoadError::Recover(e) => recover_error(e),
+                LoadError::SpecialIsRank => PyValueError::new_err(("unsure",)),
+                LoadError::Encoder(message) => PyValueError::new_err(message),
+            })?;
+        Ok(Self {
+            core,
+            matchers: Mutex::new(FxHashMap::default()),
+            ints: OnceLock::new(),
+        })
+    }
+
+    /// Every token, special tokens included: {id: bytes} in id order.
+    fn vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (id, bytes) in self.core.tokens() {
+            d.set_item(id, PyBytes::new(py, bytes))?;
+        }
+        Ok(d)
+    }
+
+    /// The merges in rank order as pairs of bytes.
+    fn merges<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let bytes = |id: u32| PyBytes::new(py, self.core.token_bytes(id).unwrap_or_default());
+        let pairs: Vec<_> = self
+            .core
+            .merge_pairs()
+            .into_iter()
+            .map(|(l, r)| (bytes(l), bytes(r)))
+            .collect();
+        PyList::new(py, pairs)
+    }
+
+    /// Number of tokens, special tokens included.
+    fn vocab_len(&self) -> usize {
+        self.core.vocab_len()
+    }
+
+    /// Number of distinct merges.
+    fn merge_count(&self) -> usize {
+        self.core.merge_count()
+    }
+
+    /// The largest token id.
+    fn max_id(&self) -> u32 {
+        self.core.max_id()
+    }
+
     #[new]
     #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
     fn new(
@@ -497,21 +559,62 @@ impl Encoder {
     }
 }
 
+/// A `.tiktoken` parse failure as ValueError args: ("unsure",) when the Python reader
+/// must decide, ("line", lineno) for a line the Python reader words, else
+/// ("duplicate_token", lineno, first lineno, token) / ("duplicate_rank", lineno, first
+/// lineno, rank).
+fn parse_error(py: Python<'_>, e: crate::tiktoken::ParseError) -> PyErr {
+    use crate::tiktoken::ParseError;
+    match e {
+        ParseError::Unsure => PyValueError::new_err(("unsure",)),
+        ParseError::Fields { line } | ParseError::Base64 { line } | ParseError::Rank { line } => {
+            PyValueError::new_err(("line", line))
+        }
+        ParseError::DuplicateToken { line, first, token } => PyValueError::new_err((
+            "duplicate_token",
+            line,
+            first,
+            PyBytes::new(py, &token).unbind(),
+        )),
+        ParseError::DuplicateRank { line, first, rank } => {
+            PyValueError::new_err(("duplicate_rank", line, first, rank))
+        }
+    }
+}
+
+fn recover_error(e: crate::ranks::RecoverError) -> PyErr {
+    use crate::ranks::RecoverError;
+    match e {
+        RecoverError::Duplicate { rank } => PyValueError::new_err(("duplicate", rank)),
+        RecoverError::MissingByte(b) => PyValueError::new_err(("missing_byte", b)),
+        RecoverError::Unreachable { rank, parts } => {
+            PyValueError::new_err(("unreachable", rank, parts))
+        }
+    }
+}
+
+/// The contents of a `.tiktoken` file as {token: rank}, in file order. Failures raise
+/// ValueError with the args of `parse_error`.
+#[pyfunction]
+fn parse_tiktoken<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let entries = py
+        .detach(|| crate::tiktoken::parse(data))
+        .map_err(|e| parse_error(py, e))?;
+    let d = PyDict::new(py);
+    for (token, rank) in entries {
+        d.set_item(PyBytes::new(py, &token), rank)?;
+    }
+    Ok(d)
+}
+
 /// Merges of a rank-only vocabulary: `tokens[rank]` (None for skipped ranks) →
 /// `(rank, left rank, right rank)` per multi-byte token, in rank order. Failures raise
 /// ValueError with args ("duplicate", rank), ("missing_byte", byte) or
 /// ("unreachable", rank, parts), for the Python side to word.
 #[pyfunction]
 fn recover_merges(py: Python<'_>, tokens: Vec<Option<Vec<u8>>>) -> PyResult<Vec<(u32, u32, u32)>> {
-    use crate::ranks::RecoverError;
     py.detach(|| crate::ranks::recover_merges(&tokens))
-        .map_err(|e| match e {
-            RecoverError::Duplicate { rank } => PyValueError::new_err(("duplicate", rank)),
-            RecoverError::MissingByte(b) => PyValueError::new_err(("missing_byte", b)),
-            RecoverError::Unreachable { rank, parts } => {
-                PyValueError::new_err(("unreachable", rank, parts))
-            }
-        })
+        .map_err(recover_error)
 }
 
 /// Offsets where the built-in patterns allow cutting text (`chunking::is_newline_cut`),
@@ -527,6 +630,7 @@ fn newline_cuts(data: &[u8]) -> Vec<usize> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(newline_cuts, m)?)?;
     m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_tiktoken, m)?)?;
     m.add_class::<PreTokenCounter>()?;
     m.add_class::<Encoder>()?;
     m.add("GPT2_PATTERN", crate::pretokenize::GPT2_PATTERN)?;

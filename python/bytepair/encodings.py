@@ -16,7 +16,7 @@ import lzma
 import threading
 from importlib import resources
 
-from bytepair.formats import merges_from_ranks, parse_tiktoken
+from bytepair.formats import parse_tiktoken
 from bytepair.patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 from bytepair.tokenizer import Tokenizer
 
@@ -128,8 +128,17 @@ def list_encodings() -> list[str]:
 
 def bundled_ranks(file: str) -> dict[bytes, int]:
     """The ranks of a bundled ``.tiktoken`` file: token bytes -> rank."""
+    return parse_tiktoken(_bundled_data(file), _bundled_path(file))
+
+
+def _bundled_path(file: str) -> str:
+    return f"bytepair/data/{file}.tiktoken.xz"
+
+
+def _bundled_data(file: str) -> bytes:
+    """The text of a bundled ``.tiktoken`` file (decompressed)."""
     packed = resources.files("bytepair").joinpath("data", f"{file}.tiktoken.xz")
-    return parse_tiktoken(lzma.decompress(packed.read_bytes()), f"bytepair/data/{file}.tiktoken.xz")
+    return lzma.decompress(packed.read_bytes())
 
 
 def get_encoding(name: str) -> Tokenizer:
@@ -140,9 +149,11 @@ def get_encoding(name: str) -> Tokenizer:
         tok = _cache.get(name)
         if tok is None:
             file, pattern, specials = _ENCODINGS[name]
-            ranks = bundled_ranks(file)
-            vocab = {rank: token for token, rank in ranks.items()}
-            tok = Tokenizer(vocab, merges_from_ranks(ranks), specials, pattern)
+            # Parsed, merges recovered and the encoder built in the Rust core; the
+            # Python vocab and merges are made only if asked for (Tokenizer.vocab...).
+            tok = Tokenizer._from_tiktoken_data(
+                _bundled_data(file), _bundled_path(file), pattern, specials
+            )
             tok.name = name
             _cache[name] = tok
         return tok

@@ -311,7 +311,43 @@ def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:
 
 
 def parse_tiktoken(data: bytes, path: str) -> dict[bytes, int]:
-    """The contents of a ``.tiktoken`` file as {token: rank}; ``path`` names it in errors."""
+    """The contents of a ``.tiktoken`` file as {token: rank}; ``path`` names it in errors.
+
+    The Rust core parses files in the plain form (every real file); it hands anything
+    unusual (tabs, signs, non-ASCII, odd base64 padding) back to the Python reader
+    below, which defines what is accepted and how each fault is worded.
+    """
+    try:
+        return _core.parse_tiktoken(data)
+    except ValueError as e:
+        error = _tiktoken_error(e.args, data, path)
+        if error is not None:
+            raise error from None
+    return _parse_tiktoken_py(data, path)
+
+
+def _tiktoken_error(args: tuple, data: bytes, path: str) -> ValueError | None:
+    """The ValueError for a native parse failure (``_core.parse_tiktoken``'s args),
+    worded as the Python reader words it; None when the Python reader must decide."""
+    kind = args[0] if args else None
+    if kind == "line":
+        lineno = args[1]
+        try:
+            _check_tiktoken_line(data.splitlines()[lineno - 1], f"{path}, line {lineno}")
+        except ValueError as e:
+            return e
+    elif kind == "duplicate_token":
+        lineno, first, token = args[1:]
+        return ValueError(_duplicate_token_message(f"{path}, line {lineno}", token, first))
+    elif kind == "duplicate_rank":
+        lineno, first, rank = args[1:]
+        return ValueError(_duplicate_rank_message(f"{path}, line {lineno}", rank, first))
+    return None
+
+
+def _parse_tiktoken_py(data: bytes, path: str) -> dict[bytes, int]:
+    """The Python reader: what a valid ``.tiktoken`` file is (the native parser agrees
+    with it on every file it does not hand back)."""
     # Fast path for well-formed files; any doubt falls back to the line-by-line check,
     # which names the line at fault.
     try:
@@ -333,31 +369,45 @@ def parse_tiktoken(data: bytes, path: str) -> dict[bytes, int]:
     return _parse_tiktoken_checked(data, path)
 
 
+def _check_tiktoken_line(raw: bytes, where: str) -> tuple[bytes, int] | None:
+    """(token, rank) of one line, None for a blank line; a ValueError naming ``where``."""
+    line = raw.decode("utf-8", "replace")
+    if not line.strip():
+        return None
+    parts = line.split()
+    if len(parts) != 2:
+        raise ValueError(f"{where}: expected 'base64-token rank', got {line[:80]!r}")
+    try:
+        token = base64.b64decode(parts[0], validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"{where}: {parts[0][:80]!r} is not valid base64") from None
+    if not (parts[1].isascii() and parts[1].isdigit()):
+        raise ValueError(f"{where}: rank {parts[1][:40]!r} is not a non-negative integer")
+    return token, int(parts[1])
+
+
+def _duplicate_token_message(where: str, token: bytes, first: int) -> str:
+    return f"{where}: token {token!r} was already given on line {first}"
+
+
+def _duplicate_rank_message(where: str, rank: int, first: int) -> str:
+    return f"{where}: rank {rank} was already given on line {first}"
+
+
 def _parse_tiktoken_checked(data: bytes, path: str) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
     line_of_token: dict[bytes, int] = {}
     for lineno, raw in enumerate(data.splitlines(), 1):
-        line = raw.decode("utf-8", "replace")
-        if not line.strip():
-            continue
         where = f"{path}, line {lineno}"
-        parts = line.split()
-        if len(parts) != 2:
-            raise ValueError(f"{where}: expected 'base64-token rank', got {line[:80]!r}")
-        try:
-            token = base64.b64decode(parts[0], validate=True)
-        except (binascii.Error, ValueError):
-            raise ValueError(f"{where}: {parts[0][:80]!r} is not valid base64") from None
-        if not (parts[1].isascii() and parts[1].isdigit()):
-            raise ValueError(f"{where}: rank {parts[1][:40]!r} is not a non-negative integer")
-        rank = int(parts[1])
+        entry = _check_tiktoken_line(raw, where)
+        if entry is None:
+            continue
+        token, rank = entry
         if token in line_of_token:
-            raise ValueError(
-                f"{where}: token {token!r} was already given on line {line_of_token[token]}"
-            )
+            raise ValueError(_duplicate_token_message(where, token, line_of_token[token]))
         if rank in line_of_rank:
-            raise ValueError(f"{where}: rank {rank} was already given on line {line_of_rank[rank]}")
+            raise ValueError(_duplicate_rank_message(where, rank, line_of_rank[rank]))
         ranks[token] = rank
         line_of_token[token] = lineno
         line_of_rank[rank] = lineno

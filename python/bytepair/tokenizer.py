@@ -60,8 +60,10 @@ class Tokenizer:
         special_tokens: Iterable[str] | dict[str, int] | None = None,
         pattern: str | None = "gpt2",
     ) -> None:
-        self._vocab = {int(i): bytes(t) for i, t in vocab.items()}
-        self._merges = [(bytes(a), bytes(b)) for a, b in merges]
+        self._vocab_data: dict[int, bytes] | None = {int(i): bytes(t) for i, t in vocab.items()}
+        self._merges_data: list[tuple[bytes, bytes]] | None = [
+            (bytes(a), bytes(b)) for a, b in merges
+        ]
         self._pattern = resolve_pattern(pattern)
         self._special_tokens = self._assign_special_ids(special_tokens)
         special_ids = set(self._special_tokens.values())
@@ -80,6 +82,36 @@ class Tokenizer:
                 ) from None
         ordinary = {i: t for i, t in self._vocab.items() if i not in special_ids}
         self._core = _core.Encoder(ordinary, merge_ids, self._special_tokens, self._pattern)
+
+    @classmethod
+    def _from_core(cls, core, special_tokens: dict[str, int], pattern: str | None) -> Tokenizer:
+        """A tokenizer around a ready encoder; its vocab and merges are read from the
+        encoder when first asked for."""
+        tok = cls.__new__(cls)
+        tok._vocab_data = None
+        tok._merges_data = None
+        tok._pattern = pattern
+        tok._special_tokens = special_tokens
+        tok._core = core
+        return tok
+
+    @property
+    def _vocab(self) -> dict[int, bytes]:
+        if self._vocab_data is None:
+            # In the order __init__ makes: ordinary tokens (by id), then the specials.
+            vocab = self._core.vocab()
+            for i in self._special_tokens.values():
+                del vocab[i]
+            for t, i in self._special_tokens.items():
+                vocab[i] = t.encode("utf-8")
+            self._vocab_data = vocab
+        return self._vocab_data
+
+    @property
+    def _merges(self) -> list[tuple[bytes, bytes]]:
+        if self._merges_data is None:
+            self._merges_data = self._core.merges()
+        return self._merges_data
 
     def _assign_special_ids(self, special_tokens) -> dict[str, int]:
         if special_tokens is None:
@@ -153,9 +185,38 @@ class Tokenizer:
         The file holds neither pattern nor special tokens, so pass them: e.g.
         ``Tokenizer.from_tiktoken("cl100k_base.tiktoken", "cl100k", {"<|endoftext|>": 100257})``.
         """
+        return cls._from_tiktoken_data(Path(path).read_bytes(), str(path), pattern, special_tokens)
+
+    @classmethod
+    def _from_tiktoken_data(
+        cls,
+        data: bytes,
+        path: str,
+        pattern: str | None,
+        special_tokens: Iterable[str] | dict[str, int] | None = None,
+    ) -> Tokenizer:
+        """:meth:`from_tiktoken` of a file's contents (``path`` names it in errors).
+
+        The Rust core parses the file, recovers the merges and builds the encoder in
+        one step (``_core.Encoder.from_tiktoken``), with no Python dicts in between;
+        whatever it declines (a fault to word, special ids among the ranks, a file in
+        an unusual form) goes the general way below, which raises the same errors as
+        before.
+        """
         from bytepair import formats
 
-        ranks = formats.read_tiktoken(path)
+        if special_tokens is None or isinstance(special_tokens, dict):
+            try:
+                regex = resolve_pattern(pattern)
+                specials = {str(t): int(i) for t, i in (special_tokens or {}).items()}
+                if len(set(specials.values())) != len(specials):
+                    raise ValueError("two special tokens share an id")  # worded below
+                core = _core.Encoder.from_tiktoken(data, specials, regex)
+            except (ValueError, TypeError, OverflowError):
+                pass
+            else:
+                return cls._from_core(core, specials, regex)
+        ranks = formats.parse_tiktoken(data, path)
         try:
             merges = formats.merges_from_ranks(ranks)
             vocab = {rank: token for token, rank in ranks.items()}
@@ -268,21 +329,31 @@ class Tokenizer:
     @property
     def vocab_size(self) -> int:
         """Number of tokens, special tokens included."""
-        return len(self._vocab)
+        if self._vocab_data is None:
+            return self._core.vocab_len()
+        return len(self._vocab_data)
 
     @property
     def n_vocab(self) -> int:
         """One more than the largest id (tiktoken's meaning; usually ``vocab_size``)."""
-        return max(self._vocab, default=-1) + 1
+        if self._vocab_data is None:
+            return self._core.max_id() + 1
+        return max(self._vocab_data, default=-1) + 1
 
     def __repr__(self) -> str:
         specials = ", ".join(list(self._special_tokens)[:3])
         if len(self._special_tokens) > 3:
             specials += ", ..."
         return (
-            f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merges)} "
+            f"<Tokenizer vocab_size={self.vocab_size} merges={self._merge_count} "
             f"pattern={pattern_name(self._pattern)} special_tokens=[{specials}]>"
         )
+
+    @property
+    def _merge_count(self) -> int:
+        if self._merges_data is None:
+            return self._core.merge_count()
+        return len(self._merges_data)
 
     # -- encoding -----------------------------------------------------------------------
 
@@ -560,7 +631,9 @@ class Tokenizer:
     @property
     def max_token_value(self) -> int:
         """The largest token id."""
-        return max(self._vocab)
+        if self._vocab_data is None:
+            return self._core.max_id()
+        return max(self._vocab_data)
 
     @property
     def eot_token(self) -> int:
