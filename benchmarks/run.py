@@ -283,14 +283,19 @@ def encode_bytepair(path: str, encoding: str, mode: str, out: str | None = None)
         ids = np.fromfile(out, dtype=np.uint32 if wide else np.uint16)
         os.unlink(out)
         return {**m, **ids_digest([ids]), "load_seconds": seconds}
-    threads = 1 if mode == "batch1" else CORES
-    return _encode(
-        read_text(path),
-        mode,
-        tok.encode_ordinary,
-        lambda docs: tok.encode_ordinary_batch(docs, num_threads=threads),
-        seconds,
-    )
+    threads = 1 if mode in ("batch1", "numpy1") else CORES
+    if mode.startswith("numpy"):  # one flat uint32 array (+ offsets), no Python ints
+        import numpy  # noqa: F401  (imported once per process, not timed)
+
+        def batch(docs):
+            ids, _ = tok.encode_batch_to_numpy(docs, num_threads=threads, disallowed_special=())
+            return [ids]
+    else:
+
+        def batch(docs):
+            return tok.encode_ordinary_batch(docs, num_threads=threads)
+
+    return _encode(read_text(path), mode, tok.encode_ordinary, batch, seconds)
 
 
 def encode_tiktoken(path: str, encoding: str, mode: str, refs: bool = False) -> dict:
@@ -670,6 +675,8 @@ MODES = {
     "one": "one call",
     "batch1": "batch, 1 thread",
     "batch": f"batch, {CORES} threads",
+    "numpy1": "batch → numpy, 1 thread",
+    "numpy": f"batch → numpy, {CORES} threads",
     "file": "file → shard",
 }
 ENCODERS = [  # mode, tool, child task, which tiktoken ids it must equal, note
@@ -682,6 +689,8 @@ ENCODERS = [  # mode, tool, child task, which tiktoken ids it must equal, note
     ("batch", "tiktoken", "encode_tiktoken", "ids", "encode_ordinary_batch, ~1 MB pieces"),
     ("batch", "HF tokenizers", "encode_tokenizers", "ids_all", "encode_batch; specials on"),
     ("batch", "tokie", "encode_tokie", "ids_all", "encode_batch; specials on"),
+    ("numpy1", "bytepair", "encode_bytepair", "ids", "encode_batch_to_numpy, num_threads=1"),
+    ("numpy", "bytepair", "encode_bytepair", "ids", "encode_batch_to_numpy, ~1 MB pieces"),
     (
         "file",
         "bytepair",
@@ -749,11 +758,15 @@ def section_encode(args, tmp: Path, vers: dict) -> None:
                 results[mode, tool] = measure(args, tool, task, first, path=str(path), **kw)
             ref = results["one", "tiktoken"]
             ours = {m: results.get((m, "bytepair"), {}).get("seconds") for m in MODES}
-            if ours["batch"] and ours["one"] and ours["batch1"]:
-                scaling.append(
-                    f"{name}, {corpus}: {ours['one'] / ours['batch']:.2f}× one call, "
-                    f"{ours['batch1'] / ours['batch']:.2f}× the same batch on 1 thread"
-                )
+            for many, one_thread, what in (
+                ("batch", "batch1", "lists"),
+                ("numpy", "numpy1", "numpy"),
+            ):
+                if ours[many] and ours["one"] and ours[one_thread]:
+                    scaling.append(
+                        f"{name}, {corpus}, {what}: {ours['one'] / ours[many]:.2f}× one call, "
+                        f"{ours[one_thread] / ours[many]:.2f}× the same batch on 1 thread"
+                    )
             for mode, tool, _, want, note in ENCODERS:
                 if (mode, tool) not in results:
                     continue

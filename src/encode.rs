@@ -219,8 +219,19 @@ impl Encoder {
         cache: &mut PieceCache,
     ) -> Result<Vec<u32>, String> {
         let mut out = Vec::with_capacity(text.len() / 3);
-        self.for_each_ids(text, allowed, Some(cache), |ids| push_ids(&mut out, ids))?;
+        self.encode_cached_into(text, allowed, cache, &mut out)?;
         Ok(out)
+    }
+
+    /// Like [`Encoder::encode_cached`], appending to `out`.
+    pub fn encode_cached_into(
+        &self,
+        text: &str,
+        allowed: &SpecialMatcher,
+        cache: &mut PieceCache,
+        out: &mut Vec<u32>,
+    ) -> Result<(), String> {
+        self.for_each_ids(text, allowed, Some(cache), |ids| push_ids(out, ids))
     }
 
     /// Runs `f` with a warm piece cache from earlier calls (or a new one), then keeps

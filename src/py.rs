@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
 use rustc_hash::FxHashMap;
 
 use crate::count::{count_documents, count_file, Counts, ReadError, Utf8Errors, BLOCK_BYTES};
@@ -169,6 +169,40 @@ impl PreTokenCounter {
             .collect();
         Ok((trained.merges, vocab))
     }
+}
+
+/// Starts `workers` threads in `s` that take `texts` in turn (`next` is the next
+/// index), encode each with a piece cache kept across texts (warm from earlier calls),
+/// and send `(index, ids)`. After a failure no further texts are taken.
+fn spawn_encoders<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    core: &'env CoreEncoder,
+    m: &'env SpecialMatcher,
+    texts: &'env [&'env str],
+    workers: usize,
+    next: &'env std::sync::atomic::AtomicUsize,
+) -> std::sync::mpsc::Receiver<(usize, Result<Vec<u32>, String>)> {
+    use std::sync::atomic::Ordering;
+    let (tx, rx) = std::sync::mpsc::channel();
+    for _ in 0..workers {
+        let tx = tx.clone();
+        s.spawn(move || {
+            core.with_cache(|cache| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= texts.len() {
+                    break;
+                }
+                let ids = core.encode_cached(texts[i], m, cache);
+                if ids.is_err() {
+                    next.store(texts.len(), Ordering::Relaxed);
+                }
+                if tx.send((i, ids)).is_err() {
+                    break;
+                }
+            })
+        });
+    }
+    rx
 }
 
 /// Encoder over a fixed vocabulary, merges and special tokens.
@@ -383,7 +417,6 @@ impl Encoder {
         num_threads: usize,
     ) -> PyResult<Bound<'py, PyList>> {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::sync::mpsc;
 
         let m = self.matcher(allowed_special)?;
         // Borrowed UTF-8, not copied.
@@ -399,23 +432,7 @@ impl Encoder {
             let (core, m, texts) = (&self.core, &*m, &texts);
             let next = &AtomicUsize::new(0);
             let failure = std::thread::scope(|s| {
-                let (tx, mut rx) = mpsc::channel();
-                for _ in 0..workers {
-                    let tx = tx.clone();
-                    s.spawn(move || {
-                        core.with_cache(|cache| loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            if i >= texts.len() {
-                                break;
-                            }
-                            let ids = core.encode_cached(texts[i], m, cache);
-                            if tx.send((i, ids)).is_err() {
-                                break;
-                            }
-                        })
-                    });
-                }
-                drop(tx);
+                let mut rx = spawn_encoders(s, core, m, texts, workers, next);
                 let mut failure = None;
                 loop {
                     // Wait without the GIL (the receiver moves in and back out).
@@ -445,6 +462,104 @@ impl Encoder {
                 .into_iter()
                 .map(|l| l.expect("every text was encoded")),
         )
+    }
+
+    /// Encodes many texts on `num_threads` threads into one flat array: returns the ids
+    /// of all texts, one after another, as little-endian uint32 bytes (a bytearray, so
+    /// numpy's view of it is writable), and the `len(texts) + 1` offsets
+    /// (little-endian int64 bytes) where each text's ids start and the last ends.
+    ///
+    /// No Python object is made per token, so nothing needs the GIL: workers take
+    /// texts in turn and this thread copies finished results into place, in text
+    /// order, while they encode. The output is allocated once at its largest possible
+    /// size (a token has at least one byte) and shrunk at the end; pages never written
+    /// cost no memory, and nothing is reallocated while the workers run (moving a
+    /// large buffer unmaps pages, which interrupts the other cores to flush their TLBs).
+    #[pyo3(signature = (texts, allowed_special=None, num_threads=1))]
+    fn encode_batch_to_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'py, PyString>>,
+        allowed_special: Option<Vec<String>>,
+        num_threads: usize,
+    ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyBytes>)> {
+        use std::collections::BTreeMap;
+        use std::sync::atomic::AtomicUsize;
+
+        /// The output buffer, written by one thread while no Python code can see it.
+        struct Out(*mut u8);
+        // SAFETY: only the receiving thread writes through the pointer, and the
+        // bytearray outlives the scope that does.
+        unsafe impl Send for Out {}
+        unsafe impl Sync for Out {}
+
+        let m = self.matcher(allowed_special)?;
+        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        let most_ids: usize = texts.iter().map(|t| t.len()).sum();
+        let size = most_ids
+            .checked_mul(4)
+            .and_then(|n| ffi::Py_ssize_t::try_from(n).ok())
+            .ok_or_else(|| PyValueError::new_err("batch too large"))?;
+        // SAFETY: a new, uninitialised bytearray (not zeroed: its pages stay untouched
+        // until written); owned here until returned.
+        let out = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                ffi::PyByteArray_FromStringAndSize(std::ptr::null(), size),
+            )?
+            .cast_into_unchecked::<PyByteArray>()
+        };
+        let buf = Out(unsafe { ffi::PyByteArray_AsString(out.as_ptr()) }.cast::<u8>());
+        let workers = num_threads.max(1).min(texts.len());
+        let (core, m, texts, buf) = (&self.core, &*m, &texts, &buf);
+        let next = &AtomicUsize::new(0);
+        let placed: Result<Vec<u64>, String> = py.detach(|| {
+            std::thread::scope(|s| {
+                let rx = spawn_encoders(s, core, m, texts, workers, next);
+                let mut offsets = Vec::with_capacity(texts.len() + 1);
+                offsets.push(0u64);
+                let mut waiting = BTreeMap::new();
+                let mut written = 0usize; // ids
+                let mut failure: Option<(usize, String)> = None;
+                for (i, ids) in rx {
+                    match ids {
+                        Err(e) => {
+                            if failure.as_ref().is_none_or(|f| i < f.0) {
+                                failure = Some((i, e));
+                            }
+                        }
+                        Ok(ids) => {
+                            waiting.insert(i, ids);
+                        }
+                    }
+                    while let Some(ids) = waiting.remove(&(offsets.len() - 1)) {
+                        assert!(written + ids.len() <= most_ids, "a token has a byte");
+                        // SAFETY: within the buffer (checked above); nothing else
+                        // reads or writes it until the scope ends.
+                        let dst = unsafe {
+                            std::slice::from_raw_parts_mut(buf.0.add(written * 4), ids.len() * 4)
+                        };
+                        for (d, id) in dst.chunks_exact_mut(4).zip(&ids) {
+                            d.copy_from_slice(&id.to_le_bytes());
+                        }
+                        written += ids.len();
+                        offsets.push(written as u64);
+                    }
+                }
+                match failure {
+                    Some((_, e)) => Err(e),
+                    None => Ok(offsets),
+                }
+            })
+        });
+        let offsets = placed.map_err(value_error)?;
+        let written = *offsets.last().unwrap() as ffi::Py_ssize_t * 4;
+        // SAFETY: shrinking our own bytearray to the bytes written.
+        if unsafe { ffi::PyByteArray_Resize(out.as_ptr(), written) } != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+        Ok((out, PyBytes::new(py, &offsets)))
     }
 
     /// Streaming: encodes the part of `text` later text cannot change. Returns the ids

@@ -156,6 +156,43 @@ def test_encode_batch_equals_encode(tinystories_tokenizer):
     assert tok.encode_batch([]) == []
 
 
+def _split(ids, offsets):
+    assert offsets[0] == 0 and offsets[-1] == len(ids)
+    return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+@given(batch=st.lists(texts, max_size=6), pattern=patterns, threads=st.sampled_from([1, 2, 3]))
+def test_encode_batch_to_numpy_equals_reference(trained, batch, pattern, threads):
+    tok = trained[pattern]
+    ids, offsets = tok.encode_batch_to_numpy(batch, num_threads=threads, allowed_special="all")
+    assert (ids.dtype.name, offsets.dtype.name, len(offsets)) == ("uint32", "int64", len(batch) + 1)
+    expected = [ref.encode(t, tok.vocab, tok.merges, tok.special_tokens, pattern) for t in batch]
+    assert _split(ids, offsets) == expected
+
+
+def test_encode_batch_to_numpy_equals_encode_batch(tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    docs = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8").split(EOT)
+    many = docs * 5 + ["".join(docs)] + ["", "a", " " * 70, EOT]
+    expected = tok.encode_batch(many, allowed_special={EOT})
+    for threads in (1, 2, 3, 16):
+        ids, offsets = tok.encode_batch_to_numpy(many, num_threads=threads, allowed_special={EOT})
+        assert _split(ids, offsets) == expected
+        assert ids.flags.writeable
+    ids, offsets = tok.encode_batch_to_numpy([])
+    assert ids.tolist() == [] and offsets.tolist() == [0]
+
+
+def test_encode_batch_to_numpy_checks_specials_and_surrogates(gpt2):
+    with pytest.raises(ValueError, match="special token '<\\|endoftext\\|>'"):
+        gpt2.encode_batch_to_numpy(["fine", "not <|endoftext|> fine"])
+    texts = ["plain text " * 50, "x\ud800y " * 30, "\udfff", "end " * 999]
+    clean = [t.replace("\ud800", "\ufffd").replace("\udfff", "\ufffd") for t in texts]
+    for threads in (1, 2):
+        ids, offsets = gpt2.encode_batch_to_numpy(texts, num_threads=threads)
+        assert _split(ids, offsets) == [gpt2.encode(t) for t in clean]
+
+
 def test_unknown_ids_raise_key_error_naming_them(tinystories_tokenizer):
     tok = tinystories_tokenizer
     with pytest.raises(KeyError, match="unknown token id 99999"):

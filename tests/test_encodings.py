@@ -178,6 +178,8 @@ def test_tiktoken_surface_methods(pair):
     docs = text.split(". ")
     assert ours.encode_batch(docs) == theirs.encode_batch(docs)
     assert ours.encode_ordinary_batch(docs) == theirs.encode_ordinary_batch(docs)
+    ids, offsets = ours.encode_batch_to_numpy(docs, num_threads=2)
+    assert [ids[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == theirs.encode_batch(docs)
     assert ours.decode_batch(ours.encode_batch(docs)) == docs
 
 

@@ -431,24 +431,57 @@ class Tokenizer:
     ) -> list[list[int]]:
         """Encodes many texts in parallel (the GIL is released); same ids as ``encode``."""
         texts = list(texts)
-        allowed = None
-        for t in texts:
-            allowed = self._allowed(allowed_special, disallowed_special, t)
-        if allowed is None:
+        if not texts:
             return []
-        threads = num_threads or os.cpu_count() or 1
-        try:
-            return self._core.encode_batch(texts, allowed, threads)
-        except UnicodeEncodeError:
-            return self._core.encode_batch(
-                [_without_surrogates(t) for t in texts], allowed, threads
-            )
+        return self._batch(
+            self._core.encode_batch, texts, num_threads, allowed_special, disallowed_special
+        )
 
     def encode_ordinary_batch(
         self, texts: list[str], *, num_threads: int | None = None
     ) -> list[list[int]]:
         """``encode_ordinary`` over many texts, in parallel."""
         return self.encode_batch(texts, num_threads=num_threads, disallowed_special=())
+
+    def encode_batch_to_numpy(
+        self,
+        texts: list[str],
+        *,
+        num_threads: int | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ):
+        """Encodes many texts in parallel into one flat array: returns ``(ids, offsets)``,
+        uint32 ids of all texts one after another and ``len(texts) + 1`` int64 offsets,
+        so that ``ids[offsets[i]:offsets[i + 1]]`` is ``encode(texts[i])``.
+
+        No Python int or list is made per token, so this is the batch call that scales
+        with cores (``encode_batch`` spends part of its time building lists under the
+        GIL). ``ids`` is a writable view of the buffer the encoder wrote into.
+        """
+        import numpy as np
+
+        texts = list(texts)
+        ids, offsets = self._batch(
+            self._core.encode_batch_to_bytes,
+            texts,
+            num_threads,
+            allowed_special,
+            disallowed_special,
+        )
+        return np.frombuffer(ids, dtype="<u4"), np.frombuffer(offsets, dtype="<i8")
+
+    def _batch(self, call, texts, num_threads, allowed_special, disallowed_special):
+        """call(texts, allowed, threads), after every text's special-token check, and
+        again with lone surrogates replaced if a text has any (as ``encode`` does)."""
+        allowed = self._allowed(allowed_special, disallowed_special, None)
+        for t in texts:
+            self._allowed(allowed_special, disallowed_special, t)
+        threads = num_threads or os.cpu_count() or 1
+        try:
+            return call(texts, allowed, threads)
+        except UnicodeEncodeError:
+            return call([_without_surrogates(t) for t in texts], allowed, threads)
 
     def encode_to_numpy(
         self,
