@@ -407,11 +407,18 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+# numpy's OpenBLAS starts a thread per core at import, and those threads spin for a while
+# before they sleep: on 2 cores that stole up to a third of the CPU from whatever was
+# timed just after `import numpy` (perf: 12% of samples in blas_thread_server). No
+# measured call uses BLAS, so children run with one BLAS thread (none started).
+CHILD_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+
+
 def run_child(timeout: float, task: str, **kwargs) -> dict:
     """Runs CHILD_TASKS[task](**kwargs) in a fresh process: its JSON, or {"error": ...}."""
     cmd = [sys.executable, __file__, "--child", json.dumps({"task": task, **kwargs})]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=CHILD_ENV)
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:g} s"}
     if p.returncode:
@@ -902,6 +909,8 @@ def print_header(args, vers: dict) -> None:
     print(f"- command: python {' '.join(sys.argv)}")
     print(
         f"- {args.repeat} run(s) per cell, each in a fresh process: median time, largest peak RSS\n"
+        "- children run with OPENBLAS_NUM_THREADS=1 (no measured call uses BLAS; its idle "
+        "threads spin after `import numpy`)\n"
     )
 
 
