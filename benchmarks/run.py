@@ -411,14 +411,16 @@ def log(message: str) -> None:
 # before they sleep: on 2 cores that stole up to a third of the CPU from whatever was
 # timed just after `import numpy` (perf: 12% of samples in blas_thread_server). No
 # measured call uses BLAS, so children run with one BLAS thread (none started).
-CHILD_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 def run_child(timeout: float, task: str, **kwargs) -> dict:
     """Runs CHILD_TASKS[task](**kwargs) in a fresh process: its JSON, or {"error": ...}."""
     cmd = [sys.executable, __file__, "--child", json.dumps({"task": task, **kwargs})]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=CHILD_ENV)
+        p = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **CHILD_ENV}
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:g} s"}
     if p.returncode:
