@@ -432,14 +432,32 @@ def run_child(timeout: float, task: str, **kwargs) -> dict:
 def measure(args, label: str, task: str, first: dict | None = None, **kwargs) -> dict:
     """Runs a task --repeat times (`first`: extra arguments for the first run only):
     median wall and CPU seconds, largest peak RSS, other fields from the first run."""
-    runs = []
+    return measure_interleaved(args, {None: (label, task, first, kwargs)})[None]
+
+
+def measure_interleaved(args, jobs: dict) -> dict:
+    """Like `measure` for several tasks ({key: (label, task, first, kwargs)}), run in
+    rounds: one run of each task per round, --repeat rounds. A slow spell of a noisy
+    machine then falls on every task alike, instead of on whichever ran through it.
+    Returns {key: result}; a task that fails is not run again."""
+    runs: dict = {key: [] for key in jobs}
+    failed: dict = {}
     for i in range(args.repeat):
-        r = run_child(args.timeout, task, **kwargs, **(first if first and i == 0 else {}))
-        if "error" in r:
-            log(f"  {label}: {r['error']}")
-            return r
-        log(f"  {label}: {r['seconds']:.2f} s")
-        runs.append(r)
+        for key, (label, task, first, kwargs) in jobs.items():
+            if key in failed:
+                continue
+            log(f"  {label}" + (f" (round {i + 1} of {args.repeat})" if len(jobs) > 1 else ""))
+            r = run_child(args.timeout, task, **kwargs, **(first if first and i == 0 else {}))
+            if "error" in r:
+                log(f"  {label}: {r['error']}")
+                failed[key] = r
+                continue
+            log(f"  {label}: {r['seconds']:.2f} s")
+            runs[key].append(r)
+    return {key: failed.get(key) or _aggregate(runs[key]) for key in jobs}
+
+
+def _aggregate(runs: list[dict]) -> dict:
     return {
         **runs[0],
         "seconds": statistics.median(r["seconds"] for r in runs),
@@ -747,7 +765,7 @@ def section_encode(args, tmp: Path, vers: dict) -> None:
         startup = "" if "error" in r else f", incl. {r['seconds']:.2f} s start-up + load"
         for corpus, path in corpora:
             mb = mb_of(path)
-            results = {}  # measured first: speed-ups and ids compare across rows
+            jobs = {}  # measured first, in rounds: speed-ups and ids compare across rows
             for mode, tool, task, want, _ in ENCODERS:
                 package = {"HF tokenizers": "tokenizers", "bytepair CLI": "bytepair"}.get(
                     tool, tool
@@ -762,9 +780,10 @@ def section_encode(args, tmp: Path, vers: dict) -> None:
                     kw["mode"] = mode
                 if mode == "file" and package == "bytepair":
                     kw["out"] = str(tmp / "out.bin")
-                log(f"[encode] {name}, {corpus}, {MODES[mode]}: {tool}")
                 first = {"refs": True} if want is None else None
-                results[mode, tool] = measure(args, tool, task, first, path=str(path), **kw)
+                label = f"[encode] {name}, {corpus}, {MODES[mode]}: {tool}"
+                jobs[mode, tool] = (label, task, first, {"path": str(path), **kw})
+            results = measure_interleaved(args, jobs)
             ref = results["one", "tiktoken"]
             ours = {m: results.get((m, "bytepair"), {}).get("seconds") for m in MODES}
             for many, one_thread, what in (
@@ -910,7 +929,9 @@ def print_header(args, vers: dict) -> None:
     print(f"- corpus: {args.corpus.name} ({mb_of(args.corpus):.1f} MB){code}")
     print(f"- command: python {' '.join(sys.argv)}")
     print(
-        f"- {args.repeat} run(s) per cell, each in a fresh process: median time, largest peak RSS\n"
+        f"- {args.repeat} run(s) per cell, each in a fresh process: median time, largest peak RSS;"
+        " the encoding runs go in rounds (each tool once per round), so that a slow spell of"
+        " the machine falls on every tool alike\n"
         "- children run with OPENBLAS_NUM_THREADS=1 (no measured call uses BLAS; its idle "
         "threads spin after `import numpy`)\n"
     )
