@@ -446,7 +446,8 @@ def measure_interleaved(args, jobs: dict) -> dict:
         for key, (label, task, first, kwargs) in jobs.items():
             if key in failed:
                 continue
-            log(f"  {label}" + (f" (round {i + 1} of {args.repeat})" if len(jobs) > 1 else ""))
+            if len(jobs) > 1:
+                log(f"  {label} (round {i + 1} of {args.repeat})")
             r = run_child(args.timeout, task, **kwargs, **(first if first and i == 0 else {}))
             if "error" in r:
                 log(f"  {label}: {r['error']}")

@@ -171,6 +171,13 @@ impl PreTokenCounter {
     }
 }
 
+/// Writes `ids` into `dst` (4 bytes each) as little-endian uint32.
+fn put_le(dst: &mut [u8], ids: &[u32]) {
+    for (d, id) in dst.chunks_exact_mut(4).zip(ids) {
+        d.copy_from_slice(&id.to_le_bytes());
+    }
+}
+
 /// Starts `workers` threads in `s` that take `texts` in turn (`next` is the next
 /// index), encode each with a piece cache kept across texts (warm from earlier calls),
 /// and send `(index, ids)`. After a failure no further texts are taken.
@@ -381,8 +388,10 @@ impl Encoder {
         let ids = py
             .detach(|| self.core.encode(text, &m))
             .map_err(value_error)?;
-        let bytes: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
-        Ok(PyBytes::new(py, &bytes))
+        PyBytes::new_with(py, ids.len() * 4, |buf| {
+            put_le(buf, &ids);
+            Ok(())
+        })
     }
 
     /// How many tokens `text` encodes to.
@@ -539,9 +548,7 @@ impl Encoder {
                         let dst = unsafe {
                             std::slice::from_raw_parts_mut(buf.0.add(written * 4), ids.len() * 4)
                         };
-                        for (d, id) in dst.chunks_exact_mut(4).zip(&ids) {
-                            d.copy_from_slice(&id.to_le_bytes());
-                        }
+                        put_le(dst, &ids);
                         written += ids.len();
                         offsets.push(written as u64);
                     }
