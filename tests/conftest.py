@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import bytepair
-from bytepair.formats import read_gpt2_files
+from bytepair.formats.gpt2 import read_vocab_and_merges as read_gpt2_files
 from bytepair.patterns import PATTERNS
 
 DATA = Path(__file__).parent / "data"

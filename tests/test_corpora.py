@@ -47,8 +47,8 @@ def test_training_on_20mb_of_books_does_not_depend_on_workers(tmp_path):
         encoding="utf-8",
         newline="",
     )
-    one = bytepair.train(path, 2000, special_tokens=[EOT], workers=1, progress=False)
-    two = bytepair.train(path, 2000, special_tokens=[EOT], workers=2, progress=False)
+    one = bytepair.train(path, 2000, special_tokens=[EOT], num_threads=1, progress=False)
+    two = bytepair.train(path, 2000, special_tokens=[EOT], num_threads=2, progress=False)
     assert one.merges == two.merges and len(one.merges) == 2000 - 257
     text = path.read_text(encoding="utf-8")[:2_000_000]
     streamed = list(one.encode_iterable(text.splitlines(keepends=True), allowed_special="all"))

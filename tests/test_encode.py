@@ -237,7 +237,7 @@ def test_long_runs_of_one_character_are_exact(gpt2):
 def test_cs336_vocab_with_special_at_id_zero_encodes_like_reference():
     import json
 
-    from bytepair.formats import str_to_token
+    from bytepair.formats.byte_table import str_to_token
 
     raw = json.loads((DATA / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
     vocab = {i: str_to_token(t) for t, i in raw.items()}

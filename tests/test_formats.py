@@ -7,7 +7,7 @@ import json
 import pytest
 
 import bytepair
-from bytepair.formats import bytes_to_unicode, str_to_token, token_to_str
+from bytepair.formats.byte_table import bytes_to_unicode, str_to_token, token_to_str
 
 from conftest import DATA, EOT, GPT2_DIR
 
@@ -89,12 +89,12 @@ def test_corrupted_or_truncated_files_raise_clear_errors(tmp_path, mangle, messa
 
 
 def test_failed_save_leaves_no_partial_file(tmp_path, tinystories_tokenizer, monkeypatch):
-    import bytepair.tokenizer as tokenizer_module
+    import bytepair.formats.bytepair as bytepair_format
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(tokenizer_module, "dump_bytepair", boom)
+    monkeypatch.setattr(bytepair_format, "dumps", boom)
     with pytest.raises(RuntimeError):
         tinystories_tokenizer.save(tmp_path / "x.bytepair")
     assert list(tmp_path.iterdir()) == []

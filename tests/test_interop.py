@@ -20,17 +20,12 @@ import pytest
 from hypothesis import given, settings
 
 import bytepair
-from bytepair.formats import (
-    merges_from_ranks,
-    read_gpt2_files,
-    read_hf_tokenizer_json,
-    read_tiktoken,
-    str_to_token,
-    token_to_str,
-    write_gpt2_files,
-    write_hf_tokenizer_json,
-    write_tiktoken,
-)
+from bytepair.formats.byte_table import str_to_token, token_to_str
+from bytepair.formats.gpt2 import read_vocab_and_merges as read_gpt2_files
+from bytepair.formats.hf import read_tokenizer_json as read_hf_tokenizer_json
+from bytepair.formats.tiktoken import merges_from_ranks
+from bytepair.formats.tiktoken import read_ranks as read_tiktoken
+from bytepair.formats.tiktoken import write_ranks as write_tiktoken
 from bytepair.patterns import PATTERNS
 
 from conftest import DATA, EOT, GPT2_DIR, gpt2_tiktoken, texts
@@ -185,7 +180,12 @@ def test_round_trip_through_gpt2_files(exported, pattern):
 def test_gpt2_files_with_openai_names(tmp_path, tinystories_tokenizer):
     tok = tinystories_tokenizer
     tok.save_gpt2(tmp_path, names=("encoder.json", "vocab.bpe"))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["encoder.json", "vocab.bpe"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "encoder.json",
+        "special_tokens_map.json",
+        "tokenizer_config.json",
+        "vocab.bpe",
+    ]
     lines = (tmp_path / "vocab.bpe").read_text(encoding="utf-8").splitlines()
     assert lines[0] == "#version: 0.2" and len(lines) == 1 + len(tok.merges)
     encoder = json.loads((tmp_path / "encoder.json").read_text(encoding="utf-8"))
@@ -257,16 +257,14 @@ def test_tiktoken_file_round_trip_and_layout(tmp_path):
 
 def test_functions_round_trip_plain_data(tmp_path, tinystories_tokenizer):
     tok = tinystories_tokenizer
-    write_hf_tokenizer_json(
-        tmp_path / "t.json", tok.vocab, tok.merges, tok.special_tokens, tok.pattern
-    )
+    tok.save(tmp_path / "t.json")
     assert read_hf_tokenizer_json(tmp_path / "t.json") == (
         tok.vocab,
         tok.merges,
         tok.special_tokens,
         tok.pattern,
     )
-    write_gpt2_files(tmp_path, tok.vocab, tok.merges, tok.special_tokens)
+    tok.save(tmp_path, format="gpt2")
     vocab, merges = read_gpt2_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
     assert (vocab, merges) == (tok.vocab, tok.merges)
 

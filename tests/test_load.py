@@ -33,9 +33,9 @@ def outcome(parse, data: bytes, path: str):
 def test_native_parser_agrees_with_python_reader_on_bundled_files(file):
     data = encodings._bundled_data(file)
     native = _core.parse_tiktoken(data)
-    python = formats._parse_tiktoken_py(data, file)
+    python = formats.tiktoken._parse_tiktoken_py(data, file)
     assert list(native.items()) == list(python.items())
-    assert formats.parse_tiktoken(data, file) == python
+    assert formats.tiktoken.parse(data, file) == python
 
 
 def good_lines() -> list[bytes]:
@@ -76,8 +76,8 @@ def test_native_parser_agrees_with_python_reader_on_malformed_lines(bad_line, na
     lines.insert(6, bad_line)
     data = b"\n".join(lines) + b"\n"
     path = "dir/bad.tiktoken"
-    expected = outcome(formats._parse_tiktoken_py, data, path)
-    assert outcome(formats.parse_tiktoken, data, path) == expected
+    expected = outcome(formats.tiktoken._parse_tiktoken_py, data, path)
+    assert outcome(formats.tiktoken.parse, data, path) == expected
     try:
         _core.parse_tiktoken(data)
     except ValueError as e:
@@ -85,7 +85,7 @@ def test_native_parser_agrees_with_python_reader_on_malformed_lines(bad_line, na
         assert deferred != native_words_it
         if not deferred:
             assert expected[0] == "error"
-            assert str(formats._tiktoken_error(e.args, data, path)) == expected[1]
+            assert str(formats.tiktoken._tiktoken_error(e.args, data, path)) == expected[1]
             assert re.match(rf"{path}, line (7|259): ", expected[1])
     else:
         assert expected[0] == "ok" and not native_words_it
@@ -107,8 +107,8 @@ def test_native_parser_agrees_with_python_reader_on_malformed_lines(bad_line, na
     ],
 )
 def test_native_parser_agrees_on_line_ends_blank_lines_and_spacing(data):
-    assert outcome(formats.parse_tiktoken, data, "f") == outcome(
-        formats._parse_tiktoken_py, data, "f"
+    assert outcome(formats.tiktoken.parse, data, "f") == outcome(
+        formats.tiktoken._parse_tiktoken_py, data, "f"
     )
     try:
         _core.parse_tiktoken(data)
@@ -129,16 +129,16 @@ def eager_encoding(name: str) -> Tokenizer:
     """The bundled encoding built the general way: Python reader, merges_from_ranks,
     Tokenizer(vocab, merges, ...)."""
     file, pattern, specials = encodings._ENCODINGS[name]
-    ranks = formats._parse_tiktoken_py(encodings._bundled_data(file), file)
+    ranks = formats.tiktoken._parse_tiktoken_py(encodings._bundled_data(file), file)
     vocab = {rank: token for token, rank in ranks.items()}
-    return Tokenizer(vocab, formats.merges_from_ranks(ranks), specials, pattern)
+    return Tokenizer(vocab, formats.tiktoken.merges_from_ranks(ranks), specials, pattern)
 
 
 def fresh_encoding(name: str) -> Tokenizer:
     """The bundled encoding as get_encoding builds it, not shared with other tests."""
     file, pattern, specials = encodings._ENCODINGS[name]
     data = encodings._bundled_data(file)
-    return Tokenizer._from_tiktoken_data(data, encodings._bundled_path(file), pattern, specials)
+    return formats.tiktoken.from_bytes(data, encodings._bundled_path(file), pattern, specials)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "p50k_base", "cl100k_base", "o200k_base"])
@@ -155,7 +155,7 @@ def test_lazy_vocab_and_merges_equal_eager_ones(name):
     assert repr(tok) == repr(eager)
     assert tok.special_tokens == eager.special_tokens
     assert tok.pattern == eager.pattern
-    assert tok._vocab_data is None and tok._merges_data is None
+    assert tok.model._vocab is None and tok.model._merges is None
     # Made on first use, equal to the eager ones.
     assert tok.vocab == eager.vocab
     assert list(tok.vocab) == list(eager.vocab)  # same order too (the files are sorted)
@@ -201,10 +201,13 @@ def test_lazy_tokenizer_round_trips_through_files(tmp_path):
 def test_from_tiktoken_fast_and_general_ways_agree(tmp_path, specials):
     path = tmp_path / "s.tiktoken"
     path.write_bytes(b"\n".join(good_lines()) + b"\n")
-    ranks = formats._parse_tiktoken_py(path.read_bytes(), str(path))
+    ranks = formats.tiktoken._parse_tiktoken_py(path.read_bytes(), str(path))
     try:
         eager = Tokenizer(
-            {r: t for t, r in ranks.items()}, formats.merges_from_ranks(ranks), specials, "gpt2"
+            {r: t for t, r in ranks.items()},
+            formats.tiktoken.merges_from_ranks(ranks),
+            specials,
+            "gpt2",
         )
     except ValueError as e:
         with pytest.raises(ValueError) as info:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import bytepair
 import bytepair.reference as ref
 from bytepair import _core
-from bytepair.formats import str_to_token
+from bytepair.formats.byte_table import str_to_token
 
 from conftest import DATA, EOT, patterns, texts
 
@@ -63,7 +63,7 @@ def test_train_from_iterator_equals_reference(docs, extra, pattern, specials):
                 vocab_size,
                 special_tokens=specials,
                 pattern=pattern,
-                workers=workers,
+                num_threads=workers,
                 progress=False,
             )
         assert tok.merges == expected_merges
@@ -96,7 +96,7 @@ def test_train_on_file_equals_reference_for_any_block_size_and_workers(
                     vocab_size,
                     special_tokens=specials,
                     pattern=pattern,
-                    workers=workers,
+                    num_threads=workers,
                     progress=False,
                 )
             assert (tok.vocab, tok.merges) == expected
@@ -122,9 +122,9 @@ def test_newline_cut_rule_examples():
 def test_results_do_not_depend_on_workers_on_a_real_corpus():
     path = DATA.parent.parent / "examples" / "books.txt"
     with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "100000"}):
-        one = bytepair.train(path, 1000, special_tokens=[EOT], workers=1, progress=False)
-        two = bytepair.train(path, 1000, special_tokens=[EOT], workers=2, progress=False)
-    whole = bytepair.train(path, 1000, special_tokens=[EOT], workers=2, progress=False)
+        one = bytepair.train(path, 1000, special_tokens=[EOT], num_threads=1, progress=False)
+        two = bytepair.train(path, 1000, special_tokens=[EOT], num_threads=2, progress=False)
+    whole = bytepair.train(path, 1000, special_tokens=[EOT], num_threads=2, progress=False)
     assert one.merges == two.merges == whole.merges
     assert len(one.merges) == 1000 - 257
 
@@ -220,6 +220,6 @@ def test_custom_pattern_file_training_is_exact_without_newline_cuts(tmp_path):
     text = "ab.\ncd.\nab\n" * 50
     path.write_text(text, encoding="utf-8")
     with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "16"}):
-        tok = bytepair.train(path, 280, pattern=r"[^\n]+\n?", workers=2, progress=False)
+        tok = bytepair.train(path, 280, pattern=r"[^\n]+\n?", num_threads=2, progress=False)
     assert tok.merges == ref.train([text], 280, pattern=r"[^\n]+\n?")[1]
     assert Path(path).exists()

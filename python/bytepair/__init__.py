@@ -12,9 +12,17 @@ from bytepair.encodings import (
     get_encoding,
     list_encodings,
 )
+from bytepair.formats import load
 from bytepair.patterns import PATTERNS
-from bytepair.tokenizer import StreamDecoder, Tokenizer
-from bytepair.training import TrainingStats, train, train_bpe, train_from_iterator
+from bytepair.streaming import StreamDecoder
+from bytepair.tokenizer import Tokenizer
+from bytepair.training import (
+    TrainingStats,
+    train,
+    train_bpe,
+    train_from_counts,
+    train_from_iterator,
+)
 
 __all__ = [
     "PATTERNS",
@@ -25,8 +33,10 @@ __all__ = [
     "encoding_name_for_model",
     "get_encoding",
     "list_encodings",
+    "load",
     "train",
     "train_bpe",
+    "train_from_counts",
     "train_from_iterator",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

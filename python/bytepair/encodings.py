@@ -16,7 +16,7 @@ import lzma
 import threading
 from importlib import resources
 
-from bytepair.formats import parse_tiktoken
+from bytepair.formats import tiktoken as tiktoken_format
 from bytepair.patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 from bytepair.tokenizer import Tokenizer
 
@@ -128,7 +128,7 @@ def list_encodings() -> list[str]:
 
 def bundled_ranks(file: str) -> dict[bytes, int]:
     """The ranks of a bundled ``.tiktoken`` file: token bytes -> rank."""
-    return parse_tiktoken(_bundled_data(file), _bundled_path(file))
+    return tiktoken_format.parse(_bundled_data(file), _bundled_path(file))
 
 
 def _bundled_path(file: str) -> str:
@@ -144,14 +144,20 @@ def _bundled_data(file: str) -> bytes:
 def get_encoding(name: str) -> Tokenizer:
     """A bundled encoding by name (see :func:`list_encodings`), loaded once per process."""
     if name not in _ENCODINGS:
-        raise ValueError(f"unknown encoding {name!r}; bundled encodings: {', '.join(_ENCODINGS)}")
+        import difflib
+
+        guess = difflib.get_close_matches(name, list(_ENCODINGS), n=1, cutoff=0.5)
+        hint = f"did you mean {guess[0]!r}? " if guess else ""
+        raise ValueError(
+            f"unknown encoding {name!r}; {hint}bundled encodings: {', '.join(_ENCODINGS)}"
+        )
     with _lock:
         tok = _cache.get(name)
         if tok is None:
             file, pattern, specials = _ENCODINGS[name]
             # Parsed, merges recovered and the encoder built in the Rust core; the
             # Python vocab and merges are made only if asked for (Tokenizer.vocab...).
-            tok = Tokenizer._from_tiktoken_data(
+            tok = tiktoken_format.from_bytes(
                 _bundled_data(file), _bundled_path(file), pattern, specials
             )
             tok.name = name

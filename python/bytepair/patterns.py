@@ -9,6 +9,8 @@ trained here with `pattern="cl100k"` pre-tokenizes exactly like GPT-4's.
 
 from __future__ import annotations
 
+import re
+
 from bytepair._core import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 __all__ = [
@@ -44,7 +46,44 @@ def resolve_pattern(pattern: str | None) -> str | None:
         )
     if pattern.lower() == "none":
         return None
-    return PATTERNS.get(pattern.lower(), pattern)
+    if pattern.lower() in PATTERNS:
+        return PATTERNS[pattern.lower()]
+    if re.fullmatch(r"[\w.-]+", pattern):
+        # A bare word is a mistyped name, not a regex: as a regex it would match only
+        # itself, and almost all text would fall between its matches.
+        raise ValueError(f"unknown pattern name {pattern!r}; {_suggest(pattern)}")
+    return pattern
+
+
+# Names people reach for, and the built-in pattern they mean.
+_ALIASES = {
+    "gpt4": "cl100k",
+    "gpt-4": "cl100k",
+    "gpt3": "gpt2",
+    "r50k": "gpt2",
+    "r50k_base": "gpt2",
+    "p50k": "gpt2",
+    "p50k_base": "gpt2",
+    "cl100k_base": "cl100k",
+    "gpt4o": "o200k",
+    "gpt-4o": "o200k",
+    "o200k_base": "o200k",
+}
+
+
+def _suggest(name: str) -> str:
+    """A "did you mean" for a pattern name (with how to pass a literal regex)."""
+    import difflib
+
+    guess = _ALIASES.get(name.lower())
+    if guess is None:
+        close = difflib.get_close_matches(name.lower(), [*PATTERNS, "none"], n=1, cutoff=0.5)
+        guess = close[0] if close else None
+    names = ", ".join([*PATTERNS, "none"])
+    hint = f"did you mean {guess!r}? " if guess else ""
+    return (
+        f"{hint}built-in patterns: {names} (a regex that is a plain word: write it as (?:{name}))"
+    )
 
 
 def pattern_name(pattern: str | None) -> str:

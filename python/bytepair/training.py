@@ -2,11 +2,12 @@
 
 Two steps, both in the Rust core:
 1. count: read the corpus (files in blocks, cut only where pre-tokenization cannot
-   change) and count the distinct pre-tokens, on ``workers`` threads;
+   change) and count the distinct pre-tokens, on ``num_threads`` threads;
 2. merge: learn merges from those counts with incremental pair counts and a heap.
 
-The result does not depend on ``workers``. Memory holds the table of distinct
-pre-tokens, not the corpus.
+The result does not depend on ``num_threads``. Memory holds the table of distinct
+pre-tokens, not the corpus. Counting is a map-reduce: :func:`train_from_counts` takes
+counts made elsewhere (your own Spark/Dask/SQL pipeline).
 """
 
 from __future__ import annotations
@@ -14,16 +15,20 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from bytepair import _core
+from bytepair._inputs import check_text_file
+from bytepair._progress import Progress, check_progress
 from bytepair.patterns import resolve_pattern
-from bytepair.tokenizer import Tokenizer, _block_kwargs
+from bytepair.shards import _block_kwargs
+from bytepair.tokenizer import Tokenizer, _threads, _without_surrogates
 
 # Documents from an iterator are sent to the core in batches of about this many chars.
 _BATCH_CHARS = 8 << 20
+# Token ids are 32-bit in the core.
+MAX_VOCAB_SIZE = 1 << 32
 
 
 @dataclass
@@ -42,90 +47,128 @@ class TrainingStats:
         return self.count_seconds + self.merge_seconds
 
 
-def _check_args(vocab_size: int, special_tokens: Iterable[str]) -> tuple[int, list[str]]:
+@dataclass(frozen=True)
+class _Options:
+    """The checked arguments every training entry point shares."""
+
+    num_merges: int
+    specials: list[str]
+    pattern: str | None
+    num_threads: int
+    min_frequency: int
+    max_token_length: int | None
+    reserved: list[str]
+    pad_to_multiple_of: int | None
+    progress: object
+
+
+def _options(
+    vocab_size,
+    special_tokens,
+    pattern,
+    num_threads,
+    progress,
+    min_frequency=0,
+    max_token_length=None,
+    reserved_special_tokens=0,
+    pad_to_multiple_of=None,
+) -> _Options:
     if isinstance(special_tokens, str):
-        raise TypeError("special_tokens must be a list of strings, e.g. ['<|endoftext|>']")
+        raise TypeError("special_tokens must be a list of strings, not a single string")
     specials = list(dict.fromkeys(special_tokens))
     for t in specials:
         if not isinstance(t, str) or not t:
             raise ValueError(f"special tokens must be non-empty strings, got {t!r}")
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
-        raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
-    num_merges = vocab_size - 256 - len(specials)
+    for name, value in (
+        ("vocab_size", vocab_size),
+        ("min_frequency", min_frequency),
+        ("reserved_special_tokens", reserved_special_tokens),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        if value < 0:
+            raise ValueError(f"{name} must not be negative, got {value}")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size {vocab_size:,} is too large: token ids are 32-bit, so at most "
+            f"{MAX_VOCAB_SIZE:,} tokens (real vocabularies have 10^4 to 10^6)"
+        )
+    if max_token_length is not None and (
+        not isinstance(max_token_length, int)
+        or isinstance(max_token_length, bool)
+        or max_token_length < 2
+    ):
+        raise ValueError(f"max_token_length must be an int of at least 2, not {max_token_length!r}")
+    if pad_to_multiple_of is not None and (
+        not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1
+    ):
+        raise ValueError(f"pad_to_multiple_of must be a positive int, not {pad_to_multiple_of!r}")
+    reserved = [f"<|reserved_{i}|>" for i in range(reserved_special_tokens)]
+    clash = set(reserved) & set(specials)
+    if clash:
+        raise ValueError(f"special token {sorted(clash)[0]!r} is also a reserved token name")
+    num_merges = vocab_size - 256 - len(specials) - len(reserved)
     if num_merges < 0:
         raise ValueError(
             f"vocab_size {vocab_size} is too small: it must hold the 256 single bytes and the "
-            f"{len(specials)} special token(s), so at least {256 + len(specials)}"
+            f"{len(specials) + len(reserved)} special token(s), so at least "
+            f"{256 + len(specials) + len(reserved)}"
         )
-    return num_merges, specials
+    check_progress(progress)
+    return _Options(
+        num_merges=num_merges,
+        specials=specials,
+        pattern=resolve_pattern(pattern),
+        num_threads=_threads(num_threads),
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+        reserved=reserved,
+        pad_to_multiple_of=pad_to_multiple_of,
+        progress=progress,
+    )
 
 
-def _progress_bar(enabled: bool, **kwargs):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(**kwargs)
-
-
-class _closing:
-    """Closes a progress bar; on an error, erases it so the error stands alone."""
-
-    def __init__(self, bar):
-        self.bar = bar
-
-    def __enter__(self):
-        return self.bar
-
-    def __exit__(self, exc_type, exc, tb):
-        if self.bar is not None:
-            if exc_type is not None:
-                self.bar.leave = False
-            self.bar.close()
-
-
-def _learn(
-    counter: _core.PreTokenCounter,
-    num_merges: int,
-    specials: list[str],
-    pattern: str | None,
-    progress: bool,
-    stats: dict,
-) -> Tokenizer:
-    bar = _progress_bar(progress, total=num_merges, desc="merging", unit=" merges")
+def _learn(counter, opts: _Options, stats: dict) -> Tokenizer:
     start = time.perf_counter()
-    with _closing(bar):
-        merges, vocab_bytes = counter.train(num_merges, None if bar is None else _ByteBar(bar))
+    with Progress(opts.progress, total=opts.num_merges, desc="merging", unit="merges") as bar:
+        knobs = {}
+        if opts.min_frequency:
+            knobs["min_frequency"] = opts.min_frequency
+        if opts.max_token_length is not None:
+            knobs["max_token_length"] = opts.max_token_length
+        merges, vocab_bytes = counter.train(opts.num_merges, bar.hook(), **knobs)
     stats["merge_seconds"] = time.perf_counter() - start
-    if len(merges) < num_merges:
+    if len(merges) < opts.num_merges:
+        why = (
+            f"no pair occurs at least min_frequency={opts.min_frequency} times"
+            if opts.min_frequency > 1
+            else "every pre-token is a single token already"
+            + (" (or longer than max_token_length)" if opts.max_token_length else "")
+        )
         warnings.warn(
-            f"training stopped early after {len(merges)} of {num_merges} merges: every "
-            f"pre-token is a single token already. The vocabulary has "
-            f"{256 + len(merges) + len(specials)} tokens instead of {256 + num_merges + len(specials)}.",
+            f"training stopped early after {len(merges):,} of {opts.num_merges:,} merges: {why}. "
+            f"The vocabulary has {opts.num_merges - len(merges):,} fewer tokens than asked for.",
             stacklevel=3,
         )
     byte_merges = [(vocab_bytes[a], vocab_bytes[b]) for a, b in merges]
     vocab = dict(enumerate(vocab_bytes))
-    tok = Tokenizer(vocab, byte_merges, specials, pattern)
+    specials = opts.specials + opts.reserved
+    if opts.pad_to_multiple_of:
+        # Reserved tokens until the vocabulary is a multiple (what GPU kernels like).
+        n = len(opts.reserved)
+        while (len(vocab) + len(specials)) % opts.pad_to_multiple_of:
+            specials.append(f"<|reserved_{n}|>")
+            n += 1
+    tok = Tokenizer(vocab, byte_merges, specials, opts.pattern)
     tok.training_stats = TrainingStats(
         bytes_read=stats["bytes_read"],
         distinct_pretokens=len(counter),
-        merges_requested=num_merges,
+        merges_requested=opts.num_merges,
         merges_done=len(merges),
         count_seconds=stats["count_seconds"],
         merge_seconds=stats["merge_seconds"],
     )
     return tok
-
-
-class _ByteBar:
-    """A tqdm bar fed with absolute counts (bytes read, merges done) from the core."""
-
-    def __init__(self, bar, base: int = 0):
-        self.bar, self.base = bar, base
-
-    def __call__(self, done: int) -> None:
-        self.bar.update(self.base + done - self.bar.n)
 
 
 def train(
@@ -134,9 +177,13 @@ def train(
     *,
     special_tokens: Iterable[str] = (),
     pattern: str | None = "gpt2",
-    workers: int | None = None,
-    progress: bool = True,
+    num_threads: int | None = None,
+    progress=None,
     errors: str = "strict",
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    reserved_special_tokens: int = 0,
+    pad_to_multiple_of: int | None = None,
 ) -> Tokenizer:
     """Trains a byte-level BPE tokenizer on one or more UTF-8 text files.
 
@@ -146,35 +193,41 @@ def train(
     bytes + merges + special tokens. Invalid UTF-8 is an error naming the byte offset,
     unless ``errors="replace"``.
 
+    Knobs: ``min_frequency`` (stop when the best pair occurs fewer times),
+    ``max_token_length`` (in bytes: longer tokens are never made),
+    ``reserved_special_tokens=N`` (``<|reserved_0|>`` ... counted in vocab_size) and
+    ``pad_to_multiple_of=64`` (reserved tokens appended until the vocabulary size is a
+    multiple, as GPU kernels like). ``progress`` is None (a bar on a terminal), a bool
+    or a callable.
+
     >>> tok = train("corpus.txt", 10_000, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
     """
     paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     if not paths:
         raise ValueError("no training files given")
-    num_merges, specials = _check_args(vocab_size, special_tokens)
-    regex = resolve_pattern(pattern)
+    opts = _options(
+        vocab_size,
+        special_tokens,
+        pattern,
+        num_threads,
+        progress,
+        min_frequency,
+        max_token_length,
+        reserved_special_tokens,
+        pad_to_multiple_of,
+    )
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
-    sizes = []
-    for p in paths:
-        p = Path(p)
-        if not p.is_file():
-            raise FileNotFoundError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-        sizes.append(p.stat().st_size)
-    counter = _core.PreTokenCounter(regex, specials, workers or os.cpu_count() or 1)
-    bar = _progress_bar(
-        progress, total=sum(sizes), desc="counting", unit="B", unit_scale=True, unit_divisor=1024
-    )
+    paths = [check_text_file(p) for p in paths]
+    sizes = [p.stat().st_size for p in paths]
+    counter = _core.PreTokenCounter(opts.pattern, opts.specials, opts.num_threads)
     start = time.perf_counter()
-    with _closing(bar):
-        done = 0
+    with Progress(progress, total=sum(sizes), desc="counting") as bar:
         for p, size in zip(paths, sizes):
-            counter.add_file(
-                str(p), errors, None if bar is None else _ByteBar(bar, done), **_block_kwargs()
-            )
-            done += size
+            counter.add_file(str(p), errors, bar.hook(), **_block_kwargs())
+            bar.base += size
     stats = {"bytes_read": sum(sizes), "count_seconds": time.perf_counter() - start}
-    return _learn(counter, num_merges, specials, regex, progress, stats)
+    return _learn(counter, opts, stats)
 
 
 def train_from_iterator(
@@ -183,26 +236,45 @@ def train_from_iterator(
     *,
     special_tokens: Iterable[str] = (),
     pattern: str | None = "gpt2",
-    workers: int | None = None,
-    progress: bool = True,
+    num_threads: int | None = None,
+    progress=None,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    reserved_special_tokens: int = 0,
+    pad_to_multiple_of: int | None = None,
 ) -> Tokenizer:
     """Trains on in-memory text: one string, or any iterable of strings (a list, a
     generator over a dataset, ...). Each string is a separate document: no pair
-    crosses from one to the next.
+    crosses from one to the next. Lone surrogates become U+FFFD, as in ``encode``.
 
     >>> tok = train_from_iterator(["low lower", "lowest"], 258, pattern=None, progress=False)
     >>> tok.merges
     [(b'o', b'w'), (b'l', b'ow')]
     """
-    num_merges, specials = _check_args(vocab_size, special_tokens)
-    regex = resolve_pattern(pattern)
-    counter = _core.PreTokenCounter(regex, specials, workers or os.cpu_count() or 1)
+    opts = _options(
+        vocab_size,
+        special_tokens,
+        pattern,
+        num_threads,
+        progress,
+        min_frequency,
+        max_token_length,
+        reserved_special_tokens,
+        pad_to_multiple_of,
+    )
+    counter = _core.PreTokenCounter(opts.pattern, opts.specials, opts.num_threads)
     if isinstance(texts, str):
         texts = [texts]
-    bar = _progress_bar(progress, desc="counting", unit="B", unit_scale=True, unit_divisor=1024)
     start = time.perf_counter()
     total = 0
-    with _closing(bar):
+
+    def flush(batch: list[str]) -> None:
+        try:
+            counter.add_documents(batch)
+        except UnicodeEncodeError:
+            counter.add_documents([_without_surrogates(t) for t in batch])
+
+    with Progress(progress, total=None, desc="counting") as bar:
         batch: list[str] = []
         size = 0
         for n, text in enumerate(texts):
@@ -211,17 +283,70 @@ def train_from_iterator(
             batch.append(text)
             size += len(text)
             if size >= _BATCH_CHARS:
-                counter.add_documents(batch)
+                flush(batch)
                 total += size
-                if bar is not None:
-                    bar.update(size)
+                bar(total)
                 batch, size = [], 0
-        counter.add_documents(batch)
+        flush(batch)
         total += size
-        if bar is not None:
-            bar.update(size)
+        bar(total)
     stats = {"bytes_read": total, "count_seconds": time.perf_counter() - start}
-    return _learn(counter, num_merges, specials, regex, progress, stats)
+    return _learn(counter, opts, stats)
+
+
+def train_from_counts(
+    counts: Mapping[str | bytes, int] | Iterable[tuple[str | bytes, int]],
+    vocab_size: int,
+    *,
+    special_tokens: Iterable[str] = (),
+    pattern: str | None = "gpt2",
+    num_threads: int | None = None,
+    progress=None,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    reserved_special_tokens: int = 0,
+    pad_to_multiple_of: int | None = None,
+) -> Tokenizer:
+    """Trains from pre-token counts made elsewhere: ``{pre-token: count}`` (or pairs),
+    pre-tokens as str (UTF-8 encoded) or bytes — e.g. the output of your own
+    Spark/Dask/SQL job. ``pattern`` is only recorded in the tokenizer (the counts are
+    already split); it should be the one that made them.
+
+    >>> tok = train_from_counts({"low": 5, "lower": 2, "lowest": 1}, 258, pattern=None)
+    >>> tok.merges
+    [(b'l', b'o'), (b'lo', b'w')]
+    """
+    opts = _options(
+        vocab_size,
+        special_tokens,
+        pattern,
+        num_threads,
+        progress,
+        min_frequency,
+        max_token_length,
+        reserved_special_tokens,
+        pad_to_multiple_of,
+    )
+    counter = _core.PreTokenCounter(opts.pattern, opts.specials, opts.num_threads)
+    items = counts.items() if isinstance(counts, Mapping) else counts
+    start = time.perf_counter()
+    total = 0
+    batch: list[tuple[bytes, int]] = []
+    for n, (piece, count) in enumerate(items):
+        if isinstance(piece, str):
+            piece = piece.encode("utf-8", "surrogatepass")
+        if not isinstance(piece, bytes) or not isinstance(count, int) or count < 0:
+            raise TypeError(
+                f"count #{n} is ({piece!r}, {count!r}); expected (str or bytes, a non-negative int)"
+            )
+        batch.append((piece, count))
+        total += len(piece) * count
+        if len(batch) >= 1 << 16:
+            counter.add_counts(batch)
+            batch = []
+    counter.add_counts(batch)
+    stats = {"bytes_read": total, "count_seconds": time.perf_counter() - start}
+    return _learn(counter, opts, stats)
 
 
 def train_bpe(
@@ -233,7 +358,7 @@ def train_bpe(
     """The Stanford CS336 assignment-1 contract: returns ``(vocab, merges)`` with
     ``vocab: dict[int, bytes]`` and ``merges: list[tuple[bytes, bytes]]``.
 
-    Extra keyword arguments go to :func:`train` (``pattern``, ``workers``, ...).
+    Extra keyword arguments go to :func:`train` (``pattern``, ``num_threads``, ...).
     """
     kwargs.setdefault("progress", False)
     tok = train(input_path, vocab_size, special_tokens=special_tokens, **kwargs)

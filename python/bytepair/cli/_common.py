@@ -1,0 +1,122 @@
+"""What the subcommands share: loading ``-t TOKENIZER``, ``--special TOKEN=ID``, the
+thread-count option, progress and how tokens are printed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+class SingleValue(argparse.Action):
+    """An option that may be given once: a second ``-t`` is an error, not silently the winner."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} given twice; give it once")
+        setattr(namespace, self.dest, values)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_tokenizer_options(p: argparse.ArgumentParser, what: str = "tokenizer") -> None:
+    p.add_argument(
+        "-t",
+        "--tokenizer",
+        required=True,
+        action=SingleValue,
+        help=f"the {what}: a bundled encoding (gpt2, cl100k_base, o200k_base, ...), a "
+        ".bytepair file, a tokenizer.json (or its folder), a .tiktoken file (with --pattern) "
+        "or a GPT-2 folder",
+    )
+    p.add_argument(
+        "--special",
+        action="append",
+        default=[],
+        metavar="TOKEN=ID",
+        help="add a special token (repeatable), e.g. '<|im_start|>=100264'; for a .tiktoken "
+        "file, its special tokens",
+    )
+    p.add_argument(
+        "--pattern", help="pre-tokenizer of a .tiktoken input: gpt2, cl100k, o200k or a regex"
+    )
+
+
+def add_threads_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--num-threads",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="threads (default: all cores)",
+    )
+
+
+def parse_specials(items: list[str]) -> dict[str, int]:
+    out = {}
+    for item in items:
+        token, sep, id_text = item.rpartition("=")
+        if not sep or not token or not id_text.isdigit():
+            raise ValueError(f"--special {item!r}: expected TOKEN=ID, e.g. '<|endoftext|>=100257'")
+        out[token] = int(id_text)
+    return out
+
+
+def load_tokenizer(args, spec: str | None = None):
+    """The tokenizer ``-t`` names, with ``--special`` tokens added."""
+    from pathlib import Path
+
+    from bytepair.encodings import list_encodings
+    from bytepair.formats import detect, load
+
+    spec = spec or args.tokenizer
+    specials = parse_specials(getattr(args, "special", []) or [])
+    pattern = getattr(args, "pattern", None)
+    path = Path(spec)
+    needs_specials = (
+        path.exists() and spec not in list_encodings() and detect(path) in ("tiktoken",)
+    )
+    if needs_specials:
+        if pattern is None:
+            raise ValueError(
+                f"{spec}: a .tiktoken file holds no pre-tokenizer pattern; pass --pattern "
+                "(gpt2, cl100k, o200k or a regex) and its special tokens with --special TOKEN=ID"
+            )
+        return load(spec, pattern=pattern, special_tokens=specials)
+    tok = load(spec, pattern=pattern) if pattern and path.is_dir() else load(spec)
+    if specials:
+        tok = tok.with_special_tokens(specials)
+    return tok
+
+
+def show_progress(args) -> bool | None:
+    """None (a bar when stderr is a terminal) unless -q."""
+    return False if getattr(args, "quiet", False) else None
+
+
+def printable(token: bytes) -> str:
+    """A token for people: text where it is text, ``\\n``/``\\t`` escapes, ``\\xNN`` for
+    bytes that are not whole UTF-8 characters."""
+    text = token.decode("utf-8", errors="backslashreplace")
+    out = []
+    for c in text:
+        if c.isprintable() or c == "\\":
+            out.append(c)
+        else:
+            out.append(c.encode("unicode_escape").decode("ascii"))
+    return '"' + "".join(out) + '"'
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def warn(message: str) -> None:
+    print(f"bytepair: warning: {message}", file=sys.stderr)

@@ -1,0 +1,91 @@
+"""``bytepair decode``: token ids (text, ``.bin`` or ``.npy``) back to text, streamed in
+bounded memory."""
+
+from __future__ import annotations
+
+import codecs
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from bytepair.cli._common import add_tokenizer_options
+
+# Ids decoded per step when reading a .bin/.npy (bounded memory for any file size).
+CHUNK_IDS = 1 << 20
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser("decode", help="decode token ids to text")
+    add_tokenizer_options(d)
+    d.add_argument("file", nargs="?", help="ids as text, .bin or .npy (default: stdin)")
+    d.add_argument("-o", "--output", help="write the text here (default: stdout)")
+    d.set_defaults(func=run)
+
+
+def _parse_text_ids(text: str, where: str) -> list[int]:
+    ids = []
+    for n, word in enumerate(text.replace(",", " ").replace("[", " ").replace("]", " ").split()):
+        try:
+            ids.append(int(word))
+        except ValueError:
+            raise ValueError(f"{where}: token #{n} is {word!r}, not an integer id") from None
+    return ids
+
+
+def id_chunks(path: str | None, width: int) -> Iterator:
+    """The ids of a file (or stdin) in chunks: numpy arrays for .bin/.npy (memory-mapped),
+    one list for ids written as text."""
+    if path in (None, "-"):
+        yield _parse_text_ids(sys.stdin.read(), "<stdin>")
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(f"{p}: is a directory, not a file of ids")
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such file")
+    if p.suffix == ".npy":
+        arr = np.load(p, mmap_mode="r", allow_pickle=False)
+        if arr.dtype.kind not in "ui":
+            raise ValueError(f"{p}: holds {arr.dtype} values, not integer token ids")
+        arr = arr.reshape(-1)
+    elif p.suffix == ".bin":
+        size = p.stat().st_size
+        if size % width:
+            raise ValueError(
+                f"{p}: {size:,} bytes is not a whole number of {width}-byte ids "
+                f"(uint{8 * width}, what this tokenizer writes): truncated, or made by "
+                "another tokenizer?"
+            )
+        if size == 0:
+            return
+        arr = np.memmap(p, dtype=np.dtype(f"<u{width}"), mode="r")
+    else:
+        yield _parse_text_ids(p.read_text(encoding="utf-8"), str(p))
+        return
+    for start in range(0, len(arr), CHUNK_IDS):
+        yield arr[start : start + CHUNK_IDS]
+
+
+def run(args) -> None:
+    from bytepair._files import check_writable, temporary_output
+    from bytepair.cli._common import load_tokenizer
+    from bytepair.shards import id_width
+
+    tok = load_tokenizer(args)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    chunks = id_chunks(args.file, id_width(tok))
+    if args.output is None:
+        out = sys.stdout
+        for ids in chunks:
+            out.write(decoder.decode(tok.decode_bytes(ids)))
+        out.write(decoder.decode(b"", final=True))
+        out.flush()
+        return
+    inputs = [] if args.file in (None, "-") else [args.file]
+    with temporary_output(check_writable(args.output, inputs)) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as out:
+            for ids in chunks:
+                out.write(decoder.decode(tok.decode_bytes(ids)))
+            out.write(decoder.decode(b"", final=True))

@@ -1,0 +1,132 @@
+"""``bytepair train``: a tokenizer from text files."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from bytepair.cli._common import add_threads_option, plural, printable, show_progress
+
+
+def add_parser(sub) -> None:
+    t = sub.add_parser("train", help="train a tokenizer on text files")
+    t.add_argument("corpus", nargs="+", help="UTF-8 text file(s)")
+    t.add_argument(
+        "--vocab-size", type=int, required=True, help="total tokens: 256 bytes + merges + specials"
+    )
+    t.add_argument(
+        "--special",
+        action="append",
+        default=[],
+        metavar="TOKEN",
+        help="a special token, e.g. '<|endoftext|>' (repeatable)",
+    )
+    t.add_argument(
+        "--pattern",
+        default="gpt2",
+        help="pre-tokenizer: gpt2 (default), cl100k, o200k, none, or a regex",
+    )
+    add_threads_option(t)
+    t.add_argument(
+        "--errors",
+        choices=["strict", "replace"],
+        default="strict",
+        help="invalid UTF-8: stop with an error (default) or replace with U+FFFD",
+    )
+    t.add_argument(
+        "--min-frequency",
+        type=int,
+        default=0,
+        metavar="N",
+        help="stop when the most frequent pair occurs fewer than N times",
+    )
+    t.add_argument(
+        "--max-token-length",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="never make tokens longer than this many bytes",
+    )
+    t.add_argument(
+        "--reserved-special-tokens",
+        type=int,
+        default=0,
+        metavar="N",
+        help="reserve N special tokens <|reserved_0|>... (counted in --vocab-size)",
+    )
+    t.add_argument(
+        "--pad-to-multiple-of",
+        type=int,
+        default=None,
+        metavar="M",
+        help="append reserved tokens until the vocabulary size is a multiple of M",
+    )
+    t.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="tokenizer file to write (.bytepair; .json for Hugging Face, "
+        ".tiktoken, or a folder/ for GPT-2 files)",
+    )
+    t.add_argument(
+        "--format",
+        choices=["bytepair", "hf", "tiktoken", "gpt2"],
+        help="output format (default: from the output's suffix)",
+    )
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    t.set_defaults(func=run)
+
+
+def run(args) -> None:
+    from bytepair._files import check_output
+    from bytepair.formats import format_for_path
+    from bytepair.patterns import pattern_name
+    from bytepair.training import train
+
+    fmt = format_for_path(args.output, args.format)
+    is_folder = fmt == "gpt2" or (fmt == "hf" and not args.output.endswith(".json"))
+    check_output(args.output, is_folder, inputs=args.corpus)
+    if all(Path(p).is_file() and Path(p).stat().st_size == 0 for p in args.corpus):
+        raise ValueError(f"{', '.join(args.corpus)}: empty; nothing to train on")
+    start = time.perf_counter()
+    tok = train(
+        args.corpus,
+        args.vocab_size,
+        special_tokens=args.special,
+        pattern=args.pattern,
+        num_threads=args.num_threads,
+        progress=show_progress(args),
+        errors=args.errors,
+        min_frequency=args.min_frequency,
+        max_token_length=args.max_token_length,
+        reserved_special_tokens=args.reserved_special_tokens,
+        pad_to_multiple_of=args.pad_to_multiple_of,
+    )
+    tok.save(args.output, format=fmt)
+    secs = time.perf_counter() - start
+    stats = tok.training_stats
+    # Compression on (the start of) the training text, in bytes per token.
+    with open(args.corpus[0], "rb") as f:
+        sample = f.read(10_000_000).decode("utf-8", errors="replace")
+    n_tokens = tok.count_tokens(sample, allowed_special="all")
+    ratio = len(sample.encode("utf-8")) / max(n_tokens, 1)
+    mb = stats.bytes_read / 1e6
+    lines = [
+        f"trained {args.output} in {secs:.2f} s ({mb / max(secs, 1e-9):.1f} MB/s): {mb:.1f} MB "
+        f"read in {stats.count_seconds:.2f} s, {plural(stats.distinct_pretokens, 'distinct pre-token')}, "
+        f"{plural(stats.merges_done, 'merge')} in {stats.merge_seconds:.2f} s",
+        f"vocab size {tok.vocab_size:,} (pattern {pattern_name(tok.pattern)}, "
+        f"special tokens: {', '.join(tok.special_tokens) or 'none'})",
+        f"compression on the training text: {ratio:.2f} bytes/token"
+        + (" (first 10 MB)" if stats.bytes_read > 10_000_000 else ""),
+    ]
+    merges = tok.merges
+    if merges:
+        lines.append(
+            "first merges: " + ", ".join(f"{printable(a)}+{printable(b)}" for a, b in merges[:3])
+        )
+        lines.append(
+            "last merges:  " + ", ".join(f"{printable(a)}+{printable(b)}" for a, b in merges[-3:])
+        )
+    print("\n".join(lines), file=sys.stderr)

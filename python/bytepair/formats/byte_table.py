@@ -1,0 +1,57 @@
+"""GPT-2's byte-to-unicode table: how byte-level files (GPT-2's ``vocab.json`` and
+``merges.txt``, Hugging Face's ``tokenizer.json``, our ``.bytepair``) write tokens,
+which are bytes, as readable text.
+
+>>> token_to_str(b" the")
+'Ġthe'
+>>> str_to_token("Ġthe")
+b' the'
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's table from bytes to printable characters (so tokens are readable text).
+
+    Printable Latin-1 bytes map to themselves; the rest (control bytes, space, ...)
+    map to characters from U+0100 on, so b" " shows as "Ġ" and b"\\n" as "Ċ".
+
+    >>> bytes_to_unicode()[ord(" ")]
+    'Ġ'
+    """
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+    keep += list(range(ord("®"), ord("ÿ") + 1))
+    table = {b: chr(b) for b in keep}
+    n = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + n)
+            n += 1
+    return table
+
+
+@lru_cache(maxsize=1)
+def unicode_to_bytes() -> dict[str, int]:
+    return {c: b for b, c in bytes_to_unicode().items()}
+
+
+def token_to_str(token: bytes) -> str:
+    """A token in GPT-2 notation: ``b" the"`` -> ``"Ġthe"``."""
+    table = bytes_to_unicode()
+    return "".join(table[b] for b in token)
+
+
+def str_to_token(text: str, where: str = "") -> bytes:
+    """The inverse of :func:`token_to_str`; a character outside the table is an error."""
+    table = unicode_to_bytes()
+    try:
+        return bytes(table[c] for c in text)
+    except KeyError as e:
+        raise ValueError(
+            f"{where}token {text!r} has the character {e.args[0]!r}, which is not in GPT-2's "
+            "byte-to-unicode table: this is not a byte-level BPE file"
+        ) from None

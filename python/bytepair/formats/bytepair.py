@@ -1,0 +1,163 @@
+"""Our own format, ``.bytepair``: one versioned, human-readable JSON file with the
+pattern, the special tokens and the merges, one merge per line (readable, diffable);
+loading it runs no code. Layout::
+
+    {
+      "format": "bytepair",
+      "version": 1,
+      "pattern": "<regex or null>",
+      "special_tokens": {"<|endoftext|>": 500},
+      "merges": [
+        "Ġ t",
+        ...
+      ]
+    }
+
+Merges are ``"left right"`` in GPT-2's byte-to-unicode notation, in rank order: merge
+*i* is token 256 + *i*. A ``"vocab"`` object (``{token: id}``) is written only when the
+ids do not follow that layout (a vocabulary loaded from elsewhere).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from bytepair._files import atomic_write
+from bytepair.formats.byte_table import str_to_token, token_to_str
+
+FORMAT_NAME = "bytepair"
+FORMAT_VERSION = 1
+SUFFIXES = (".bytepair",)
+
+
+def sniff(head: bytes) -> bool:
+    """True if a file starting with ``head`` is one of ours."""
+    return b'"format": "bytepair"' in head[:4096] or b'"format":"bytepair"' in head[:4096]
+
+
+def dumps(
+    merges: list[tuple[bytes, bytes]],
+    special_tokens: dict[str, int],
+    pattern: str | None,
+    vocab: dict[int, bytes] | None,
+) -> str:
+    """The text of a ``.bytepair`` file (see the module docstring for the layout)."""
+    head = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "pattern": pattern,
+        "special_tokens": special_tokens,
+    }
+    lines = ["{"]
+    for key, value in head.items():
+        lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},")
+    if vocab is not None:
+        lines.append('  "vocab": {')
+        items = sorted(vocab.items())
+        for n, (i, token) in enumerate(items):
+            comma = "," if n + 1 < len(items) else ""
+            lines.append(f"    {json.dumps(token_to_str(token), ensure_ascii=False)}: {i}{comma}")
+        lines.append("  },")
+    lines.append('  "merges": [')
+    for n, (left, right) in enumerate(merges):
+        comma = "," if n + 1 < len(merges) else ""
+        text = token_to_str(left) + " " + token_to_str(right)
+        lines.append(f"    {json.dumps(text, ensure_ascii=False)}{comma}")
+    lines.append("  ]")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def loads(raw: bytes, path: str | os.PathLike) -> dict:
+    """Parses a ``.bytepair`` file's bytes: dict(merges, special_tokens, pattern, vocab).
+
+    Every problem is a ValueError naming the file (``path``) and what is wrong with it.
+    """
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path}: not a bytepair tokenizer file (invalid UTF-8 at byte {e.start})"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"{path}: not a valid bytepair tokenizer file: {e.msg} at line {e.lineno}, column {e.colno} "
+            "(truncated or edited by hand?)"
+        ) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
+        raise ValueError(f'{path}: not a bytepair tokenizer file (no "format": "bytepair")')
+    version = doc.get("version")
+    if version != FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: bytepair format version {version!r} is not supported by this version of "
+            f"bytepair (which reads version {FORMAT_VERSION}); upgrade bytepair"
+        )
+    for key in ("pattern", "special_tokens", "merges"):
+        if key not in doc:
+            raise ValueError(f'{path}: the "{key}" field is missing')
+    pattern = doc["pattern"]
+    if pattern is not None and not isinstance(pattern, str):
+        raise ValueError(f'{path}: "pattern" must be a string or null')
+    specials = doc["special_tokens"]
+    if not isinstance(specials, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in specials.items()
+    ):
+        raise ValueError(f'{path}: "special_tokens" must map token strings to non-negative ids')
+    if not isinstance(doc["merges"], list):
+        raise ValueError(f'{path}: "merges" must be a list')
+    merges = []
+    for n, entry in enumerate(doc["merges"]):
+        parts = entry.split(" ") if isinstance(entry, str) else []
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(f'{path}: merge #{n} is {entry!r}; expected "left right"')
+        where = f"{path}: merge #{n}: "
+        merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
+    vocab = None
+    if "vocab" in doc:
+        if not isinstance(doc["vocab"], dict):
+            raise ValueError(f'{path}: "vocab" must map tokens to ids')
+        vocab = {}
+        for token, i in doc["vocab"].items():
+            if not isinstance(i, int) or i < 0:
+                raise ValueError(
+                    f"{path}: vocab entry {token!r} has id {i!r}; expected a non-negative int"
+                )
+            vocab[i] = str_to_token(token, f"{path}: vocab: ")
+    return {"merges": merges, "special_tokens": specials, "pattern": pattern, "vocab": vocab}
+
+
+def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>"):
+    """A Tokenizer from a ``.bytepair`` file's bytes."""
+    from bytepair.models.bpe import canonical_vocab
+    from bytepair.tokenizer import Tokenizer
+
+    doc = loads(raw, path)
+    vocab = doc["vocab"] if doc["vocab"] is not None else canonical_vocab(doc["merges"])
+    try:
+        return Tokenizer(vocab, doc["merges"], doc["special_tokens"], doc["pattern"])
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+def to_text(tok) -> str:
+    """The ``.bytepair`` text of a byte-level BPE tokenizer."""
+    model = tok.model
+    if model.kind != "bpe":
+        raise ValueError(f"the .bytepair format holds byte-level BPE models, not {model.kind!r}")
+    special_ids = set(model.special_tokens.values())
+    vocab = None
+    if not model.has_canonical_ids():
+        vocab = {i: t for i, t in model.vocab.items() if i not in special_ids}
+    return dumps(model.merges, model.special_tokens, model.pattern, vocab)
+
+
+def read(path: str | os.PathLike):
+    """Loads a ``.bytepair`` file."""
+    return from_bytes(Path(path).read_bytes(), path)
+
+
+def write(tok, path: str | os.PathLike) -> None:
+    """Writes a ``.bytepair`` file (through a temporary file and a rename)."""
+    atomic_write(path, to_text(tok).encode("utf-8"))

@@ -1,0 +1,386 @@
+"""Hugging Face files: ``tokenizer.json`` for byte-level BPE models (read and
+write), and the folder ``transformers.AutoTokenizer.from_pretrained`` loads
+(``tokenizer.json`` + ``tokenizer_config.json`` + ``special_tokens_map.json``).
+
+A component bytepair cannot reproduce exactly (a normalizer, a SentencePiece-style
+model, byte fallback, ...) is refused with an error naming the file and component,
+never silently changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from pathlib import Path
+
+from bytepair._files import atomic_write
+from bytepair.formats.byte_table import str_to_token, token_to_str
+from bytepair.formats.gpt2 import json_bytes, token_strings
+
+SUFFIXES = (".json",)
+
+# Hugging Face runs Split regexes on Oniguruma (Ruby syntax), where `X{1,3}+` is not a
+# possessive quantifier but a repetition of `X{1,3}` — so cl100k's `\p{N}{1,3}+` would
+# match "1887" whole instead of "188" + "7". At the end of an alternative, possessive
+# and greedy `{1,3}` match the same, so exports use the greedy form.
+_ONIG_REWRITES = [(r"\p{N}{1,3}+|", r"\p{N}{1,3}|")]
+
+#: The special-token roles transformers knows, and their config keys.
+ROLES = ("bos_token", "eos_token", "unk_token", "pad_token")
+
+
+def sniff(head: bytes) -> bool:
+    """True if a JSON file starting with ``head`` looks like a tokenizer.json."""
+    return head.lstrip().startswith(b"{") and b'"model"' in head or b'"added_tokens"' in head
+
+
+def to_oniguruma(pattern: str) -> str:
+    """The pattern as Hugging Face's regex engine must see it to split identically."""
+    for ours, theirs in _ONIG_REWRITES:
+        pattern = pattern.replace(ours, theirs)
+    return pattern
+
+
+def from_oniguruma(pattern: str) -> str:
+    """Undoes :func:`to_oniguruma` for the built-in patterns, so they round-trip."""
+    from bytepair.patterns import PATTERNS
+
+    for builtin in PATTERNS.values():
+        if pattern == to_oniguruma(builtin):
+            return builtin
+    return pattern
+
+
+def tokenizer_json(tok) -> dict:
+    """The ``tokenizer.json`` document of a byte-level BPE tokenizer.
+
+    ``tokenizers.Tokenizer.from_file`` loads it and encodes text to the same ids as
+    bytepair with ``allowed_special="all"``: special tokens are ``added_tokens``
+    (matched before pre-tokenization), the pattern is a ``Split`` pre-tokenizer followed
+    by ``ByteLevel`` (no regex of its own), and the model is a plain ``BPE``. Special
+    tokens also appear in the model's vocab (as GPT-2's file has them).
+    """
+    model = tok.model
+    if model.kind != "bpe":
+        raise ValueError(f"this writer handles byte-level BPE models, not {model.kind!r}")
+    special_tokens = dict(model.special_tokens)
+    strings = token_strings(model.vocab, special_tokens, "tokenizer.json: ")
+    byte_level = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": True,
+        "use_regex": False,
+    }
+    if model.pattern is None:
+        pre_tokenizer = byte_level
+    else:
+        split = {
+            "type": "Split",
+            "pattern": {"Regex": to_oniguruma(model.pattern)},
+            "behavior": "Isolated",
+            "invert": False,
+        }
+        pre_tokenizer = {"type": "Sequence", "pretokenizers": [split, byte_level]}
+    added = [
+        {
+            "id": i,
+            "content": t,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for t, i in sorted(special_tokens.items(), key=lambda item: item[1])
+    ]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": pre_tokenizer,
+        "post_processor": {
+            "type": "ByteLevel",
+            "add_prefix_space": False,
+            "trim_offsets": False,
+            "use_regex": False,
+        },
+        "decoder": {
+            "type": "ByteLevel",
+            "add_prefix_space": False,
+            "trim_offsets": True,
+            "use_regex": False,
+        },
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": strings,
+            "merges": [[token_to_str(a), token_to_str(b)] for a, b in model.merges],
+        },
+    }
+
+
+def config_files(
+    tok,
+    *,
+    tokenizer_class: str | None = "PreTrainedTokenizerFast",
+    eos_token: str | None = "<|endoftext|>",
+    bos_token: str | None = None,
+    pad_token: str | None = None,
+    unk_token: str | None = None,
+    model_max_length: int | None = None,
+) -> dict[str, dict]:
+    """``tokenizer_config.json`` and ``special_tokens_map.json`` for a tokenizer: every
+    special token in ``added_tokens_decoder``, and the roles transformers reads
+    (``eos_token`` defaults to ``<|endoftext|>`` when the tokenizer has it)."""
+    specials = tok.special_tokens
+    roles = {"bos_token": bos_token, "eos_token": eos_token, "unk_token": unk_token}
+    roles["pad_token"] = pad_token
+    for role, token in list(roles.items()):
+        if token is None:
+            continue
+        if token not in specials:
+            if role == "eos_token" and token == "<|endoftext|>":
+                roles[role] = None  # the default, and this tokenizer has no such token
+                continue
+            raise ValueError(
+                f"{role} {token!r} is not one of the special tokens ({', '.join(specials) or 'none'}); "
+                "add it first with tok.with_special_tokens"
+            )
+    decoder = {
+        str(i): {
+            "content": t,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": True,
+        }
+        for t, i in sorted(specials.items(), key=lambda item: item[1])
+    }
+    config: dict = {"added_tokens_decoder": decoder}
+    special_map: dict = {}
+    for role, token in roles.items():
+        if token is not None:
+            config[role] = token
+            special_map[role] = token
+    extra = [t for t in specials if t not in special_map.values()]
+    if extra:
+        config["additional_special_tokens"] = extra
+        special_map["additional_special_tokens"] = extra
+    config["clean_up_tokenization_spaces"] = False
+    config["model_max_length"] = model_max_length or 1_000_000_000_000_000_019_884_624_838_656
+    if tokenizer_class:
+        config["tokenizer_class"] = tokenizer_class
+    return {"tokenizer_config.json": config, "special_tokens_map.json": special_map}
+
+
+def write(tok, path: str | os.PathLike, **options) -> None:
+    """A ``.json`` path gets ``tokenizer.json`` alone; any other path is a folder
+    (created if needed) with ``tokenizer.json`` and the two config files."""
+    path = Path(path)
+    doc = tokenizer_json(tok)
+    if path.suffix == ".json":
+        if options:
+            raise ValueError(
+                f"{path}: {', '.join(options)} go in tokenizer_config.json; write a folder "
+                "(a path without .json) to get it"
+            )
+        atomic_write(path, json_bytes(doc))
+        return
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(f"{path}: exists and is not a folder")
+    config = config_files(tok, **options)
+    path.mkdir(parents=True, exist_ok=True)
+    atomic_write(path / "tokenizer.json", json_bytes(doc))
+    for name, content in config.items():
+        atomic_write(path / name, json_bytes(content))
+
+
+def _components(node: dict | None, key: str) -> list[dict]:
+    """A pre-tokenizer/normalizer/decoder as a flat list (Sequences unrolled)."""
+    if node is None:
+        return []
+    if not isinstance(node, dict):
+        raise ValueError(f"expected an object, got {node!r}")
+    if node.get("type") == "Sequence":
+        out = []
+        for child in node.get(key) or []:
+            out += _components(child, key)
+        return out
+    return [node]
+
+
+def read_tokenizer_json(
+    path: str | os.PathLike,
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int], str | None]:
+    """Reads a Hugging Face ``tokenizer.json`` of a byte-level BPE model (GPT-2, RoBERTa,
+    Llama 3, files written by :func:`write`...).
+
+    Returns (vocab: id -> bytes, merges, special tokens: text -> id, pattern). The pattern
+    is the ``Split`` pre-tokenizer's regex, or GPT-2's when the ``ByteLevel``
+    pre-tokenizer splits by its own regex (``use_regex``, the default). Added tokens
+    marked special become special tokens.
+    """
+    from bytepair.patterns import PATTERNS
+
+    path = Path(path)
+
+    def fail(message: str):
+        return ValueError(f"{path}: {message}")
+
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise fail(f"not a tokenizer.json file (invalid UTF-8 at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise fail(f"not a valid JSON file: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
+        raise fail('not a Hugging Face tokenizer.json file (no "model" object)')
+
+    model = doc["model"]
+    # Files from old versions of tokenizers (GPT-2's) have no "type"; vocab + merges is BPE.
+    model_type = model.get("type", "BPE" if "merges" in model else None)
+    if model_type != "BPE":
+        raise fail(f"model type {model_type!r} is not supported; only byte-level BPE models are")
+    if model.get("byte_fallback"):
+        raise fail(
+            "model.byte_fallback is true (a SentencePiece-style BPE): not supported; only "
+            "byte-level BPE models are"
+        )
+    if model.get("dropout") not in (None, 0, 0.0):
+        raise fail(f"model.dropout {model['dropout']!r} makes encoding random: not supported")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key):
+            raise fail(f"model.{key} {model[key]!r} is not supported in a byte-level BPE")
+
+    try:
+        normalizers = _components(doc.get("normalizer"), "normalizers")
+        pretokenizers = _components(doc.get("pre_tokenizer"), "pretokenizers")
+        decoders = _components(doc.get("decoder"), "decoders")
+        processors = _components(doc.get("post_processor"), "processors")
+    except ValueError as e:
+        raise fail(str(e)) from None
+    if normalizers:
+        names = ", ".join(str(n.get("type")) for n in normalizers)
+        raise fail(f"normalizer {names} changes the text before encoding: not supported")
+    pattern: str | None = None
+    byte_level = None
+    for n, pre in enumerate(pretokenizers):
+        kind = pre.get("type")
+        if kind == "Split" and byte_level is None and pattern is None:
+            if pre.get("behavior") != "Isolated" or pre.get("invert"):
+                raise fail(
+                    f"pre-tokenizer Split with behavior {pre.get('behavior')!r} and invert "
+                    f"{pre.get('invert')!r} is not supported (only Isolated, not inverted)"
+                )
+            spec = pre.get("pattern") or {}
+            if "Regex" in spec:
+                pattern = from_oniguruma(spec["Regex"])
+            elif "String" in spec:
+                pattern = re.escape(spec["String"])
+            else:
+                raise fail(f"pre-tokenizer Split has no pattern: {pre!r}")
+        elif kind == "ByteLevel" and byte_level is None and n == len(pretokenizers) - 1:
+            byte_level = pre
+        else:
+            raise fail(
+                f"pre-tokenizer {kind} (at position {n}) is not supported; bytepair reads "
+                "byte-level BPE files: [Split] then ByteLevel"
+            )
+    if byte_level is None:
+        raise fail("no ByteLevel pre-tokenizer: not a byte-level BPE tokenizer")
+    if byte_level.get("add_prefix_space"):
+        raise fail("pre-tokenizer ByteLevel with add_prefix_space true is not supported")
+    if byte_level.get("use_regex", True):
+        if pattern is not None:
+            raise fail(
+                "pre-tokenizer Split followed by ByteLevel with use_regex true is not supported"
+            )
+        pattern = PATTERNS["gpt2"]
+    for dec in decoders:
+        if dec.get("type") != "ByteLevel":
+            raise fail(f"decoder {dec.get('type')} is not supported; expected ByteLevel")
+    for proc in processors:
+        if proc.get("type") in ("TemplateProcessing", "BertProcessing", "RobertaProcessing"):
+            # Not silently: the ids bytepair gives lack what this step adds (a BOS...).
+            warnings.warn(
+                f"{path}: post_processor {proc.get('type')} adds special tokens around each "
+                "encoding in transformers; bytepair encodes the text alone (add them yourself)",
+                stacklevel=3,
+            )
+
+    specials: dict[str, int] = {}
+    for n, entry in enumerate(doc.get("added_tokens") or []):
+        try:
+            content, i = entry["content"], entry["id"]
+        except (TypeError, KeyError):
+            raise fail(f"added_tokens[{n}] is not {{content, id, ...}}: {entry!r}") from None
+        if not entry.get("special"):
+            raise fail(
+                f"added token {content!r} (id {i}) is not special: bytepair has no "
+                "non-special added tokens"
+            )
+        for key in ("lstrip", "rstrip", "single_word"):
+            if entry.get(key):
+                raise fail(f"added token {content!r} has {key} true: not supported")
+        if not isinstance(content, str) or not isinstance(i, int) or i < 0:
+            raise fail(f"added_tokens[{n}] has content {content!r} and id {i!r}")
+        specials[content] = i
+
+    special_ids = set(specials.values())
+    raw_vocab = model.get("vocab")
+    if not isinstance(raw_vocab, dict):
+        raise fail("model.vocab must be an object {token: id}")
+    vocab: dict[int, bytes] = {}
+    for token, i in raw_vocab.items():
+        if not isinstance(i, int) or i < 0:
+            raise fail(f"model.vocab entry {token!r} has id {i!r}; expected a non-negative int")
+        if i in special_ids:
+            continue  # special tokens are text, not byte-level strings
+        if i in vocab:
+            raise fail(f"model.vocab gives id {i} to two tokens")
+        vocab[i] = str_to_token(token, f"{path}: model.vocab: ")
+    for content, i in specials.items():
+        vocab[i] = content.encode("utf-8")
+
+    raw_merges = model.get("merges")
+    if not isinstance(raw_merges, list):
+        raise fail("model.merges must be a list")
+    merges = []
+    for n, entry in enumerate(raw_merges):
+        parts = entry.split(" ") if isinstance(entry, str) else entry
+        if (
+            not isinstance(parts, list)
+            or len(parts) != 2
+            or not all(isinstance(p, str) and p for p in parts)
+        ):
+            raise fail(
+                f'model.merges[{n}] is {entry!r}; expected "left right" or ["left", "right"]'
+            )
+        where = f"{path}: model.merges[{n}]: "
+        merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
+    return vocab, merges, specials, pattern
+
+
+def read(path: str | os.PathLike):
+    """Loads a ``tokenizer.json`` file, or a folder holding one."""
+    from bytepair.tokenizer import Tokenizer
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    vocab, merges, special_tokens, pattern = read_tokenizer_json(path)
+    try:
+        return Tokenizer(vocab, merges, special_tokens, pattern)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None

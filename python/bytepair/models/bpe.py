@@ -1,0 +1,223 @@
+"""Byte-level BPE as data: a vocabulary (id -> bytes), ordered merges, special tokens
+and a pre-tokenization pattern, plus the compiled encoder built from them.
+
+The Python-side vocab and merges are made on first use when the model came straight
+from the core (a bundled encoding is parsed, its merges recovered and its encoder
+built in Rust, and most programs never ask for ``vocab``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bytepair import _core
+from bytepair.patterns import resolve_pattern
+
+
+class BPE:
+    """Byte-level BPE: ``BPE(vocab, merges, special_tokens=None, pattern="gpt2")``.
+
+    ``vocab`` is ``{id: bytes}`` (ids need not equal merge ranks; all 256 single
+    bytes must be there), ``merges`` the merges in order as pairs of bytes (the
+    CS336 form). ``special_tokens`` is a list of strings (each gets its id in
+    ``vocab`` if its bytes are there, else the next free id) or a dict ``{token: id}``.
+    """
+
+    kind = "bpe"
+
+    def __init__(
+        self,
+        vocab: dict[int, bytes],
+        merges: list[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] | dict[str, int] | None = None,
+        pattern: str | None = "gpt2",
+    ) -> None:
+        self._vocab: dict[int, bytes] | None = {int(i): bytes(t) for i, t in vocab.items()}
+        self._merges: list[tuple[bytes, bytes]] | None = [(bytes(a), bytes(b)) for a, b in merges]
+        self.pattern = resolve_pattern(pattern)
+        self.special_tokens = self._assign_special_ids(special_tokens)
+        special_ids = set(self.special_tokens.values())
+        # Lowest id wins when bytes repeat (training can make the same bytes twice).
+        ids_of: dict[bytes, int] = {}
+        for i in sorted(self._vocab, reverse=True):
+            if i not in special_ids:
+                ids_of[self._vocab[i]] = i
+        merge_ids = []
+        for n, (a, b) in enumerate(self._merges):
+            try:
+                merge_ids.append((ids_of[a], ids_of[b], ids_of[a + b]))
+            except KeyError as e:
+                raise ValueError(
+                    f"merge #{n} ({a!r}, {b!r}) uses {e.args[0]!r}, which is not in the vocabulary"
+                ) from None
+        ordinary = {i: t for i, t in self._vocab.items() if i not in special_ids}
+        self.core = _Compat(_core.Encoder(ordinary, merge_ids, self.special_tokens, self.pattern))
+
+    @classmethod
+    def from_core(cls, core, special_tokens: dict[str, int], pattern: str | None) -> BPE:
+        """A model around a ready encoder; vocab and merges are read from it when asked."""
+        model = cls.__new__(cls)
+        model._vocab = None
+        model._merges = None
+        model.pattern = pattern
+        model.special_tokens = special_tokens
+        model.core = core if isinstance(core, _Compat) else _Compat(core)
+        return model
+
+    def _assign_special_ids(self, special_tokens) -> dict[str, int]:
+        if special_tokens is None:
+            return {}
+        if isinstance(special_tokens, str):
+            raise TypeError("special_tokens must be a list of strings, not a single string")
+        items = (
+            special_tokens.items()
+            if isinstance(special_tokens, dict)
+            else ((t, None) for t in special_tokens)
+        )
+        specials: dict[str, int] = {}
+        by_bytes = None
+        for t, i in items:
+            if not isinstance(t, str) or not t:
+                raise ValueError(f"special token {t!r}: special tokens are non-empty strings")
+            if t in specials:
+                continue
+            token = t.encode("utf-8")
+            if i is None:
+                if by_bytes is None:
+                    by_bytes = {b: j for j, b in sorted(self.vocab.items(), reverse=True)}
+                i = by_bytes.get(token)
+                if i is None:
+                    i = max(self.vocab, default=-1) + 1
+                    by_bytes[token] = i
+            i = int(i)
+            if not 0 <= i < 2**32:
+                raise ValueError(f"special token {t!r} has id {i}, outside 0..2**32-1")
+            if self.vocab.setdefault(i, token) != token:
+                raise ValueError(
+                    f"special token {t!r} has id {i}, which the vocabulary gives to "
+                    f"{self.vocab[i]!r}"
+                )
+            specials[t] = i
+        return specials
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """id -> bytes, special tokens included (the model's own dict: do not change it)."""
+        if self._vocab is None:
+            # In the order __init__ makes: ordinary tokens (by id), then the specials.
+            vocab = self.core.vocab()
+            for i in self.special_tokens.values():
+                del vocab[i]
+            for t, i in self.special_tokens.items():
+                vocab[i] = t.encode("utf-8")
+            self._vocab = vocab
+        return self._vocab
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """The merges in rank order (the model's own list: do not change it)."""
+        if self._merges is None:
+            self._merges = self.core.merges()
+        return self._merges
+
+    @property
+    def merge_count(self) -> int:
+        return self.core.merge_count() if self._merges is None else len(self._merges)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.core.vocab_len() if self._vocab is None else len(self._vocab)
+
+    @property
+    def max_token_value(self) -> int:
+        return self.core.max_id() if self._vocab is None else max(self._vocab)
+
+    def token_bytes(self, token: int) -> bytes:
+        try:
+            return self.vocab[token]
+        except KeyError:
+            raise KeyError(f"unknown token id {token}") from None
+
+    def has_canonical_ids(self) -> bool:
+        """True when ids are the layout training makes: bytes 0-255, merge i = 256 + i."""
+        special_ids = set(self.special_tokens.values())
+        ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
+        return ordinary == canonical_vocab(self.merges)
+
+    def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> BPE:
+        """The same model with more special tokens (a new model; this one is unchanged)."""
+        specials = dict(self.special_tokens)
+        if isinstance(special_tokens, dict):
+            extra = dict(special_tokens)
+        else:
+            if isinstance(special_tokens, str):
+                raise TypeError("special_tokens must be a list of strings, not a single string")
+            free = max(self.max_token_value + 1, 0)
+            extra = {}
+            for t in special_tokens:
+                if t not in specials and t not in extra:
+                    extra[t] = free
+                    free += 1
+        for t, i in extra.items():
+            if t in specials and specials[t] != i:
+                raise ValueError(f"special token {t!r} already has id {specials[t]}, not {i}")
+        specials.update(extra)
+        ordinary = {
+            i: t for i, t in self.vocab.items() if i not in set(self.special_tokens.values())
+        }
+        return BPE(ordinary, self.merges, specials, self.pattern)
+
+
+def canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:
+    """The vocabulary implied by merges: bytes at 0-255, merge i at 256 + i."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    for n, (a, b) in enumerate(merges):
+        vocab[256 + n] = a + b
+    return vocab
+
+
+class _Compat:
+    """TEMPORARY: the one-call binding signatures over the old core."""
+
+    def __init__(self, core):
+        self._c = core
+
+    def __getattr__(self, name):
+        return getattr(self._c, name)
+
+    def _check(self, text, disallowed):
+        if disallowed and text:
+            found = self._c.find_first(text, sorted(disallowed))
+            if found is not None:
+                raise ValueError(
+                    f"the text contains the special token {found!r}, which is not allowed here. "
+                    f"To encode it as a special token pass allowed_special={{{found!r}}} "
+                    f'(or allowed_special="all"); to encode it as ordinary text pass '
+                    f"disallowed_special=()."
+                )
+
+    def encode(self, text, allowed=None, disallowed=None):
+        self._check(text, disallowed)
+        return self._c.encode(text, allowed)
+
+    def encode_to_bytes(self, text, allowed=None, disallowed=None):
+        self._check(text, disallowed)
+        return self._c.encode_to_bytes(text, allowed)
+
+    def count(self, text, allowed=None, disallowed=None):
+        self._check(text, disallowed)
+        return self._c.count(text, allowed)
+
+    def encode_prefix(self, text, allowed, last, disallowed=None):
+        self._check(text, disallowed)
+        return self._c.encode_prefix(text, allowed, last)
+
+    def encode_batch(self, texts, allowed=None, threads=1, disallowed=None):
+        for t in texts:
+            self._check(t, disallowed)
+        return self._c.encode_batch(texts, allowed, threads)
+
+    def encode_batch_to_bytes(self, texts, allowed=None, threads=1, disallowed=None):
+        for t in texts:
+            self._check(t, disallowed)
+        return self._c.encode_batch_to_bytes(texts, allowed, threads)

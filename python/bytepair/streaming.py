@@ -1,0 +1,70 @@
+"""Streaming: encoding text that arrives in chunks, and decoding ids one at a time.
+
+Encoding: ``encode_chunks`` gives exactly the ids of encoding the joined text, even
+where a pre-token or a special token straddles two chunks. The core encodes only the
+part of its buffer that later text cannot change (``encode_prefix``) and the rest is
+carried over: a tail of at least 64 bytes plus twice the longest special token (a
+single pre-token longer than the buffer is held whole).
+
+Decoding: :class:`StreamDecoder` holds back the bytes of a UTF-8 character until it is
+complete, so a model's output can be printed token by token.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterable, Iterator
+
+
+def encode_chunks(
+    tok, iterable: Iterable[str], allowed_special, disallowed_special
+) -> Iterator[list[int]]:
+    """A list of ids per input chunk; together, the ids of ``"".join(iterable)``."""
+    allowed, disallowed = tok._specials(allowed_special, disallowed_special)
+    carry = ""
+    for chunk in iterable:
+        if not chunk:
+            continue
+        carry += chunk
+        ids, used = tok._run("encode_prefix", carry, allowed, False, disallowed)
+        if ids:
+            yield ids
+        carry = carry[used:]
+    ids, _ = tok._run("encode_prefix", carry, allowed, True, disallowed)
+    if ids:
+        yield ids
+
+
+class StreamDecoder:
+    """Turns token ids into text one id at a time (e.g. while a model generates),
+    holding back the bytes of a UTF-8 character until it is complete.
+
+    >>> import bytepair
+    >>> dec = StreamDecoder(bytepair.get_encoding("gpt2"))
+    >>> dec.step(19567), dec.step(255)
+    ('', 'อ')
+    """
+
+    def __init__(self, tokenizer, errors: str = "replace") -> None:
+        self._tokenizer = tokenizer
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors=errors)
+
+    def step(self, token: int) -> str:
+        """Adds one token; returns the text completed by it (maybe empty)."""
+        return self._decoder.decode(self._tokenizer.decode_single_token_bytes(token))
+
+    def flush(self) -> str:
+        """Ends the stream: bytes of an unfinished character come out as U+FFFD."""
+        return self._decoder.decode(b"", final=True)
+
+
+def decode_stream(tok, ids: Iterable[int], errors: str = "replace") -> Iterator[str]:
+    """Yields text as soon as its UTF-8 is complete (see ``Tokenizer.decode_stream``)."""
+    decoder = StreamDecoder(tok, errors)
+    for i in ids:
+        text = decoder.step(i)
+        if text:
+            yield text
+    text = decoder.flush()
+    if text:
+        yield text
