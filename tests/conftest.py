@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import lzma
 import os
+import shutil
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -139,3 +142,30 @@ def tinystories_tokenizer():
     return bytepair.train_from_iterator(
         [text, text.upper()], 600, special_tokens=[EOT, "<|pad|>"], progress=False
     )
+
+
+CACHE_NAMES = {  # tiktoken's cache file names (sha1 of the download URL)
+    "r50k_base": "0ea1e91bbb3a60f729a8dc8f777fd2fc07cd8df4",
+    "p50k_base": "ec7223a39ce59f226a68acc30dc1af2788490e15",
+    "cl100k_base": "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
+    "o200k_base": "fb374d419588a4632f3f557e76b4b70aebbca790",
+}
+
+
+@pytest.fixture(scope="session")
+def tiktoken_offline(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("tiktoken-cache")
+    for name, digest in CACHE_NAMES.items():
+        packed = resources.files("bytepair").joinpath("data", f"{name}.tiktoken.xz").read_bytes()
+        (cache / digest).write_bytes(lzma.decompress(packed))
+    shutil.copy(GPT2_DIR / "vocab.json", cache / "6c7ea1a7e38e3a7f062df639a5b80947f075ffe6")
+    shutil.copy(GPT2_DIR / "merges.txt", cache / "6d1cbeee0f20b3d9449abfede4726ed8212e3aee")
+    old = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    import tiktoken
+
+    yield tiktoken
+    if old is None:
+        os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+    else:
+        os.environ["TIKTOKEN_CACHE_DIR"] = old

@@ -323,22 +323,41 @@ class Tokenizer:
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
     ) -> tuple[list[int], set[tuple[int, ...]]]:
-        """Splits the encoding of a prompt into the tokens more text cannot change and
+        """Splits the encoding of a prompt into the tokens more text will not change and
         candidates for the rest: ``(stable, completions)``.
 
-        ``stable`` ends where later text can no longer change how the prompt splits
-        (the same cut ``encode_iterable`` uses), so ``encode(text + more)`` starts with
-        ``stable`` for any ``more``. ``completions`` holds the encoding of the rest as
-        it stands and every single token whose bytes start with the rest's bytes.
+        ``stable`` encodes the text before its last pre-token (and before whitespace
+        that more text could join), so ``encode(text + more)`` starts with ``stable`` for
+        any ``more``. ``completions`` holds the rest's encoding as it stands and every
+        single token whose bytes start with the rest's bytes (" fo" -> " fox", ...).
+
+        >>> import bytepair
+        >>> stable, completions = bytepair.get_encoding("cl100k_base").encode_with_unstable("hello fo")
+        >>> stable, (39935,) in completions
+        ([15339], True)
         """
+        from bytepair.reference import pretokenize
+
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
-        stable, used = self._run("encode_prefix", text, allowed, False, disallowed)
-        rest = text[used:]
+        self._run("count", text, allowed, disallowed)  # the special-token check, as encode
+        head = 0  # the last piece starts after the last allowed special token
+        for token in allowed:
+            at = text.rfind(token)
+            if at >= 0:
+                head = max(head, at + len(token))
+        pieces = pretokenize(text[head:], self.pattern) if text[head:] else []
+        if pieces:
+            pieces.pop()  # more text can extend or split the last piece
+        while pieces and not pieces[-1].strip():
+            pieces.pop()  # and whitespace before it can join what follows
+        cut = head + sum(len(p) for p in pieces)
+        stable = self._run("encode", text[:cut], allowed, disallowed)
+        rest = text[cut:]
         completions: set[tuple[int, ...]] = set()
         if rest:
             completions.add(tuple(self._run("encode", rest, allowed, disallowed)))
-            head = rest.encode("utf-8", "replace")
-            completions.update((i,) for t, i in self._ids_of_bytes().items() if t.startswith(head))
+            start = rest.encode("utf-8", "replace")
+            completions.update((i,) for t, i in self._ids_of_bytes().items() if t.startswith(start))
         return stable, completions
 
     def encode_batch(
