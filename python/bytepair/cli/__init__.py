@@ -6,6 +6,7 @@
 - ``show``    tokens coloured in the terminal (``cli/show.py``)
 - ``count``   tokens per file (``cli/count.py``)
 - ``convert`` between file formats (``cli/convert.py``)
+- ``serve``   a local web page showing tokens as you type (``cli/serve.py``)
 
 Every failure is one line on stderr and a non-zero exit (2 for usage, 1 for errors,
 130 for Ctrl-C, 143 for SIGTERM); warnings are one line too. Outputs are written to a
@@ -19,9 +20,9 @@ import signal
 import sys
 import warnings
 
-from bytepair.cli import convert, count, decode, encode, show, train
+from bytepair.cli import convert, count, decode, encode, serve, show, train
 
-SUBCOMMANDS = [train, encode, decode, show, count, convert]
+SUBCOMMANDS = [train, encode, decode, show, count, convert, serve]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -26,15 +26,20 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_tokenizer_options(p: argparse.ArgumentParser, what: str = "tokenizer") -> None:
+def add_tokenizer_options(
+    p: argparse.ArgumentParser, what: str = "tokenizer", many: bool = False
+) -> None:
+    """``-t`` (once and required, or with ``many`` repeatable and optional), ``--special``
+    and ``--pattern``."""
     p.add_argument(
         "-t",
         "--tokenizer",
-        required=True,
-        action=SingleValue,
+        required=not many,
+        action="append" if many else SingleValue,
+        default=[] if many else None,
         help=f"the {what}: a bundled encoding (gpt2, cl100k_base, o200k_base, ...), a "
         ".bytepair file, a tokenizer.json (or its folder), a .tiktoken file (with --pattern) "
-        "or a GPT-2 folder",
+        "or a GPT-2 folder" + ("; repeatable" if many else ""),
     )
     p.add_argument(
         "--special",
