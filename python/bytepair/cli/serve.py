@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 from bytepair.cli._common import add_tokenizer_options
@@ -48,7 +49,14 @@ def run(args) -> None:
         raise ValueError(f"--port {args.port}: a port is 0 to 65535")
     if args.host not in LOOPBACK:
         warn(f"--host {args.host}: the page is reachable from other machines")
-    server = make_server(Registry(given, template), args.host, args.port)
+    try:
+        server = make_server(Registry(given, template), args.host, args.port)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise ValueError(
+                f"port {args.port} is in use; pick another with --port, or --port 0 for a free one"
+            ) from None
+        raise ValueError(f"--host {args.host} --port {args.port}: {e.strerror}") from None
     print(f"bytepair serve: {server.url}  (Ctrl-C to stop)", flush=True)
     if args.open:
         import webbrowser

@@ -78,6 +78,8 @@ def read_template(path: str | Path) -> ChatFormat:
     """A chat format from a JSON template file (see the module docstring)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ValueError(f"--chat-template {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise ValueError(
             f"{path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})"
