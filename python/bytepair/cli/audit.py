@@ -3,9 +3,8 @@ the tokenizer alone, token counts on corpora, and an embedding matrix."""
 
 from __future__ import annotations
 
-import json
-
 from bytepair.cli._common import add_threads_option, add_tokenizer_options, positive_int
+from bytepair.cli.stats import plot_or_json
 
 
 def add_parser(sub) -> None:
@@ -52,8 +51,7 @@ def run(args) -> None:
         embedding_top=args.top,
         num_threads=args.num_threads,
     )
-    if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    if plot_or_json(args, report, ""):
         return
     print(f"{report.tokenizer}: {report.vocab_size:,} tokens", end="")
     if report.corpora:

@@ -3,9 +3,8 @@ parallel texts gives a table per language)."""
 
 from __future__ import annotations
 
-import json
-
 from bytepair.cli._common import add_threads_option
+from bytepair.cli.stats import check_plot, plot_or_json
 
 
 def add_parser(sub) -> None:
@@ -37,18 +36,14 @@ def run(args) -> None:
     from bytepair.cli._common import load_tokenizer
     from bytepair.reports import compare
 
+    check_plot(args)
     named = {}
     for spec in args.tokenizers:
         if spec in named:
             raise ValueError(f"-t {spec} given twice; give each tokenizer once")
         named[spec] = load_tokenizer(args, spec)
     report = compare(named, args.corpora, num_threads=args.num_threads)
-    if args.plot:
-        from bytepair.reports import plots
-
-        plots.tokens_per_language(report, args.plot)
-    if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    if plot_or_json(args, report, "tokens_per_language"):
         return
     names = report.tokenizers
     labels = [r.language or Path(r.corpus).name for r in report.rows]

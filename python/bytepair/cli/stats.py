@@ -23,14 +23,10 @@ def run(args) -> None:
 
     if args.plot and not args.corpora:
         raise ValueError(f"--plot {args.plot}: the Zipf curve needs at least one CORPUS")
+    check_plot(args)
     tok = load_tokenizer(args)
     report = stats(tok, args.corpora, num_threads=args.num_threads)
-    if args.plot:
-        from bytepair.reports import plots
-
-        plots.zipf(report, args.plot)
-    if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    if plot_or_json(args, report, "zipf"):
         return
     v = report.vocab
     print(f"{report.tokenizer}: {v.vocab_size:,} tokens ({v.merges:,} merges, {v.special} special)")
@@ -45,3 +41,23 @@ def run(args) -> None:
             f"{c.distinct_tokens:,} distinct tokens ({c.vocab_used:.1%} of the vocabulary)\n"
             "  most frequent: " + "  ".join(f"{r.text} {r.count:,}" for r in c.top_tokens[:10])
         )
+
+
+def check_plot(args) -> None:
+    """Fails before the long work if ``--plot FILE`` cannot be written."""
+    if getattr(args, "plot", None):
+        from bytepair._files import check_writable
+
+        check_writable(args.plot)
+
+
+def plot_or_json(args, report, plot: str) -> bool:
+    """Saves ``--plot`` (with ``reports.plots.<plot>``) and prints ``--json``; True if
+    the JSON was printed (then the text table is not)."""
+    if getattr(args, "plot", None):
+        from bytepair.reports import plots
+
+        getattr(plots, plot)(report, args.plot)
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    return args.json
