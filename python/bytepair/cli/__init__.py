@@ -6,6 +6,9 @@
 - ``show``    tokens coloured in the terminal (``cli/show.py``)
 - ``count``   tokens per file (``cli/count.py``)
 - ``convert`` between file formats (``cli/convert.py``)
+- ``stats``   vocabulary and corpus report (``cli/stats.py``)
+- ``compare`` tokenizers on the same texts (``cli/compare.py``)
+- ``audit``   candidates for under-trained tokens (``cli/audit.py``)
 
 Every failure is one line on stderr and a non-zero exit (2 for usage, 1 for errors,
 130 for Ctrl-C, 143 for SIGTERM); warnings are one line too. Outputs are written to a
@@ -19,9 +22,9 @@ import signal
 import sys
 import warnings
 
-from bytepair.cli import convert, count, decode, encode, show, train
+from bytepair.cli import audit, compare, convert, count, decode, encode, show, stats, train
 
-SUBCOMMANDS = [train, encode, decode, show, count, convert]
+SUBCOMMANDS = [train, encode, decode, show, count, convert, stats, compare, audit]
 
 
 class _Parser(argparse.ArgumentParser):
