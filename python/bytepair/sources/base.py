@@ -1,0 +1,38 @@
+"""The document-iterator protocol every source kind follows, and the options they share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bytepair.sources._records import Skips
+
+
+@dataclass(frozen=True)
+class Options:
+    """How inputs are read into documents (the keyword arguments of ``open_sources``)."""
+
+    text_field: str = "text"
+    doc_separator: str | None = None
+    special_tokens: tuple[str, ...] = ()
+    errors: str = "strict"
+    # Text documents longer than this are yielded in parts cut where the built-in
+    # patterns cannot continue a pre-token (see text.py); None: never cut.
+    part_chars: int | None = 1 << 20
+    skips: Skips = field(default_factory=lambda: Skips(skip=False))
+
+    @property
+    def field_path(self) -> list[str]:
+        return self.text_field.split(".")
+
+
+class Source(Protocol):
+    """One input: it yields documents and names itself in errors."""
+
+    name: str
+    # Bytes on disk, when known (for progress); bytes read so far.
+    size: int | None
+    consumed: int
+
+    def documents(self) -> Iterator[str]: ...
