@@ -27,6 +27,8 @@ from bytepair.tokenizer import Tokenizer, _threads, _without_surrogates
 
 # Documents from an iterator are sent to the core in batches of about this many chars.
 _BATCH_CHARS = 8 << 20
+# Text documents longer than this are streamed in parts (see sources/text.py).
+_PART_CHARS = 1 << 20
 # Token ids are 32-bit in the core.
 MAX_VOCAB_SIZE = 1 << 32
 
@@ -269,7 +271,7 @@ def train(
         skip_bad_records=skip_bad_records,
         errors=errors,
         # Long texts are cut only where the built-in patterns allow (sources/text.py).
-        part_chars=None if opts.pattern not in PATTERNS.values() else 1 << 20,
+        part_chars=_PART_CHARS if opts.pattern in PATTERNS.values() else None,
     )
     if not corpus.sources:
         raise ValueError("no training inputs given")

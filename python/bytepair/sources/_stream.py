@@ -70,7 +70,8 @@ class ByteStream:
         self.compression = compression_of(self.head)
 
     def _raw(self) -> Iterator[bytes]:
-        data = self.head
+        # The first piece ends at 64 KiB too, so that offsets are multiples of it.
+        data = self.head + self.f.read(_RAW_CHUNK - len(self.head))
         while data:
             self.consumed += len(data)
             yield data

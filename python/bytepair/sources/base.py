@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from bytepair.sources._records import Skips
@@ -36,3 +37,20 @@ class Source(Protocol):
     consumed: int
 
     def documents(self) -> Iterator[str]: ...
+
+
+class FileSource:
+    """What sources read from a file (or ``-``, stdin) share: the name used in errors,
+    the size on disk, and the raw bytes read so far (of the stream, once opened)."""
+
+    def __init__(self, path: str | Path, options: Options) -> None:
+        self.path = path
+        self.options = options
+        self.name = "<stdin>" if path == "-" else str(path)
+        self.size = None if path == "-" else Path(path).stat().st_size
+        self._stream = None  # a _stream.ByteStream, while reading
+        self._done = 0  # bytes read, for sources that read without a ByteStream
+
+    @property
+    def consumed(self) -> int:
+        return self._stream.consumed if self._stream is not None else self._done

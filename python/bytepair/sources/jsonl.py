@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 from bytepair.sources._records import BadRecord, text_of
 from bytepair.sources._stream import ByteStream
-from bytepair.sources.base import Options
+from bytepair.sources.base import FileSource
 
 SUFFIXES = (".jsonl", ".json", ".ndjson")
 
@@ -29,18 +28,7 @@ def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield rest
 
 
-class JsonlSource:
-    def __init__(self, path: str | Path, options: Options) -> None:
-        self.name = str(path)
-        self.path = path
-        self.options = options
-        self.size = Path(path).stat().st_size
-        self._stream: ByteStream | None = None
-
-    @property
-    def consumed(self) -> int:
-        return self._stream.consumed if self._stream else 0
-
+class JsonlSource(FileSource):
     def documents(self) -> Iterator[str]:
         path, skips = self.options.field_path, self.options.skips
         with open(self.path, "rb") as f:

@@ -5,24 +5,16 @@ so memory holds one batch, not the file. Needs pyarrow (``bytepair[corpora]``)."
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 from bytepair.sources._extras import require
 from bytepair.sources._records import BadRecord, text_of
-from bytepair.sources.base import Options
+from bytepair.sources.base import FileSource
 
 SUFFIXES = (".parquet", ".pq")
 _BATCH_ROWS = 4096
 
 
-class ParquetSource:
-    def __init__(self, path: str | Path, options: Options) -> None:
-        self.name = str(path)
-        self.path = path
-        self.options = options
-        self.size = Path(path).stat().st_size
-        self.consumed = 0
-
+class ParquetSource(FileSource):
     def documents(self) -> Iterator[str]:
         pq = require("pyarrow.parquet", "reading Parquet files")
         try:
@@ -45,4 +37,4 @@ class ParquetSource:
                 except BadRecord as e:
                     skips.bad(self.name, f"row {row}", str(e))
             # Progress: the file's size times the share of its rows read so far.
-            self.consumed = self.size * row // max(pf.metadata.num_rows, 1)
+            self._done = self.size * row // max(pf.metadata.num_rows, 1)

@@ -21,10 +21,9 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 from bytepair.sources._stream import ByteStream, decode_utf8
-from bytepair.sources.base import Options
+from bytepair.sources.base import FileSource
 
 _ASCII_PRINTABLE = frozenset(chr(c) for c in range(0x21, 0x7F))
 
@@ -91,19 +90,8 @@ def _with_end(texts: Iterator[str]) -> Iterator[str | None]:
     yield None
 
 
-class TextSource:
+class TextSource(FileSource):
     """A UTF-8 text file (compressed or not, by content), or ``-`` for stdin."""
-
-    def __init__(self, path: str | Path, options: Options) -> None:
-        self.path = path
-        self.name = "<stdin>" if path == "-" else str(path)
-        self.options = options
-        self.size = None if path == "-" else Path(path).stat().st_size
-        self._stream: ByteStream | None = None
-
-    @property
-    def consumed(self) -> int:
-        return self._stream.consumed if self._stream else 0
 
     @property
     def is_plain_file(self) -> bool:
