@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         # `bytepair encode ... | head`: the reader left; not an error of ours.
         sys.stderr.close()
         return 0
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, ImportError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         if isinstance(e, OSError) and e.filename and str(e.filename) not in str(e):
             message = f"{e.filename}: {e.strerror}"
