@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from bytepair import _core
 from bytepair._progress import Progress, check_progress
 from bytepair.patterns import PATTERNS, resolve_pattern
+from bytepair.runners import check_engine
 from bytepair.shards import _block_kwargs
 from bytepair.sources import is_dataset, open_sources
 from bytepair.tokenizer import Tokenizer, _threads, _without_surrogates
@@ -222,6 +223,8 @@ def train(
     glob: str | None = None,
     doc_separator: str | None = None,
     skip_bad_records: bool = False,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> Tokenizer:
     """Trains a byte-level BPE tokenizer on a corpus: text files, compressed files,
     JSON Lines, Parquet, folders, ``-`` (stdin), ``datasets`` objects, or a list of
@@ -249,8 +252,14 @@ def train(
     multiple, as GPU kernels like). ``progress`` is None (a bar on a terminal), a bool
     or a callable.
 
+    ``engine="ray"`` counts on a Ray cluster (``ray_address``, or the one ``ray.init``
+    finds): files are cut into parts at the same safe points, each part counted by a
+    task, the counts added up by a tree of tasks, and the merge loop run here — the
+    merges are identical to local training (``bytepair.runners``).
+
     >>> tok = train("corpus.txt", 10_000, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
     """
+    check_engine(engine)
     opts = _options(
         vocab_size,
         special_tokens,
@@ -275,6 +284,8 @@ def train(
     )
     if not corpus.sources:
         raise ValueError("no training inputs given")
+    if engine == "ray":
+        return _train_on_ray(corpus, opts, errors, ray_address, text_field, glob, skip_bad_records)
     counter = _core.PreTokenCounter(opts.pattern, opts.specials, opts.num_threads)
     start = time.perf_counter()
     text_bytes = 0
@@ -293,6 +304,38 @@ def train(
         "bytes_read": text_bytes,
         "count_seconds": time.perf_counter() - start,
         "records_skipped": corpus.skips.total,
+    }
+    return _learn(counter, opts, stats)
+
+
+def _train_on_ray(corpus, opts, errors, address, text_field, glob, skip_bad_records):
+    from bytepair.runners import ray as ray_runner
+
+    plain, other = [], []
+    for src in corpus.sources:
+        path = getattr(src, "path", None)
+        if path is None:
+            raise ValueError(
+                f'{src.name}: engine="ray" reads files (each task opens its part); '
+                "pass file or folder paths"
+            )
+        (plain if getattr(src, "is_plain_file", False) else other).append(path)
+    start = time.perf_counter()
+    with Progress(opts.progress, total=None, desc="counting on Ray", unit="parts") as bar:
+        counter, _ = ray_runner.count(
+            plain,
+            other,
+            opts.pattern,
+            opts.specials,
+            errors=errors,
+            source_options={"text_field": text_field, "skip_bad_records": skip_bad_records},
+            address=address,
+            progress=bar.hook(),
+        )
+    stats = {
+        "bytes_read": sum(src.size or 0 for src in corpus.sources),
+        "count_seconds": time.perf_counter() - start,
+        "records_skipped": 0,
     }
     return _learn(counter, opts, stats)
 

@@ -23,9 +23,7 @@ def _import_ray():
     try:
         import ray
     except ImportError:
-        raise ImportError(
-            'engine="ray" needs Ray: pip install "bytepair[ray]"'
-        ) from None
+        raise ImportError('engine="ray" needs Ray: pip install "bytepair[ray]"') from None
     return ray
 
 
@@ -46,6 +44,22 @@ def _count_part(path: str, start: int, end: int, pattern, specials, errors) -> b
         ) from None
     counter = _core.PreTokenCounter(pattern, specials, 1)
     counter.add_documents([text])
+    return counter.to_bytes()
+
+
+def _count_source(path: str, pattern, specials, source_options: dict) -> bytes:
+    """One task: the pre-token counts of a whole non-plain file (compressed, JSON Lines,
+    Parquet), read through ``bytepair.sources`` as training reads it locally."""
+    from bytepair import _core
+    from bytepair.sources import open_sources
+    from bytepair.training import _count_documents
+
+    _fault_injection()
+    counter = _core.PreTokenCounter(pattern, specials, 1)
+    corpus = open_sources([path], special_tokens=specials, **source_options)
+    for src in corpus.sources:
+        _count_documents(counter, src.documents(), lambda _: None)
+    corpus.skips.report()
     return counter.to_bytes()
 
 
@@ -73,16 +87,19 @@ def _fault_injection() -> None:
 
 
 def count(
-    paths,
+    plain_paths,
+    other_paths,
     pattern: str | None,
     specials: list[str],
     *,
     errors: str = "strict",
+    source_options: dict | None = None,
     address: str | None = None,
     part_bytes: int = PART_BYTES,
     progress=None,
 ):
-    """The pre-token counts of the files, counted on Ray: a ``_core.PreTokenCounter``."""
+    """The pre-token counts of the files, counted on Ray: ``(counter, number of tasks)``.
+    Plain text files are cut into byte ranges; other files are one task each."""
     from bytepair import _core
     from bytepair.runners.plan import parts
 
@@ -99,8 +116,13 @@ def count(
     try:
         count_task = ray.remote(max_retries=MAX_RETRIES)(_count_part)
         merge_task = ray.remote(max_retries=MAX_RETRIES)(_merge)
-        todo = parts(paths, pattern, specials, part_bytes)
+        source_task = ray.remote(max_retries=MAX_RETRIES)(_count_source)
+        todo = parts(plain_paths, pattern, specials, part_bytes)
         pending = [count_task.remote(p, s, e, pattern, specials, errors) for p, s, e in todo]
+        options = {**(source_options or {}), "errors": errors}
+        pending += [source_task.remote(str(p), pattern, specials, options) for p in other_paths]
+        if not pending:
+            return _core.PreTokenCounter(pattern, specials, 1), 0
         done = 0
         # Tree reduction: merge finished tables pairwise as they arrive.
         ready_tables = []
@@ -114,8 +136,21 @@ def count(
             done += 1
             if progress is not None:
                 progress(done)
-        table = ray.get(ready_tables[0])
-        return _core.PreTokenCounter.from_bytes(table, pattern, specials, 1), len(todo)
+        try:
+            table = ray.get(ready_tables[0])
+        except ray.exceptions.RayTaskError as e:
+            raise _cause(e) from None
+        return _core.PreTokenCounter.from_bytes(table, pattern, specials, 1), len(pending) + done
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _cause(error: BaseException) -> BaseException:
+    """The exception a task raised, unwrapped from Ray's wrappers (so errors read as
+    they do locally: one line naming the file and offset)."""
+    import ray
+
+    while isinstance(error, ray.exceptions.RayTaskError) and error.cause is not None:
+        error = error.cause
+    return error
