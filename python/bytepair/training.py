@@ -22,7 +22,7 @@ from bytepair import _core
 from bytepair._inputs import check_text_file
 from bytepair._progress import Progress, check_progress
 from bytepair.patterns import resolve_pattern
-from bytepair.shards import _block_kwargs
+from bytepair.shards.one_file import _block_kwargs
 from bytepair.tokenizer import Tokenizer, _threads, _without_surrogates
 
 # Documents from an iterator are sent to the core in batches of about this many chars.

@@ -14,10 +14,19 @@ Shards hold little-endian uint16 ids when every id fits, else uint32:
 
 from bytepair.shards.one_file import (
     NPY_HEADER_BYTES,
-    _block_kwargs,
     encode_file,
     id_width,
     npy_header,
 )
+from bytepair.shards.reader import Shards, open_shards
+from bytepair.shards.writer import write_shards
 
-__all__ = ["NPY_HEADER_BYTES", "encode_file", "id_width", "npy_header"]
+__all__ = [
+    "NPY_HEADER_BYTES",
+    "Shards",
+    "encode_file",
+    "id_width",
+    "npy_header",
+    "open_shards",
+    "write_shards",
+]
