@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import codecs
 import sys
-from collections.abc import Iterator
 
+from bytepair._inputs import text_chunks
 from bytepair.cli._common import add_tokenizer_options
 from bytepair.cli.encode import SPECIALS_HELP, cli_special_error, special_kwargs
 
@@ -18,27 +17,6 @@ def add_parser(sub) -> None:
         "--specials", choices=["allow", "text", "disallow"], default="allow", help=SPECIALS_HELP
     )
     c.set_defaults(func=run)
-
-
-def text_chunks(f, name: str, size: int = 1 << 20) -> Iterator[str]:
-    """A binary stream as text chunks; invalid UTF-8 is an error naming the byte offset."""
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    done = 0
-    while True:
-        data = f.read(size)
-        try:
-            text = decoder.decode(data, final=not data)
-        except UnicodeDecodeError as e:
-            # e.object is the bytes the decoder held back from the last read + this read
-            offset = done - (len(e.object) - len(data)) + e.start
-            raise ValueError(
-                f"{name}: invalid UTF-8 at byte offset {offset} (byte 0x{e.object[e.start]:02x})"
-            ) from None
-        done += len(data)
-        if text:
-            yield text
-        if not data:
-            return
 
 
 def run(args) -> None:

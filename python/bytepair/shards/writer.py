@@ -223,9 +223,14 @@ def _check_special(tok, token: str | None, what: str) -> int | None:
         known = ", ".join(tok.special_tokens) or "none"
         raise ValueError(
             f"{what}={token!r} is not a special token of this tokenizer (it has: {known}); "
-            f"pass {what}=None to write no {what} token"
+            f"pass {what}=None (--{what} none) to write no {what} token"
         )
     return tok.special_tokens[token]
+
+
+def _batch_chars() -> int:
+    # Tests shrink the batch (BYTEPAIR_BATCH_CHARS) to get many batches from small files.
+    return int(os.environ.get("BYTEPAIR_BATCH_CHARS") or BATCH_CHARS)
 
 
 def _utf8_len(text: str) -> int:
@@ -385,6 +390,7 @@ def write_shards(
     texts: list[str] = []
     index: list[int] = []
     chars = done_bytes = 0
+    batch_chars = _batch_chars()
     n_docs = 0
     try:
         if saved is None:
@@ -398,7 +404,7 @@ def write_shards(
                 texts.append(doc)
                 index.append(i)
                 chars += len(doc)
-                if chars >= BATCH_CHARS:
+                if chars >= batch_chars:
                     if encode(texts, index):
                         save_state(i + 1)
                     texts, index, chars = [], [], 0
