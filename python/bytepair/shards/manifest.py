@@ -74,7 +74,9 @@ def differences(then: dict, now: dict) -> list[str]:
     a, b = then["inputs"], now["inputs"]
     if a != b:
         if a is None or b is None or [x["path"] for x in a] != [x["path"] for x in b]:
-            names = [[x["path"] for x in side] if side else "not recorded" for side in (a, b)]
+            names = [
+                [x["path"] for x in side] if side is not None else "not recorded" for side in (a, b)
+            ]
             out.append(f"the inputs were {names[0]}, now {names[1]}")
         else:
             out.extend(
