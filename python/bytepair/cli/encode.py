@@ -210,6 +210,7 @@ def run_shards(args) -> None:
             )
     print(
         f"wrote {' and '.join(parts) or 'no shards'} to {args.output} as {summary['dtype']} "
-        f"from {size / 1e6:.1f} MB in {secs:.2f} s ({size / 1e6 / max(secs, 1e-9):.1f} MB/s)",
+        f"from {size / 1e6:.1f} MB in {secs:.2f} s ({size / 1e6 / max(secs, 1e-9):.1f} MB/s)"
+        + (", continuing an interrupted run" if summary["resumed"] else ""),
         file=sys.stderr,
     )

@@ -256,7 +256,7 @@ def write_shards(
     disallowed_special=(),
 ) -> dict:
     """Encodes ``documents`` (any iterable of ``str``) into a folder of training shards
-    and returns the manifest written to ``out_dir/manifest.json`` (plus ``seconds``).
+    and returns the manifest written to ``out_dir/manifest.json`` (plus ``seconds`` and ``resumed``).
 
     - ``shard_tokens``: tokens per shard (the last of each split may hold fewer);
       documents may straddle shards.
@@ -443,4 +443,4 @@ def write_shards(
     }
     mf.write_json(manifest_path, manifest)
     state_path.unlink()
-    return {**manifest, "seconds": time.perf_counter() - start}
+    return {**manifest, "seconds": time.perf_counter() - start, "resumed": saved is not None}
