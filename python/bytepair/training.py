@@ -22,7 +22,7 @@ from bytepair import _core
 from bytepair._progress import Progress, check_progress
 from bytepair.patterns import PATTERNS, resolve_pattern
 from bytepair.runners import check_engine
-from bytepair.shards import _block_kwargs
+from bytepair.shards.one_file import _block_kwargs
 from bytepair.sources import is_dataset, open_sources
 from bytepair.tokenizer import Tokenizer, _threads, _without_surrogates
 
