@@ -14,6 +14,7 @@ from bytepair.encodings import (
 )
 from bytepair.formats import load
 from bytepair.patterns import PATTERNS
+from bytepair.shards import open_shards, write_shards
 from bytepair.streaming import StreamDecoder
 from bytepair.tokenizer import Tokenizer
 from bytepair.training import (
@@ -34,9 +35,11 @@ __all__ = [
     "get_encoding",
     "list_encodings",
     "load",
+    "open_shards",
     "train",
     "train_bpe",
     "train_from_counts",
     "train_from_iterator",
+    "write_shards",
 ]
 __version__ = "0.2.0"

@@ -19,14 +19,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from bytepair import _core
-from bytepair._inputs import check_text_file
 from bytepair._progress import Progress, check_progress
-from bytepair.patterns import resolve_pattern
-from bytepair.shards import _block_kwargs
+from bytepair.patterns import PATTERNS, resolve_pattern
+from bytepair.runners import check_engine
+from bytepair.shards.one_file import _block_kwargs
+from bytepair.sources import is_dataset, open_sources
 from bytepair.tokenizer import Tokenizer, _threads, _without_surrogates
 
 # Documents from an iterator are sent to the core in batches of about this many chars.
 _BATCH_CHARS = 8 << 20
+# Text documents longer than this are streamed in parts (see sources/text.py).
+_PART_CHARS = 1 << 20
 # Token ids are 32-bit in the core.
 MAX_VOCAB_SIZE = 1 << 32
 
@@ -41,6 +44,8 @@ class TrainingStats:
     merges_done: int
     count_seconds: float
     merge_seconds: float
+    # Bad records skipped with skip_bad_records=True (each also reported in a warning).
+    records_skipped: int = 0
 
     @property
     def seconds(self) -> float:
@@ -167,12 +172,42 @@ def _learn(counter, opts: _Options, stats: dict) -> Tokenizer:
         merges_done=len(merges),
         count_seconds=stats["count_seconds"],
         merge_seconds=stats["merge_seconds"],
+        records_skipped=stats.get("records_skipped", 0),
     )
     return tok
 
 
+def _count_documents(counter, texts: Iterable[str], on_batch) -> int:
+    """Sends documents to the core in batches of about ``_BATCH_CHARS``; calls
+    ``on_batch(text bytes so far)`` after each and returns the UTF-8 bytes counted."""
+    done = 0
+    batch: list[str] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal done
+        try:
+            counter.add_documents(batch)
+        except UnicodeEncodeError:
+            counter.add_documents([_without_surrogates(t) for t in batch])
+        # len() is the UTF-8 length of ASCII text, and isascii() costs nothing.
+        done += sum(len(t) if t.isascii() else len(t.encode("utf-8", "replace")) for t in batch)
+        on_batch(done)
+
+    for n, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"document #{n} is a {type(text).__name__}, not a str")
+        batch.append(text)
+        size += len(text)
+        if size >= _BATCH_CHARS:
+            flush()
+            batch, size = [], 0
+    flush()
+    return done
+
+
 def train(
-    files: str | os.PathLike | Iterable[str | os.PathLike],
+    inputs,
     vocab_size: int,
     *,
     special_tokens: Iterable[str] = (),
@@ -184,14 +219,31 @@ def train(
     max_token_length: int | None = None,
     reserved_special_tokens: int = 0,
     pad_to_multiple_of: int | None = None,
+    text_field: str = "text",
+    glob: str | None = None,
+    doc_separator: str | None = None,
+    skip_bad_records: bool = False,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> Tokenizer:
-    """Trains a byte-level BPE tokenizer on one or more UTF-8 text files.
+    """Trains a byte-level BPE tokenizer on a corpus: text files, compressed files,
+    JSON Lines, Parquet, folders, ``-`` (stdin), ``datasets`` objects, or a list of
+    these (``bytepair.sources``; JSON Lines, Parquet and datasets take the document
+    from ``text_field``, folders are filtered by ``glob``).
 
-    Each file is one text: special tokens in it are hard boundaries (and are added to
-    the vocabulary after the merges); ``pattern`` ("gpt2", "cl100k", "o200k", a regex,
+    Documents are hard boundaries: in text, special tokens separate them (or
+    ``doc_separator``), and each record is one. The same documents give the same
+    merges whatever the source. Special tokens are added to the vocabulary after
+    the merges; ``pattern`` ("gpt2", "cl100k", "o200k", a regex,
     or None) splits the rest into pre-tokens. ``vocab_size`` counts everything: 256
     bytes + merges + special tokens. Invalid UTF-8 is an error naming the byte offset,
     unless ``errors="replace"``.
+
+    Plain text files are read by the Rust core in blocks; everything else is streamed
+    to it in batches of documents. A bad record (not JSON, no string at
+    ``text_field``) is an error naming its file and line, unless
+    ``skip_bad_records=True``: then it is counted (``training_stats.records_skipped``)
+    and reported in a warning.
 
     Knobs: ``min_frequency`` (stop when the best pair occurs fewer times),
     ``max_token_length`` (in bytes: longer tokens are never made),
@@ -200,11 +252,14 @@ def train(
     multiple, as GPU kernels like). ``progress`` is None (a bar on a terminal), a bool
     or a callable.
 
+    ``engine="ray"`` counts on a Ray cluster (``ray_address``, or the one ``ray.init``
+    finds): files are cut into parts at the same safe points, each part counted by a
+    task, the counts added up by a tree of tasks, and the merge loop run here — the
+    merges are identical to local training (``bytepair.runners``).
+
     >>> tok = train("corpus.txt", 10_000, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
     """
-    paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
-    if not paths:
-        raise ValueError("no training files given")
+    check_engine(engine)
     opts = _options(
         vocab_size,
         special_tokens,
@@ -216,22 +271,77 @@ def train(
         reserved_special_tokens,
         pad_to_multiple_of,
     )
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
-    paths = [check_text_file(p) for p in paths]
-    sizes = [p.stat().st_size for p in paths]
+    corpus = open_sources(
+        inputs,
+        text_field=text_field,
+        glob=glob,
+        doc_separator=doc_separator,
+        special_tokens=opts.specials,
+        skip_bad_records=skip_bad_records,
+        errors=errors,
+        # Long texts are cut only where the built-in patterns allow (sources/text.py).
+        part_chars=_PART_CHARS if opts.pattern in PATTERNS.values() else None,
+    )
+    if not corpus.sources:
+        raise ValueError("no training inputs given")
+    if engine == "ray":
+        return _train_on_ray(corpus, opts, errors, ray_address, text_field, glob, skip_bad_records)
     counter = _core.PreTokenCounter(opts.pattern, opts.specials, opts.num_threads)
     start = time.perf_counter()
-    with Progress(progress, total=sum(sizes), desc="counting") as bar:
-        for p, size in zip(paths, sizes):
-            counter.add_file(str(p), errors, bar.hook(), **_block_kwargs())
-            bar.base += size
-    stats = {"bytes_read": sum(sizes), "count_seconds": time.perf_counter() - start}
+    text_bytes = 0
+    with Progress(progress, total=corpus.size, desc="counting") as bar:
+        for src in corpus.sources:
+            if doc_separator is None and getattr(src, "is_plain_file", False):
+                counter.add_file(str(src.path), errors, bar.hook(), **_block_kwargs())
+                text_bytes += src.size
+            else:
+                text_bytes += _count_documents(
+                    counter, src.documents(), lambda _, src=src: bar(src.consumed)
+                )
+            bar.base += src.size or src.consumed
+    corpus.skips.report()
+    stats = {
+        "bytes_read": text_bytes,
+        "count_seconds": time.perf_counter() - start,
+        "records_skipped": corpus.skips.total,
+    }
+    return _learn(counter, opts, stats)
+
+
+def _train_on_ray(corpus, opts, errors, address, text_field, glob, skip_bad_records):
+    from bytepair.runners import ray as ray_runner
+
+    plain, other = [], []
+    for src in corpus.sources:
+        path = getattr(src, "path", None)
+        if path is None:
+            raise ValueError(
+                f'{src.name}: engine="ray" reads files (each task opens its part); '
+                "pass file or folder paths"
+            )
+        (plain if getattr(src, "is_plain_file", False) else other).append(path)
+    start = time.perf_counter()
+    with Progress(opts.progress, total=None, desc="counting on Ray", unit="parts") as bar:
+        counter, _ = ray_runner.count(
+            plain,
+            other,
+            opts.pattern,
+            opts.specials,
+            errors=errors,
+            source_options={"text_field": text_field, "skip_bad_records": skip_bad_records},
+            address=address,
+            progress=bar.hook(),
+        )
+    stats = {
+        "bytes_read": sum(src.size or 0 for src in corpus.sources),
+        "count_seconds": time.perf_counter() - start,
+        "records_skipped": 0,
+    }
     return _learn(counter, opts, stats)
 
 
 def train_from_iterator(
-    texts: str | Iterable[str],
+    texts,
     vocab_size: int,
     *,
     special_tokens: Iterable[str] = (),
@@ -242,10 +352,13 @@ def train_from_iterator(
     max_token_length: int | None = None,
     reserved_special_tokens: int = 0,
     pad_to_multiple_of: int | None = None,
+    text_field: str = "text",
 ) -> Tokenizer:
     """Trains on in-memory text: one string, or any iterable of strings (a list, a
-    generator over a dataset, ...). Each string is a separate document: no pair
-    crosses from one to the next. Lone surrogates become U+FFFD, as in ``encode``.
+    generator, ...), or a ``datasets`` object (``Dataset``, ``IterableDataset``,
+    ``(DatasetDict, "train")``: the string at ``text_field`` of each row). Each string
+    is a separate document: no pair crosses from one to the next. Lone surrogates
+    become U+FFFD, as in ``encode``.
 
     >>> tok = train_from_iterator(["low lower", "lowest"], 258, pattern=None, progress=False)
     >>> tok.merges
@@ -265,31 +378,11 @@ def train_from_iterator(
     counter = _core.PreTokenCounter(opts.pattern, opts.specials, opts.num_threads)
     if isinstance(texts, str):
         texts = [texts]
+    elif is_dataset(texts):
+        texts = open_sources(texts, text_field=text_field)
     start = time.perf_counter()
-    total = 0
-
-    def flush(batch: list[str]) -> None:
-        try:
-            counter.add_documents(batch)
-        except UnicodeEncodeError:
-            counter.add_documents([_without_surrogates(t) for t in batch])
-
     with Progress(progress, total=None, desc="counting") as bar:
-        batch: list[str] = []
-        size = 0
-        for n, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"document #{n} is a {type(text).__name__}, not a str")
-            batch.append(text)
-            size += len(text)
-            if size >= _BATCH_CHARS:
-                flush(batch)
-                total += size
-                bar(total)
-                batch, size = [], 0
-        flush(batch)
-        total += size
-        bar(total)
+        total = _count_documents(counter, texts, bar)
     stats = {"bytes_read": total, "count_seconds": time.perf_counter() - start}
     return _learn(counter, opts, stats)
 

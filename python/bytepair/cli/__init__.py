@@ -6,6 +6,9 @@
 - ``show``    tokens coloured in the terminal (``cli/show.py``)
 - ``count``   tokens per file (``cli/count.py``)
 - ``convert`` between file formats (``cli/convert.py``)
+- ``stats``   vocabulary and corpus report (``cli/stats.py``)
+- ``compare`` tokenizers on the same texts (``cli/compare.py``)
+- ``audit``   candidates for under-trained tokens (``cli/audit.py``)
 - ``serve``   a local web page showing tokens as you type (``cli/serve.py``)
 
 Every failure is one line on stderr and a non-zero exit (2 for usage, 1 for errors,
@@ -20,9 +23,20 @@ import signal
 import sys
 import warnings
 
-from bytepair.cli import convert, count, decode, encode, serve, show, train
+from bytepair.cli import (
+    audit,
+    compare,
+    convert,
+    count,
+    decode,
+    encode,
+    serve,
+    show,
+    stats,
+    train,
+)
 
-SUBCOMMANDS = [train, encode, decode, show, count, convert, serve]
+SUBCOMMANDS = [train, encode, decode, show, count, convert, stats, compare, audit, serve]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         # `bytepair encode ... | head`: the reader left; not an error of ours.
         sys.stderr.close()
         return 0
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, ImportError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         if isinstance(e, OSError) and e.filename and str(e.filename) not in str(e):
             message = f"{e.filename}: {e.strerror}"

@@ -64,6 +64,22 @@ def add_threads_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_source_options(p: argparse.ArgumentParser) -> None:
+    """How inputs are read: the record field, the folder filter, bad records."""
+    p.add_argument(
+        "--text-field",
+        default="text",
+        metavar="NAME",
+        help="the text of a JSON Lines/Parquet record (default: text; nested: meta.body)",
+    )
+    p.add_argument("--glob", metavar="PATTERN", help="in folders, read only files matching this")
+    p.add_argument(
+        "--skip-bad-records",
+        action="store_true",
+        help="skip records that are not JSON or lack the text field (counted and reported)",
+    )
+
+
 def parse_specials(items: list[str]) -> dict[str, int]:
     out = {}
     for item in items:

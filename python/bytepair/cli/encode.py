@@ -1,11 +1,19 @@
-"""``bytepair encode``: text to token ids — printed, or a file of ids for LM training."""
+"""``bytepair encode``: text to token ids — printed, a file of ids, or (``-o OUT/``, or
+several inputs) a folder of training shards (``bytepair.shards.write_shards``)."""
 
 from __future__ import annotations
 
 import sys
 import time
 
-from bytepair.cli._common import add_threads_option, add_tokenizer_options, show_progress
+from bytepair.cli._common import (
+    add_source_options,
+    add_threads_option,
+    add_tokenizer_options,
+    plural,
+    positive_int,
+    show_progress,
+)
 
 SPECIALS_HELP = (
     "special tokens in the text: encode as specials (allow, the default), as plain text "
@@ -16,13 +24,55 @@ SPECIALS_HELP = (
 def add_parser(sub) -> None:
     e = sub.add_parser("encode", help="encode text to token ids")
     add_tokenizer_options(e)
-    e.add_argument("file", nargs="?", help="text file (default: stdin, ids printed)")
-    e.add_argument("-o", "--output", help="write ids to this .bin (uint16/uint32) or .npy file")
+    e.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="text files (default: stdin, ids printed); for shards, documents are split on "
+        "<|endoftext|>",
+    )
+    e.add_argument(
+        "-o",
+        "--output",
+        help="write ids to this .bin (uint16/uint32) or .npy file, or to a folder of training "
+        "shards when it ends with '/', is a folder or several FILEs are given",
+    )
     e.add_argument(
         "--format", choices=["bin", "npy"], help="output format (default: from the suffix)"
     )
     e.add_argument(
-        "--specials", choices=["allow", "text", "disallow"], default="allow", help=SPECIALS_HELP
+        "--specials",
+        choices=["allow", "text", "disallow"],
+        help=SPECIALS_HELP + " (for shards: text)",
+    )
+    s = e.add_argument_group("training shards (-o OUT/)")
+    s.add_argument(
+        "--shard-tokens",
+        type=positive_int,
+        metavar="N",
+        help="tokens per shard (default: 100,000,000)",
+    )
+    val = s.add_mutually_exclusive_group()
+    val.add_argument(
+        "--val-tokens", type=int, metavar="N", help="the first documents, until N tokens, to val"
+    )
+    val.add_argument(
+        "--val-fraction", type=float, metavar="F", help="each document to val with probability F"
+    )
+    s.add_argument(
+        "--eot",
+        metavar="TOKEN",
+        help="special token after each document (default: <|endoftext|>; 'none' for none)",
+    )
+    s.add_argument("--bos", metavar="TOKEN", help="special token before each document")
+    s.add_argument(
+        "--doc-separator",
+        metavar="SEP",
+        help="in text inputs, the string between documents (default: <|endoftext|>)",
+    )
+    add_source_options(s)
+    s.add_argument(
+        "--shuffle-docs", type=int, metavar="SEED", help="shuffle documents (bounded buffer)"
     )
     add_threads_option(e)
     e.add_argument(
@@ -35,8 +85,11 @@ def add_parser(sub) -> None:
     e.set_defaults(func=run)
 
 
-def special_kwargs(mode: str) -> dict:
-    if mode == "allow":
+SHARD_OPTIONS = ("shard_tokens", "val_tokens", "val_fraction", "eot", "bos", "shuffle_docs")
+
+
+def special_kwargs(mode: str | None) -> dict:
+    if mode in ("allow", None):
         return {"allowed_special": "all"}
     if mode == "text":
         return {"disallowed_special": ()}
@@ -55,6 +108,14 @@ def cli_special_error(e: ValueError, where: str) -> ValueError:
     return e
 
 
+def is_folder_output(args) -> bool:
+    """``-o OUT/``, an existing folder, or several inputs: a folder of shards."""
+    import os
+
+    out = args.output
+    return out.endswith(("/", os.sep)) or os.path.isdir(out) or len(args.files) > 1
+
+
 def run(args) -> None:
     from pathlib import Path
 
@@ -62,6 +123,13 @@ def run(args) -> None:
     from bytepair.cli._common import load_tokenizer
     from bytepair.shards import id_width
 
+    if args.output is not None and is_folder_output(args):
+        return run_shards(args)
+    given = [o for o in SHARD_OPTIONS if getattr(args, o) is not None]
+    if given:
+        option = "--" + given[0].replace("_", "-")
+        raise ValueError(f"{option} applies to shard folders: give the folder as -o OUT/")
+    args.file = args.files[0] if args.files else None
     if args.output is None:
         if args.format is not None:
             raise ValueError("--format applies to files of ids: give the output file with -o")
@@ -101,5 +169,63 @@ def run(args) -> None:
         f"encoded {src} ({size / 1e6:.1f} MB) to {Path(args.output)}: {n_tokens:,} tokens as "
         f"{dtype} ({size / max(n_tokens, 1):.2f} bytes/token) in {secs:.2f} s "
         f"({size / 1e6 / max(secs, 1e-9):.1f} MB/s)",
+        file=sys.stderr,
+    )
+
+
+def run_shards(args) -> None:
+    """``bytepair encode -t TOK FILES... -o OUT/``: a resumable folder of training shards."""
+    from bytepair.cli._common import load_tokenizer
+    from bytepair.shards import write_shards
+    from bytepair.sources import open_sources
+
+    if not args.files or "-" in args.files:
+        raise ValueError("encoding to a shard folder needs input files (resuming re-reads them)")
+    tok = load_tokenizer(args)
+    eot = "<|endoftext|>" if args.eot is None else None if args.eot.lower() == "none" else args.eot
+    corpus = open_sources(
+        args.files,
+        text_field=args.text_field,
+        glob=args.glob,
+        doc_separator=args.doc_separator,
+        special_tokens=[] if args.doc_separator else ["<|endoftext|>"],
+        skip_bad_records=args.skip_bad_records,
+        errors=args.errors,
+        part_chars=None,  # documents whole: each is encoded (and framed) as one
+    )
+    specials = {"allow": {"allowed_special": "all"}, "disallow": {"disallowed_special": "all"}}
+    try:
+        summary = write_shards(
+            tok,
+            iter(corpus),
+            args.output,
+            shard_tokens=args.shard_tokens or 100_000_000,
+            val_tokens=args.val_tokens,
+            val_fraction=args.val_fraction,
+            format=args.format or "bin",
+            eot=eot,
+            bos=args.bos,
+            shuffle_docs=args.shuffle_docs,
+            num_threads=args.num_threads,
+            progress=show_progress(args),
+            inputs=[{"path": src.name, "bytes": src.size} for src in corpus.sources],
+            **specials.get(args.specials, {}),
+        )
+    except ValueError as e:
+        raise cli_special_error(e, "a document") from None
+    size = sum(x["bytes"] for x in summary["inputs"])
+    secs = summary["seconds"]
+    parts = []
+    for split, counts in summary["splits"].items():
+        n = sum(s["split"] == split for s in summary["shards"])
+        if n:
+            parts.append(
+                f"{plural(n, split + ' shard')} ({counts['tokens']:,} tokens, "
+                f"{plural(counts['documents'], 'document')})"
+            )
+    print(
+        f"wrote {' and '.join(parts) or 'no shards'} to {args.output} as {summary['dtype']} "
+        f"from {size / 1e6:.1f} MB in {secs:.2f} s ({size / 1e6 / max(secs, 1e-9):.1f} MB/s)"
+        + (", continuing an interrupted run" if summary["resumed"] else ""),
         file=sys.stderr,
     )

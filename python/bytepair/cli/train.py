@@ -1,4 +1,4 @@
-"""``bytepair train``: a tokenizer from text files."""
+"""``bytepair train``: a tokenizer from a corpus (text, compressed, JSON Lines, Parquet, folders)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,28 @@ import sys
 import time
 from pathlib import Path
 
-from bytepair.cli._common import add_threads_option, plural, printable, show_progress
+from bytepair.cli._common import (
+    add_source_options,
+    add_threads_option,
+    plural,
+    printable,
+    show_progress,
+)
 
 
 def add_parser(sub) -> None:
-    t = sub.add_parser("train", help="train a tokenizer on text files")
-    t.add_argument("corpus", nargs="+", help="UTF-8 text file(s)")
+    t = sub.add_parser("train", help="train a tokenizer on a corpus")
+    t.add_argument(
+        "corpus",
+        nargs="+",
+        help="inputs: UTF-8 text (.gz/.xz/.zst/.bz2 too), .jsonl, .parquet, folders, '-' for stdin",
+    )
+    add_source_options(t)
+    t.add_argument(
+        "--doc-separator",
+        metavar="SEP",
+        help="text between documents in text inputs (default: the special tokens)",
+    )
     t.add_argument(
         "--vocab-size", type=int, required=True, help="total tokens: 256 bytes + merges + specials"
     )
@@ -82,6 +98,7 @@ def run(args) -> None:
     from bytepair._files import check_output
     from bytepair.formats import format_for_path
     from bytepair.patterns import pattern_name
+    from bytepair.sources import open_sources
     from bytepair.training import train
 
     fmt = format_for_path(args.output, args.format)
@@ -102,15 +119,32 @@ def run(args) -> None:
         max_token_length=args.max_token_length,
         reserved_special_tokens=args.reserved_special_tokens,
         pad_to_multiple_of=args.pad_to_multiple_of,
+        text_field=args.text_field,
+        glob=args.glob,
+        doc_separator=args.doc_separator,
+        skip_bad_records=args.skip_bad_records,
     )
     tok.save(args.output, format=fmt)
     secs = time.perf_counter() - start
     stats = tok.training_stats
-    # Compression on (the start of) the training text, in bytes per token.
-    with open(args.corpus[0], "rb") as f:
-        sample = f.read(10_000_000).decode("utf-8", errors="replace")
-    n_tokens = tok.count_tokens(sample, allowed_special="all")
-    ratio = len(sample.encode("utf-8")) / max(n_tokens, 1)
+    # Compression on (the start of) the training documents, in bytes per token.
+    sample_bytes = n_tokens = 0
+    if "-" not in args.corpus:  # stdin cannot be read twice
+        docs = open_sources(
+            args.corpus,
+            text_field=args.text_field,
+            glob=args.glob,
+            doc_separator=args.doc_separator,
+            special_tokens=args.special,
+            skip_bad_records=True,
+            errors="replace",
+        )
+        for doc in docs.sources[0].documents():
+            sample_bytes += len(doc.encode("utf-8"))
+            n_tokens += tok.count_tokens(doc, allowed_special="all")
+            if sample_bytes >= 10_000_000:
+                break
+    ratio = sample_bytes / max(n_tokens, 1)
     mb = stats.bytes_read / 1e6
     lines = [
         f"trained {args.output} in {secs:.2f} s ({mb / max(secs, 1e-9):.1f} MB/s): {mb:.1f} MB "
@@ -118,9 +152,12 @@ def run(args) -> None:
         f"{plural(stats.merges_done, 'merge')} in {stats.merge_seconds:.2f} s",
         f"vocab size {tok.vocab_size:,} (pattern {pattern_name(tok.pattern)}, "
         f"special tokens: {', '.join(tok.special_tokens) or 'none'})",
-        f"compression on the training text: {ratio:.2f} bytes/token"
-        + (" (first 10 MB)" if stats.bytes_read > 10_000_000 else ""),
     ]
+    if n_tokens:
+        lines.append(
+            f"compression on the training text: {ratio:.2f} bytes/token"
+            + (" (first 10 MB)" if stats.bytes_read > 10_000_000 else "")
+        )
     merges = tok.merges
     if merges:
         lines.append(

@@ -1,0 +1,63 @@
+"""Cutting text files into parts that can be counted independently.
+
+A part is ``(path, start, end)``: a byte range of one file. Ranges end at safe cut
+points: right after a newline that follows printable ASCII and precedes an ASCII
+letter or digit (``_core.newline_cuts``; see ``src/io/chunking.rs`` for why no
+pre-token of the built-in patterns crosses it). Such a point is never inside a special
+token unless the token holds a newline, so with a custom pattern, or a special token
+holding a newline, each file is one part.
+
+>>> import bytepair.runners.plan as plan
+>>> plan.first_cut(b"end.\\nNext line", 0)
+5
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from bytepair import _core
+from bytepair.patterns import PATTERNS
+
+# A cut is looked for in this much text after each nominal boundary.
+WINDOW = 1 << 20
+
+
+def can_cut(pattern: str | None, special_tokens: list[str]) -> bool:
+    """True if files may be cut at newlines for this pattern and these special tokens."""
+    return pattern in PATTERNS.values() and not any("\n" in t for t in special_tokens)
+
+
+def first_cut(window: bytes, offset: int) -> int | None:
+    """The first safe cut in ``window`` (which starts at file offset ``offset``), as a
+    file offset; None if there is none."""
+    cuts = _core.newline_cuts(window)
+    return offset + cuts[0] if cuts else None
+
+
+def parts(
+    paths: list[str | os.PathLike],
+    pattern: str | None,
+    special_tokens: list[str],
+    part_bytes: int,
+) -> list[tuple[str, int, int]]:
+    """Byte ranges covering every file, about ``part_bytes`` each, cut at safe points."""
+    out: list[tuple[str, int, int]] = []
+    cutting = can_cut(pattern, special_tokens)
+    for path in paths:
+        path = Path(path)
+        size = path.stat().st_size
+        start = 0
+        if cutting:
+            with open(path, "rb") as f:
+                nominal = part_bytes
+                while nominal < size:
+                    f.seek(nominal)
+                    cut = first_cut(f.read(WINDOW), nominal)
+                    if cut is not None and cut > start:
+                        out.append((str(path), start, cut))
+                        start = cut
+                    nominal = max(nominal + part_bytes, start + part_bytes)
+        out.append((str(path), start, size))
+    return out

@@ -1,0 +1,32 @@
+"""Token ids on disk for LM training.
+
+- :mod:`bytepair.shards.one_file` — one text file to one ``.bin``/``.npy`` file of ids
+  (``Tokenizer.encode_file``, ``bytepair encode FILE -o out.bin``);
+- :mod:`bytepair.shards.writer` — documents to a folder of training shards, resumable
+  (:func:`write_shards`, ``bytepair encode FILES -o OUT/``);
+- :mod:`bytepair.shards.reader` — reading such a folder back (:func:`open_shards`).
+
+Shards hold little-endian uint16 ids when every id fits, else uint32:
+
+>>> id_width(type("Tok", (), {"n_vocab": 50257})())
+2
+"""
+
+from bytepair.shards.one_file import (
+    NPY_HEADER_BYTES,
+    encode_file,
+    id_width,
+    npy_header,
+)
+from bytepair.shards.reader import Shards, open_shards
+from bytepair.shards.writer import write_shards
+
+__all__ = [
+    "NPY_HEADER_BYTES",
+    "Shards",
+    "encode_file",
+    "id_width",
+    "npy_header",
+    "open_shards",
+    "write_shards",
+]

@@ -1,0 +1,56 @@
+"""The document-iterator protocol every source kind follows, and the options they share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from bytepair.sources._records import Skips
+
+
+@dataclass(frozen=True)
+class Options:
+    """How inputs are read into documents (the keyword arguments of ``open_sources``)."""
+
+    text_field: str = "text"
+    doc_separator: str | None = None
+    special_tokens: tuple[str, ...] = ()
+    errors: str = "strict"
+    # Text documents longer than this are yielded in parts cut where the built-in
+    # patterns cannot continue a pre-token (see text.py); None: never cut.
+    part_chars: int | None = 1 << 20
+    skips: Skips = field(default_factory=lambda: Skips(skip=False))
+
+    @property
+    def field_path(self) -> list[str]:
+        return self.text_field.split(".")
+
+
+class Source(Protocol):
+    """One input: it yields documents and names itself in errors."""
+
+    name: str
+    # Bytes on disk, when known (for progress); bytes read so far.
+    size: int | None
+    consumed: int
+
+    def documents(self) -> Iterator[str]: ...
+
+
+class FileSource:
+    """What sources read from a file (or ``-``, stdin) share: the name used in errors,
+    the size on disk, and the raw bytes read so far (of the stream, once opened)."""
+
+    def __init__(self, path: str | Path, options: Options) -> None:
+        self.path = path
+        self.options = options
+        self.name = "<stdin>" if path == "-" else str(path)
+        self.size = None if path == "-" else Path(path).stat().st_size
+        self._stream = None  # a _stream.ByteStream, while reading
+        self._done = 0  # bytes read, for sources that read without a ByteStream
+
+    @property
+    def consumed(self) -> int:
+        return self._stream.consumed if self._stream is not None else self._done

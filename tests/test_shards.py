@@ -1,0 +1,370 @@
+"""Training shard folders: write_shards, resume, open_shards, and `encode -o OUT/`."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bytepair
+from bytepair.shards import writer
+from bytepair.shards.documents import split_documents
+
+from conftest import EOT
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
+GPT2_EOT = 50256
+
+
+def make_documents(n: int, seed: int = 0, max_chars: int = 3000) -> list[str]:
+    """Slices of the example books, of random lengths (some empty-ish, some long)."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    rnd = random.Random(seed)
+    docs = []
+    for _ in range(n):
+        start = rnd.randrange(len(text) - max_chars)
+        docs.append(text[start : start + rnd.randrange(1, max_chars)])
+    return docs
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def gpt2_tok():
+    return bytepair.get_encoding("gpt2")
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return make_documents(120)
+
+
+@pytest.mark.parametrize("fmt", ["bin", "npy"])
+def test_every_document_reads_back_as_its_encoding_plus_eot(gpt2_tok, docs, tmp_path, fmt):
+    out = tmp_path / "out"
+    manifest = bytepair.write_shards(
+        gpt2_tok, docs, out, shard_tokens=5000, format=fmt, progress=False
+    )
+    shards = bytepair.open_shards(out)
+    assert len(shards) == len(docs)
+    for i, doc in enumerate(docs):
+        assert shards[i].tolist() == gpt2_tok.encode(doc) + [GPT2_EOT]
+    sizes = [s["tokens"] for s in manifest["shards"]]
+    assert len(sizes) > 3 and set(sizes[:-1]) == {5000} and 0 < sizes[-1] <= 5000
+    assert manifest["dtype"] == "uint16" and manifest["eot_id"] == GPT2_EOT
+    assert manifest["tokenizer"] == {"name": "gpt2"}
+    first = out / f"train_000000.{fmt}"
+    raw = np.load(first) if fmt == "npy" else np.memmap(first, dtype=np.uint16, mode="r")
+    assert raw.dtype == np.uint16 and len(raw) == 5000
+    shards.verify()
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith("train_")) == [
+        "manifest.json"
+    ]
+
+
+def test_a_trained_tokenizer_is_rebuilt_exactly_from_the_manifest(tmp_path):
+    tok = bytepair.train_from_iterator(
+        make_documents(50), 300, special_tokens=[EOT, "<|bos|>"], progress=False
+    )
+    docs = make_documents(10, seed=1)
+    bytepair.write_shards(tok, docs, tmp_path / "o", bos="<|bos|>", progress=False)
+    shards = bytepair.open_shards(tmp_path / "o")
+    assert shards.tokenizer.merges == tok.merges
+    assert shards.tokenizer.special_tokens == tok.special_tokens
+    bos, eot = tok.special_tokens["<|bos|>"], tok.special_tokens[EOT]
+    assert [shards[i].tolist() for i in range(10)] == [[bos, *tok.encode(d), eot] for d in docs]
+
+
+def test_bos_alone_and_no_eot(gpt2_tok, tmp_path):
+    docs = ["hello", "", "world"]
+    bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", eot=None, bos=EOT, progress=False)
+    shards = bytepair.open_shards(tmp_path / "o")
+    assert [shards[i].tolist() for i in range(3)] == [[50256, 31373], [50256], [50256, 6894]]
+
+
+def test_val_tokens_takes_the_first_whole_documents_until_n_tokens(gpt2_tok, docs, tmp_path):
+    lengths = [len(gpt2_tok.encode(d)) + 1 for d in docs]
+    manifest = bytepair.write_shards(
+        gpt2_tok, docs, tmp_path / "o", shard_tokens=4000, val_tokens=10_000, progress=False
+    )
+    n_val = next(k for k in range(1, len(docs) + 1) if sum(lengths[:k]) >= 10_000)
+    shards = bytepair.open_shards(tmp_path / "o")
+    assert shards.num_documents("val") == n_val and len(shards) == len(docs) - n_val
+    assert manifest["splits"]["val"]["tokens"] == sum(lengths[:n_val])
+    assert shards.doc(n_val - 1, split="val").tolist() == gpt2_tok.encode(docs[n_val - 1]) + [
+        GPT2_EOT
+    ]
+    assert shards[0].tolist() == gpt2_tok.encode(docs[n_val]) + [GPT2_EOT]
+    assert [s["file"] for s in manifest["shards"] if s["split"] == "val"] == [
+        "val_000000.bin",
+        "val_000001.bin",
+        "val_000002.bin",
+    ]
+
+
+def test_val_fraction_is_a_deterministic_choice_of_whole_documents(gpt2_tok, docs, tmp_path):
+    for name in ("a", "b"):
+        bytepair.write_shards(
+            gpt2_tok, docs, tmp_path / name, shard_tokens=3000, val_fraction=0.25, progress=False
+        )
+    assert folder_bytes(tmp_path / "a") == folder_bytes(tmp_path / "b")
+    shards = bytepair.open_shards(tmp_path / "a")
+    train = [gpt2_tok.decode(shards[i][:-1]) for i in range(len(shards))]
+    val = [gpt2_tok.decode(shards.doc(i, "val")[:-1]) for i in range(shards.num_documents("val"))]
+    assert 10 < len(val) < 50 and len(train) + len(val) == len(docs)
+    is_val = [writer.in_val(i, 0.25, 0) for i in range(len(docs))]
+    assert val == [d for d, v in zip(docs, is_val) if v]
+    assert train == [d for d, v in zip(docs, is_val) if not v]
+
+
+def test_shuffle_is_deterministic_for_a_seed_and_keeps_every_document(gpt2_tok, docs, tmp_path):
+    for name, seed in (("a", 7), ("b", 7), ("c", 8)):
+        bytepair.write_shards(gpt2_tok, docs, tmp_path / name, shuffle_docs=seed, progress=False)
+    assert folder_bytes(tmp_path / "a") == folder_bytes(tmp_path / "b")
+    a, c = (bytepair.open_shards(tmp_path / n) for n in "ac")
+    order_a = [gpt2_tok.decode(a[i][:-1]) for i in range(len(a))]
+    order_c = [gpt2_tok.decode(c[i][:-1]) for i in range(len(c))]
+    assert order_a != docs and order_a != order_c
+    assert sorted(order_a) == sorted(order_c) == sorted(docs)
+
+
+def test_the_shuffle_buffer_holds_a_bounded_amount_of_text():
+    docs = make_documents(300, max_chars=500)
+    held = []
+    consumed = [0]
+
+    def source():
+        for d in docs:
+            consumed[0] += len(d)
+            yield d
+
+    out_chars = 0
+    for d in writer.shuffled(source(), seed=3, limit=5000):
+        out_chars += len(d)
+        held.append(consumed[0] - out_chars)
+    assert max(held) <= 5000 + 500 and out_chars == sum(map(len, docs))
+
+
+def test_the_writers_batches_hold_a_bounded_amount_of_text(gpt2_tok, tmp_path, monkeypatch):
+    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "2000")
+    docs = make_documents(200, max_chars=900)
+    batches = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(gpt2_tok, name)
+
+        def encode_batch_to_numpy(self, texts, **kwargs):
+            batches.append([len(t) for t in texts])
+            return gpt2_tok.encode_batch_to_numpy(texts, **kwargs)
+
+    bytepair.write_shards(Recording(), docs, tmp_path / "o", progress=False)
+    assert len(batches) > 20
+    # A batch closes as soon as it reaches the limit: all but its last document are below it.
+    assert all(sum(b[:-1]) < 2000 for b in batches) and max(map(sum, batches)) < 2000 + 900
+
+
+def test_batches_are_random_windows_with_y_shifted_by_one(gpt2_tok, docs, tmp_path):
+    bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=700, progress=False)
+    shards = bytepair.open_shards(tmp_path / "o")
+    flat = np.concatenate(list(shards.tokens()))
+    assert len(shards.tokens()) == len(flat)
+    windows = np.lib.stride_tricks.sliding_window_view(flat, 65)
+    got = list(shards.batches(block_size=64, batch_size=8, seed=1, steps=10))
+    assert len(got) == 10
+    for x, y in got:
+        assert x.shape == y.shape == (8, 64) and x.dtype == y.dtype == np.int64
+        assert (x[:, 1:] == y[:, :-1]).all()
+        for row_x, row_y in zip(x, y):  # x then y's last token: 65 consecutive ids
+            window = np.concatenate([row_x, row_y[-1:]])
+            assert (windows == window).all(axis=1).any()
+    again = next(shards.batches(block_size=64, batch_size=8, seed=1))
+    assert (again[0] == got[0][0]).all()
+    with pytest.raises(ValueError, match="too few"):
+        next(shards.batches(block_size=len(flat), batch_size=1))
+
+
+def test_a_window_across_a_shard_boundary_is_read_whole(gpt2_tok, docs, tmp_path):
+    bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=1000, progress=False)
+    view = bytepair.open_shards(tmp_path / "o").tokens()
+    flat = np.concatenate(list(view))
+    assert (view[990:1010] == flat[990:1010]).all() and view[1000] == flat[1000]
+    assert (view[-5:] == flat[-5:]).all()
+
+
+class Interrupt(Exception):
+    pass
+
+
+def interrupted_after(docs, k):
+    for i, d in enumerate(docs):
+        if i == k:
+            raise Interrupt
+        yield d
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"shard_tokens": 2000},
+        {"shard_tokens": 1500, "val_fraction": 0.2, "format": "npy"},
+        {"shard_tokens": 1500, "val_tokens": 7000, "shuffle_docs": 5},
+    ],
+    ids=["train", "val_fraction", "val_tokens+shuffle"],
+)
+def test_an_interrupted_run_resumes_to_the_same_bytes(gpt2_tok, tmp_path, monkeypatch, options):
+    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "3000")
+    docs = make_documents(80, seed=2)
+    bytepair.write_shards(gpt2_tok, docs, tmp_path / "clean", progress=False, **options)
+    clean = folder_bytes(tmp_path / "clean")
+    for k in (5, 23, 41, 79):
+        out = tmp_path / f"cut{k}"
+        with pytest.raises(Interrupt):
+            bytepair.write_shards(
+                gpt2_tok, interrupted_after(docs, k), out, progress=False, **options
+            )
+        assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+        assert (out / "resume-state.json").exists() and not (out / "manifest.json").exists()
+        bytepair.write_shards(gpt2_tok, docs, out, progress=False, **options)
+        assert folder_bytes(out) == clean, k
+
+
+def test_a_resumed_run_does_not_encode_what_finished_shards_hold(gpt2_tok, tmp_path, monkeypatch):
+    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "3000")
+    docs = make_documents(80, seed=2)
+    with pytest.raises(Interrupt):
+        bytepair.write_shards(
+            gpt2_tok, interrupted_after(docs, 60), tmp_path / "o", shard_tokens=2000, progress=False
+        )
+    encoded = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(gpt2_tok, name)
+
+        def encode_batch_to_numpy(self, texts, **kwargs):
+            encoded.extend(texts)
+            return gpt2_tok.encode_batch_to_numpy(texts, **kwargs)
+
+    bytepair.write_shards(Recording(), docs, tmp_path / "o", shard_tokens=2000, progress=False)
+    assert 20 <= len(encoded) < 40 and encoded == docs[-len(encoded) :]
+
+
+def test_resuming_with_other_settings_is_refused_naming_what_differs(gpt2_tok, tmp_path):
+    docs = make_documents(40)
+    inputs = [{"path": "a.txt", "bytes": 1000}]
+    with pytest.raises(Interrupt):
+        bytepair.write_shards(
+            gpt2_tok, interrupted_after(docs, 30), tmp_path / "o", shard_tokens=2000,
+            inputs=inputs, progress=False,
+        )  # fmt: skip
+    cl100k = bytepair.get_encoding("cl100k_base")
+    cases = [
+        (cl100k, {}, "the tokenizer was gpt2, now cl100k_base"),
+        (gpt2_tok, {"inputs": [{"path": "a.txt", "bytes": 1001}]}, "input a.txt was 1,000 bytes, now 1,001"),
+        (gpt2_tok, {"inputs": [{"path": "b.txt", "bytes": 1000}]}, "the inputs were ['a.txt'], now ['b.txt']"),
+        (gpt2_tok, {"shard_tokens": 3000}, "shard_tokens was 2000, now 3000"),
+    ]  # fmt: skip
+    for tok, change, message in cases:
+        kwargs = {"shard_tokens": 2000, "inputs": inputs, "progress": False, **change}
+        with pytest.raises(ValueError, match="other settings") as e:
+            bytepair.write_shards(tok, docs, tmp_path / "o", **kwargs)
+        assert message in str(e.value)
+    bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=2000, inputs=inputs)
+    with pytest.raises(FileExistsError, match="already holds finished shards"):
+        bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=2000, inputs=inputs)
+
+
+def test_bad_options_are_named(gpt2_tok, tmp_path):
+    with pytest.raises(ValueError, match="'<\\|im_start\\|>' is not a special token"):
+        bytepair.write_shards(gpt2_tok, ["a"], tmp_path / "o", bos="<|im_start|>")
+    with pytest.raises(ValueError, match="not both"):
+        bytepair.write_shards(gpt2_tok, ["a"], tmp_path / "o", val_tokens=1, val_fraction=0.1)
+    with pytest.raises(FileNotFoundError, match="unfinished run"):
+        with pytest.raises(Interrupt):
+            bytepair.write_shards(gpt2_tok, interrupted_after(["a"] * 9, 3), tmp_path / "p")
+        bytepair.open_shards(tmp_path / "p")
+
+
+def test_documents_split_on_endoftext_across_blocks():
+    blocks = ["one<|end", "oftext|>two", "<", "|endoftext|", ">\n\n<|endoftext|>three"]
+    assert list(split_documents(blocks)) == ["one", "two", "three"]
+    assert list(split_documents(["no separator at all"])) == ["no separator at all"]
+
+
+# -- the command line, with real signals -------------------------------------------------
+
+
+def bytepair_cmd(*args) -> list[str]:
+    return [sys.executable, "-m", "bytepair", *map(str, args)]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """About 4 MB of documents separated by <|endoftext|>, and its uninterrupted shards."""
+    folder = tmp_path_factory.mktemp("corpus")
+    path = folder / "corpus.txt"
+    path.write_text("<|endoftext|>".join(make_documents(2600, seed=9)), encoding="utf-8")
+    clean = folder / "clean"
+    args = ("encode", "-t", "gpt2", path, "-o", f"{clean}/", "--shard-tokens", 40_000)
+    r = subprocess.run(bytepair_cmd(*args, "--val-fraction", 0.01), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("wrote ") and "val shard" in r.stderr
+    return path, clean
+
+
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGKILL, -9), (signal.SIGINT, 130), (signal.SIGTERM, 143)]
+)
+def test_a_signalled_cli_run_resumes_to_the_same_bytes(corpus, tmp_path, sig, code):
+    path, clean = corpus
+    out = tmp_path / "out"
+    args = bytepair_cmd(
+        "encode", "-t", "gpt2", path, "-o", f"{out}/", "--shard-tokens", 40_000,
+        "--val-fraction", 0.01, "--num-threads", 1,
+    )  # fmt: skip
+    env = {**os.environ, "BYTEPAIR_BATCH_CHARS": "20000"}
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(out.glob("train_*.bin"))) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None, "no shards appeared"
+            time.sleep(0.005)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert not (out / "manifest.json").exists()
+    if sig != signal.SIGKILL:
+        assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert folder_bytes(out) == folder_bytes(clean)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"] == [{"path": str(path), "bytes": path.stat().st_size}]
+
+
+def test_the_cli_refuses_to_resume_with_another_tokenizer(corpus, tmp_path):
+    path, _ = corpus
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "resume-state.json").write_text(
+        json.dumps({"fingerprint": {"tokenizer": "gpt2", "options": {}, "inputs": []}})
+    )
+    r = subprocess.run(
+        bytepair_cmd("encode", "-t", "r50k_base", path, "-o", out), capture_output=True, text=True
+    )
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert "the tokenizer was gpt2, now r50k_base" in r.stderr
+    assert f"the inputs were [], now ['{path}']" in r.stderr
