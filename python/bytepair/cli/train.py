@@ -90,6 +90,17 @@ def add_parser(sub) -> None:
         choices=["bytepair", "hf", "tiktoken", "gpt2"],
         help="output format (default: from the output's suffix)",
     )
+    t.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="where counting runs: this process (default) or a Ray cluster",
+    )
+    t.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster (default: what ray.init finds, e.g. RAY_ADDRESS)",
+    )
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=run)
 
@@ -123,6 +134,8 @@ def run(args) -> None:
         glob=args.glob,
         doc_separator=args.doc_separator,
         skip_bad_records=args.skip_bad_records,
+        engine=args.engine,
+        ray_address=args.ray_address,
     )
     tok.save(args.output, format=fmt)
     secs = time.perf_counter() - start

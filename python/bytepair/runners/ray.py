@@ -106,24 +106,24 @@ def count(
     ray = _import_ray()
     started_here = not ray.is_initialized()
     if started_here:
-        env = {k: v for k, v in os.environ.items() if k.startswith("BYTEPAIR_TEST_")}
-        ray.init(
-            address=address,
-            log_to_driver=False,
-            include_dashboard=False,
-            runtime_env={"env_vars": env} if env else None,
-        )
+        ray.init(address=address, log_to_driver=False, include_dashboard=False)
     try:
-        count_task = ray.remote(max_retries=MAX_RETRIES)(_count_part)
-        merge_task = ray.remote(max_retries=MAX_RETRIES)(_merge)
-        source_task = ray.remote(max_retries=MAX_RETRIES)(_count_source)
+        options: dict = {"max_retries": MAX_RETRIES}
+        env = {k: v for k, v in os.environ.items() if k.startswith("BYTEPAIR_TEST_")}
+        if env:
+            options["runtime_env"] = {"env_vars": env}
+        count_task = ray.remote(**options)(_count_part)
+        merge_task = ray.remote(**options)(_merge)
+        source_task = ray.remote(**options)(_count_source)
         todo = parts(plain_paths, pattern, specials, part_bytes)
         pending = [count_task.remote(p, s, e, pattern, specials, errors) for p, s, e in todo]
-        options = {**(source_options or {}), "errors": errors}
-        pending += [source_task.remote(str(p), pattern, specials, options) for p in other_paths]
+        read_options = {**(source_options or {}), "errors": errors}
+        pending += [
+            source_task.remote(str(p), pattern, specials, read_options) for p in other_paths
+        ]
+        n_parts = len(pending)
         if not pending:
             return _core.PreTokenCounter(pattern, specials, 1), 0
-        done = 0
         # Tree reduction: merge finished tables pairwise as they arrive.
         ready_tables = []
         while pending or len(ready_tables) > 1:
@@ -133,14 +133,13 @@ def count(
                 continue
             finished, pending = ray.wait(pending, num_returns=1)
             ready_tables.append(finished[0])
-            done += 1
             if progress is not None:
-                progress(done)
+                progress(n_parts - len(pending))
         try:
             table = ray.get(ready_tables[0])
         except ray.exceptions.RayTaskError as e:
             raise _cause(e) from None
-        return _core.PreTokenCounter.from_bytes(table, pattern, specials, 1), len(pending) + done
+        return _core.PreTokenCounter.from_bytes(table, pattern, specials, 1), n_parts
     finally:
         if started_here:
             ray.shutdown()
