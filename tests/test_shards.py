@@ -16,7 +16,6 @@ import pytest
 
 import bytepair
 from bytepair.shards import writer
-from bytepair.shards.documents import split_documents
 
 from conftest import EOT
 
@@ -294,12 +293,6 @@ def test_bad_options_are_named(gpt2_tok, tmp_path):
         with pytest.raises(Interrupt):
             bytepair.write_shards(gpt2_tok, interrupted_after(["a"] * 9, 3), tmp_path / "p")
         bytepair.open_shards(tmp_path / "p")
-
-
-def test_documents_split_on_endoftext_across_blocks():
-    blocks = ["one<|end", "oftext|>two", "<", "|endoftext|", ">\n\n<|endoftext|>three"]
-    assert list(split_documents(blocks)) == ["one", "two", "three"]
-    assert list(split_documents(["no separator at all"])) == ["no separator at all"]
 
 
 # -- the command line, with real signals -------------------------------------------------

@@ -5,9 +5,7 @@ instead of a misleading one ("invalid UTF-8 at byte offset 1").
 
 from __future__ import annotations
 
-import codecs
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 # Leading bytes of formats that are not plain text.
@@ -46,25 +44,3 @@ def check_text_file(path: str | os.PathLike) -> Path:
         what = f"looks {kind}" if kind.endswith("compressed") else f"is {kind}"
         raise ValueError(f"{path}: {what}, not plain UTF-8 text; convert it to text first")
     return path
-
-
-def text_chunks(f, name: str, size: int = 1 << 20, errors: str = "strict") -> Iterator[str]:
-    """A binary stream as text chunks; invalid UTF-8 is an error naming the byte offset
-    (or, with ``errors="replace"``, U+FFFD)."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors)
-    done = 0
-    while True:
-        data = f.read(size)
-        try:
-            text = decoder.decode(data, final=not data)
-        except UnicodeDecodeError as e:
-            # e.object is the bytes the decoder held back from the last read + this read
-            offset = done - (len(e.object) - len(data)) + e.start
-            raise ValueError(
-                f"{name}: invalid UTF-8 at byte offset {offset} (byte 0x{e.object[e.start]:02x})"
-            ) from None
-        done += len(data)
-        if text:
-            yield text
-        if not data:
-            return
