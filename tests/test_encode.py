@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -254,3 +256,43 @@ def test_cs336_vocab_with_special_at_id_zero_encodes_like_reference():
 def test_repr_is_informative(tinystories_tokenizer):
     r = repr(tinystories_tokenizer)
     assert "vocab_size=600" in r and "pattern=gpt2" in r and EOT in r
+
+
+def _disallowed_message(token: str) -> str:
+    return (
+        f"the text contains the special token {token!r}, which is not allowed here. "
+        f"To encode it as a special token pass allowed_special={{{token!r}}} "
+        f'(or allowed_special="all"); to encode it as ordinary text pass disallowed_special=().'
+    )
+
+
+def test_every_encode_call_checks_disallowed_specials_with_the_same_message(
+    tinystories_tokenizer,
+):
+    tok = tinystories_tokenizer
+    text = "a <|pad|> b <|endoftext|>"
+    message = re.escape(_disallowed_message("<|pad|>"))  # the leftmost one
+    calls = [
+        lambda: tok.encode(text),
+        lambda: tok.encode_to_numpy(text),
+        lambda: tok.count_tokens(text),
+        lambda: list(tok.encode_iterable([text[:5], text[5:]])),
+        lambda: tok.encode_batch(["fine", text, "<|endoftext|>"], num_threads=2),
+        lambda: tok.encode_batch_to_numpy(["fine", text, "<|endoftext|>"], num_threads=2),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=f"^{message}$"):
+            call()
+    # A string given as disallowed need not be a special token; repr quotes as Python does.
+    odd = "é'x\x00"
+    with pytest.raises(ValueError, match=f"^{re.escape(_disallowed_message(odd))}$"):
+        tok.encode("ab" + odd, disallowed_special={odd})
+
+
+def test_a_batch_reports_its_first_text_with_a_disallowed_special(tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    texts = ["ok"] * 50 + ["x <|endoftext|>"] + ["ok"] * 50 + ["<|pad|>"]
+    for threads in (1, 2, 4):
+        for call in (tok.encode_batch, tok.encode_batch_to_numpy):
+            with pytest.raises(ValueError, match=re.escape(repr(EOT))):
+                call(texts, num_threads=threads)

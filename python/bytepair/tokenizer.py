@@ -371,24 +371,13 @@ class Tokenizer:
             disallowed = set(disallowed_special)
         return allowed, disallowed
 
-    def _allowed(
-        self,
-        allowed_special: AllowedSpecial,
-        disallowed_special: DisallowedSpecial,
-        text: str | None,
-    ) -> list[str]:
-        """The special tokens to honour; raises if text holds a disallowed one."""
+    def _special_lists(
+        self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
+    ) -> tuple[list[str], list[str]]:
+        """(specials to encode as such, tokens whose presence raises), as the core takes
+        them: it checks the text and encodes it in one call."""
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
-        if disallowed and text:
-            found = self._call(self._core.find_first, text, sorted(disallowed))
-            if found is not None:
-                raise ValueError(
-                    f"the text contains the special token {found!r}, which is not allowed here. "
-                    f"To encode it as a special token pass allowed_special={{{found!r}}} "
-                    f'(or allowed_special="all"); to encode it as ordinary text pass '
-                    f"disallowed_special=()."
-                )
-        return sorted(allowed)
+        return sorted(allowed), sorted(disallowed)
 
     @staticmethod
     def _call(method, text: str, *args):
@@ -414,8 +403,8 @@ class Tokenizer:
         >>> tok.encode("hello <|endoftext|>", allowed_special="all")   # doctest: +SKIP
         [31373, 220, 50256]
         """
-        allowed = self._allowed(allowed_special, disallowed_special, text)
-        return self._call(self._core.encode, text, allowed)
+        specials = self._special_lists(allowed_special, disallowed_special)
+        return self._call(self._core.encode, text, *specials)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encodes text with every special token treated as plain text."""
@@ -472,16 +461,14 @@ class Tokenizer:
         return np.frombuffer(ids, dtype="<u4"), np.frombuffer(offsets, dtype="<i8")
 
     def _batch(self, call, texts, num_threads, allowed_special, disallowed_special):
-        """call(texts, allowed, threads), after every text's special-token check, and
-        again with lone surrogates replaced if a text has any (as ``encode`` does)."""
-        allowed = self._allowed(allowed_special, disallowed_special, None)
-        for t in texts:
-            self._allowed(allowed_special, disallowed_special, t)
+        """call(texts, allowed, threads, disallowed), and again with lone surrogates
+        replaced if a text has any (as ``encode`` does)."""
+        allowed, disallowed = self._special_lists(allowed_special, disallowed_special)
         threads = num_threads or os.cpu_count() or 1
         try:
-            return call(texts, allowed, threads)
+            return call(texts, allowed, threads, disallowed)
         except UnicodeEncodeError:
-            return call([_without_surrogates(t) for t in texts], allowed, threads)
+            return call([_without_surrogates(t) for t in texts], allowed, threads, disallowed)
 
     def encode_to_numpy(
         self,
@@ -493,8 +480,8 @@ class Tokenizer:
         """Encodes to a numpy uint32 array, without building a Python list."""
         import numpy as np
 
-        allowed = self._allowed(allowed_special, disallowed_special, text)
-        return np.frombuffer(self._call(self._core.encode_to_bytes, text, allowed), dtype="<u4")
+        specials = self._special_lists(allowed_special, disallowed_special)
+        return np.frombuffer(self._call(self._core.encode_to_bytes, text, *specials), dtype="<u4")
 
     def count_tokens(
         self,
@@ -504,8 +491,8 @@ class Tokenizer:
         disallowed_special: DisallowedSpecial = "all",
     ) -> int:
         """``len(encode(text))``, without building the list."""
-        allowed = self._allowed(allowed_special, disallowed_special, text)
-        return self._call(self._core.count, text, allowed)
+        specials = self._special_lists(allowed_special, disallowed_special)
+        return self._call(self._core.count, text, *specials)
 
     def encode_file(
         self,
@@ -593,18 +580,17 @@ class Tokenizer:
     ) -> Iterator[list[int]]:
         """Like :meth:`encode_iterable`, but yields a list of ids per input chunk (faster
         for large files: ``for ids in tok.encode_chunks(iter(lambda: f.read(1 << 20), ""))``)."""
+        allowed, disallowed = self._special_lists(allowed_special, disallowed_special)
         carry = ""
         for chunk in iterable:
             if not chunk:
                 continue
             carry += chunk
-            allowed = self._allowed(allowed_special, disallowed_special, carry)
-            ids, used = self._call(self._core.encode_prefix, carry, allowed, False)
+            ids, used = self._call(self._core.encode_prefix, carry, allowed, False, disallowed)
             if ids:
                 yield ids
             carry = carry[used:]
-        allowed = self._allowed(allowed_special, disallowed_special, carry)
-        ids, _ = self._call(self._core.encode_prefix, carry, allowed, True)
+        ids, _ = self._call(self._core.encode_prefix, carry, allowed, True, disallowed)
         if ids:
             yield ids
 
