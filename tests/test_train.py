@@ -223,3 +223,51 @@ def test_custom_pattern_file_training_is_exact_without_newline_cuts(tmp_path):
         tok = bytepair.train(path, 280, pattern=r"[^\n]+\n?", workers=2, progress=False)
     assert tok.merges == ref.train([text], 280, pattern=r"[^\n]+\n?")[1]
     assert Path(path).exists()
+
+
+def _counter_merges(docs, pattern, specials, num_merges, **limits) -> list[tuple[bytes, bytes]]:
+    counter = _core.PreTokenCounter(ref.resolve_pattern(pattern), specials, 2)
+    counter.add_documents(docs)
+    merges, vocab = counter.train(num_merges, **limits)
+    return [(vocab[a], vocab[b]) for a, b in merges]
+
+
+@given(
+    docs=st.lists(texts, max_size=4),
+    extra=st.integers(0, 60),
+    pattern=patterns,
+    min_frequency=st.integers(0, 5),
+    max_token_length=st.none() | st.integers(1, 6),
+)
+def test_min_frequency_and_max_token_length_equal_reference(
+    docs, extra, pattern, min_frequency, max_token_length
+):
+    _, expected = ref.train(
+        docs,
+        256 + 1 + extra,  # the special token counts too
+        [EOT],
+        pattern,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+    )
+    got = _counter_merges(
+        docs,
+        pattern,
+        [EOT],
+        extra,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+    )
+    assert got == expected
+
+
+def test_max_token_length_keeps_newline_runs_from_becoming_tokens():
+    docs = ["a\n\n\n\n\n\n\nb"] * 20
+    merges = _counter_merges(docs, "gpt2", [], 20, max_token_length=3)
+    assert merges and all(len(a + b) <= 3 for a, b in merges)
+    assert (b"\n\n\n\n", b"\n\n") in _counter_merges(docs, "gpt2", [], 20)
+
+
+def test_a_huge_merge_count_trains_without_allocating_for_it():
+    merges = _counter_merges(["hello world"] * 3, "gpt2", [], 10**10)
+    assert 0 < len(merges) < 20

@@ -6,7 +6,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use super::errors::{read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
-use crate::bpe::train::train_merges;
+use crate::bpe::train::{train_merges, Limits};
 use crate::io::count::{count_documents, count_file, Counts, BLOCK_BYTES};
 use crate::pretok::{PreTokenizer, SpecialMatcher};
 
@@ -95,18 +95,27 @@ impl PreTokenCounter {
     }
 
     /// Learns up to `num_merges` merges. Returns (merges as id pairs, bytes of every id).
-    #[pyo3(signature = (num_merges, progress=None))]
+    /// Training stops early when the best pair occurs fewer than `min_frequency` times;
+    /// a pair whose token would be longer than `max_token_length` bytes is never merged.
+    #[pyo3(signature = (num_merges, progress=None, min_frequency=0, max_token_length=None))]
     fn train(
         &self,
         py: Python<'_>,
         num_merges: usize,
         progress: Option<Py<PyAny>>,
+        min_frequency: u64,
+        max_token_length: Option<usize>,
     ) -> PyResult<TrainedPy> {
+        let limits = Limits {
+            min_frequency,
+            max_token_length: max_token_length.unwrap_or(usize::MAX),
+        };
         let progress = Progress::new(progress);
         let trained = py.detach(|| {
             train_merges(
                 self.counts.iter().map(|(k, &v)| (k.as_slice(), v)),
                 num_merges,
+                limits,
                 |done| progress.report(done as u64),
             )
         });
