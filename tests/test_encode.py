@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 import bytepair
 import bytepair.reference as ref
+from bytepair import _core
 
 from conftest import ATOMS, DATA, EOT, gpt2_tiktoken, patterns, texts
 
@@ -296,3 +298,56 @@ def test_a_batch_reports_its_first_text_with_a_disallowed_special(tinystories_to
         for call in (tok.encode_batch, tok.encode_batch_to_numpy):
             with pytest.raises(ValueError, match=re.escape(repr(EOT))):
                 call(texts, num_threads=threads)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_tokenizer_busy_in_threads_at_fork_time_works_in_the_child(tinystories_tokenizer):
+    # The parent's threads hold the cache pool's lock now and then, and counting runs on
+    # a thread pool: a forked child must neither wait for a lock no thread will release
+    # nor for pool threads it does not have.
+    import multiprocessing
+    import threading
+
+    tok = tinystories_tokenizer
+    docs = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8").split(EOT)
+    expected = (tok.encode_batch(docs, num_threads=2), tok.encode(docs[0]))
+
+    def count_and_train():
+        counter = _core.PreTokenCounter(tok.pattern, [EOT], 2)
+        counter.add_documents(docs)
+        return counter.train(20)
+
+    expected_training = count_and_train()
+    stop = threading.Event()
+
+    def busy(work):
+        while not stop.is_set():
+            work()
+
+    threads = [
+        threading.Thread(target=busy, args=(lambda: tok.encode_batch(docs, num_threads=2),)),
+        threading.Thread(target=busy, args=(lambda: tok.encode(docs[0]),)),
+        threading.Thread(target=busy, args=(count_and_train,)),
+    ]
+    for t in threads:
+        t.start()
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+
+    def child():
+        got = (tok.encode_batch(docs, num_threads=2), tok.encode(docs[0]))
+        results.put(got == expected and count_and_train() == expected_training)
+
+    try:
+        for _ in range(3):
+            p = ctx.Process(target=child)
+            p.start()
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+                pytest.fail("the forked child hung")
+            assert p.exitcode == 0 and results.get(timeout=10)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)

@@ -2,7 +2,7 @@
 //! one hash lookup instead of a merge loop; and the pool that keeps warm caches
 //! between calls.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, TryLockError};
 
 use rustc_hash::FxHashMap;
 
@@ -58,17 +58,30 @@ impl Clone for CachePool {
 }
 
 impl CachePool {
+    /// A pooled cache, or a new one. Never waits for the lock: in a child process
+    /// forked while another thread of the parent held it, it stays locked forever, so
+    /// contention just means a fresh cache (the result is the same either way).
     pub(super) fn take(&self) -> PieceCache {
-        let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        pool.pop().unwrap_or_default()
+        match self.0.try_lock() {
+            Ok(mut pool) => pool.pop(),
+            Err(TryLockError::Poisoned(e)) => e.into_inner().pop(),
+            Err(TryLockError::WouldBlock) => None,
+        }
+        .unwrap_or_default()
     }
 
+    /// Keeps `cache` for later calls, if it is worth keeping and the lock is free.
     pub(super) fn give_back(&self, cache: PieceCache) {
-        if cache.worth_keeping() {
-            let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            if pool.len() < POOLED_CACHES {
-                pool.push(cache);
-            }
+        if !cache.worth_keeping() {
+            return;
+        }
+        let mut pool = match self.0.try_lock() {
+            Ok(pool) => pool,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        if pool.len() < POOLED_CACHES {
+            pool.push(cache);
         }
     }
 }
@@ -78,5 +91,22 @@ impl CachePool {
     /// Caches kept now.
     pub(super) fn len(&self) -> usize {
         self.0.lock().unwrap().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_pool_lock_never_blocks_taking_or_giving_back() {
+        let pool = CachePool::default();
+        pool.give_back(PieceCache::default());
+        let held = pool.0.lock().unwrap();
+        let cache = pool.take(); // a fresh cache, at once
+        assert!(cache.small.is_empty());
+        pool.give_back(cache); // dropped, at once
+        drop(held);
+        assert_eq!(pool.len(), 1);
     }
 }
