@@ -7,6 +7,7 @@
 //! - [`count`]: counting pre-tokens in files and documents, in parallel;
 //! - [`batch`]: encoding many texts on several threads, in order;
 //! - [`stream`]: encoding text that arrives in chunks;
+//! - [`table`]: pre-token count tables as bytes, for adding up counts made apart;
 //! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads;
 //! - [`tiktoken`]: parsing `.tiktoken` rank files.
 
@@ -16,4 +17,5 @@ pub mod chunking;
 pub mod count;
 pub mod shards;
 pub mod stream;
+pub mod table;
 pub mod tiktoken;

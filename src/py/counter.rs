@@ -8,6 +8,7 @@ use super::errors::{read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::bpe::train::{train_merges, Limits};
 use crate::io::count::{count_documents, count_file, Counts, BLOCK_BYTES};
+use crate::io::table;
 use crate::pretok::{PreTokenizer, SpecialMatcher};
 
 /// What training returns to Python: merges as id pairs, and the bytes of every id.
@@ -61,9 +62,7 @@ impl PreTokenCounter {
         if self.counts.is_empty() {
             self.counts = counts;
         } else {
-            for (k, v) in counts {
-                *self.counts.entry(k).or_insert(0) += v;
-            }
+            table::add_counts(&mut self.counts, counts);
         }
         Ok(())
     }
@@ -79,6 +78,55 @@ impl PreTokenCounter {
         } = self;
         py.detach(|| count_documents(&docs, specials, pre, &pool, counts))
             .map_err(value_error)
+    }
+
+    /// Adds `(pre-token bytes, count)` pairs: a dict or any iterable of pairs.
+    fn add_counts(&mut self, items: &Bound<'_, PyAny>) -> PyResult<()> {
+        let items = match items.cast::<PyDict>() {
+            Ok(d) => d.items().into_any(),
+            Err(_) => items.clone(),
+        };
+        for item in items.try_iter()? {
+            let (token, count): (Vec<u8>, u64) = item?.extract()?;
+            table::add_counts(&mut self.counts, [(token, count)]);
+        }
+        Ok(())
+    }
+
+    /// Adds the counts of `other` (counted apart: another file, process or machine).
+    fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, Self>) -> PyResult<()> {
+        if slf.is(other) {
+            let mut this = slf.borrow_mut();
+            this.counts.values_mut().for_each(|c| *c *= 2);
+            return Ok(());
+        }
+        let other = other.borrow();
+        let counts = other.counts.iter().map(|(k, &v)| (k.as_slice(), v));
+        table::add_counts(&mut slf.borrow_mut().counts, counts);
+        Ok(())
+    }
+
+    /// The counts as a compact, versioned binary table (`io::table`), for sending
+    /// or storing counts made apart. Never pickle.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &py.detach(|| table::to_bytes(&self.counts)))
+    }
+
+    /// A counter holding the counts of a table made by `to_bytes`; a corrupt or
+    /// truncated table raises ValueError naming the byte offset.
+    #[staticmethod]
+    #[pyo3(signature = (data, pattern, special_tokens, num_threads))]
+    fn from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        pattern: Option<&str>,
+        special_tokens: Vec<String>,
+        num_threads: usize,
+    ) -> PyResult<Self> {
+        let mut counter = Self::new(pattern, special_tokens, num_threads)?;
+        py.detach(|| table::add_from_bytes(data, &mut counter.counts))
+            .map_err(value_error)?;
+        Ok(counter)
     }
 
     fn __len__(&self) -> usize {
