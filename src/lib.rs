@@ -1,30 +1,22 @@
 //! bytepair's compiled core: the hot loops of byte-pair encoding in plain Rust.
 //!
-//! - [`pretokenize`]: special tokens and the pre-tokenizer regex;
-//! - [`builtin`]: hand-written, exact splitters for the GPT-2/cl100k/o200k patterns;
-//! - [`chunking`]: where text may be cut and still pre-tokenize identically;
-//! - [`blocks`]: reading files in blocks cut at those points;
-//! - [`count`]: counting pre-tokens in files and documents, in parallel (training's map);
-//! - [`train`]: the incremental merge loop (training's reduce);
-//! - [`encode`]: text → ids and ids → bytes;
-//! - [`packed`]: short byte strings as integer hash keys (counting, the piece cache);
-//! - [`ranks`]: recovering merges from rank-only (tiktoken) vocabularies;
-//! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads;
-//! - [`tiktoken`]: parsing `.tiktoken` rank files.
+//! - [`pretok`]: pre-tokenization — the built-in patterns, their hand-written
+//!   splitters, the regex engine, and special-token matching;
+//! - [`bpe`]: byte-level BPE — the model as data, the merge loops, the piece cache,
+//!   the encoder, training's merge loop, and merges recovered from ranks;
+//! - [`model`]: the seam between a model kind and the code that runs it
+//!   (batches, streams, files);
+//! - [`io`]: files in blocks cut at safe points, counting pre-tokens, batches,
+//!   streaming, encoding files to shards, and `.tiktoken` files;
+//! - [`packed`]: short byte strings as integer hash keys (counting, the piece cache).
 //!
-//! The Python bindings live apart, in `py.rs`, behind the `python` feature.
+//! The Python bindings live apart, in `py/`, behind the `python` feature.
 
-pub mod blocks;
-pub mod builtin;
-pub mod chunking;
-pub mod count;
-pub mod encode;
+pub mod bpe;
+pub mod io;
+pub mod model;
 pub mod packed;
-pub mod pretokenize;
-pub mod ranks;
-pub mod shards;
-pub mod tiktoken;
-pub mod train;
+pub mod pretok;
 
 #[cfg(feature = "python")]
 mod py;

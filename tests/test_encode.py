@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import bytepair
 import bytepair.reference as ref
+from bytepair import _core
 
 from conftest import ATOMS, DATA, EOT, gpt2_tiktoken, patterns, texts
 
@@ -254,3 +258,96 @@ def test_cs336_vocab_with_special_at_id_zero_encodes_like_reference():
 def test_repr_is_informative(tinystories_tokenizer):
     r = repr(tinystories_tokenizer)
     assert "vocab_size=600" in r and "pattern=gpt2" in r and EOT in r
+
+
+def _disallowed_message(token: str) -> str:
+    return (
+        f"the text contains the special token {token!r}, which is not allowed here. "
+        f"To encode it as a special token pass allowed_special={{{token!r}}} "
+        f'(or allowed_special="all"); to encode it as ordinary text pass disallowed_special=().'
+    )
+
+
+def test_every_encode_call_checks_disallowed_specials_with_the_same_message(
+    tinystories_tokenizer,
+):
+    tok = tinystories_tokenizer
+    text = "a <|pad|> b <|endoftext|>"
+    message = re.escape(_disallowed_message("<|pad|>"))  # the leftmost one
+    calls = [
+        lambda: tok.encode(text),
+        lambda: tok.encode_to_numpy(text),
+        lambda: tok.count_tokens(text),
+        lambda: list(tok.encode_iterable([text[:5], text[5:]])),
+        lambda: tok.encode_batch(["fine", text, "<|endoftext|>"], num_threads=2),
+        lambda: tok.encode_batch_to_numpy(["fine", text, "<|endoftext|>"], num_threads=2),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=f"^{message}$"):
+            call()
+    # A string given as disallowed need not be a special token; repr quotes as Python does.
+    odd = "é'x\x00"
+    with pytest.raises(ValueError, match=f"^{re.escape(_disallowed_message(odd))}$"):
+        tok.encode("ab" + odd, disallowed_special={odd})
+
+
+def test_a_batch_reports_its_first_text_with_a_disallowed_special(tinystories_tokenizer):
+    tok = tinystories_tokenizer
+    texts = ["ok"] * 50 + ["x <|endoftext|>"] + ["ok"] * 50 + ["<|pad|>"]
+    for threads in (1, 2, 4):
+        for call in (tok.encode_batch, tok.encode_batch_to_numpy):
+            with pytest.raises(ValueError, match=re.escape(repr(EOT))):
+                call(texts, num_threads=threads)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_tokenizer_busy_in_threads_at_fork_time_works_in_the_child(tinystories_tokenizer):
+    # The parent's threads hold the cache pool's lock now and then, and counting runs on
+    # a thread pool: a forked child must neither wait for a lock no thread will release
+    # nor for pool threads it does not have.
+    import multiprocessing
+    import threading
+
+    tok = tinystories_tokenizer
+    docs = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8").split(EOT)
+    expected = (tok.encode_batch(docs, num_threads=2), tok.encode(docs[0]))
+
+    def count_and_train():
+        counter = _core.PreTokenCounter(tok.pattern, [EOT], 2)
+        counter.add_documents(docs)
+        return counter.train(20)
+
+    expected_training = count_and_train()
+    stop = threading.Event()
+
+    def busy(work):
+        while not stop.is_set():
+            work()
+
+    threads = [
+        threading.Thread(target=busy, args=(lambda: tok.encode_batch(docs, num_threads=2),)),
+        threading.Thread(target=busy, args=(lambda: tok.encode(docs[0]),)),
+        threading.Thread(target=busy, args=(count_and_train,)),
+    ]
+    for t in threads:
+        t.start()
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+
+    def child():
+        got = (tok.encode_batch(docs, num_threads=2), tok.encode(docs[0]))
+        results.put(got == expected and count_and_train() == expected_training)
+
+    try:
+        for _ in range(3):
+            p = ctx.Process(target=child)
+            p.start()
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+                pytest.fail("the forked child hung")
+            assert p.exitcode == 0 and results.get(timeout=10)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)

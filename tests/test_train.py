@@ -223,3 +223,85 @@ def test_custom_pattern_file_training_is_exact_without_newline_cuts(tmp_path):
         tok = bytepair.train(path, 280, pattern=r"[^\n]+\n?", num_threads=2, progress=False)
     assert tok.merges == ref.train([text], 280, pattern=r"[^\n]+\n?")[1]
     assert Path(path).exists()
+
+
+def _counter_merges(docs, pattern, specials, num_merges, **limits) -> list[tuple[bytes, bytes]]:
+    counter = _core.PreTokenCounter(ref.resolve_pattern(pattern), specials, 2)
+    counter.add_documents(docs)
+    merges, vocab = counter.train(num_merges, **limits)
+    return [(vocab[a], vocab[b]) for a, b in merges]
+
+
+@given(
+    docs=st.lists(texts, max_size=4),
+    extra=st.integers(0, 60),
+    pattern=patterns,
+    min_frequency=st.integers(0, 5),
+    max_token_length=st.none() | st.integers(1, 6),
+)
+def test_min_frequency_and_max_token_length_equal_reference(
+    docs, extra, pattern, min_frequency, max_token_length
+):
+    _, expected = ref.train(
+        docs,
+        256 + 1 + extra,  # the special token counts too
+        [EOT],
+        pattern,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+    )
+    got = _counter_merges(
+        docs,
+        pattern,
+        [EOT],
+        extra,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+    )
+    assert got == expected
+
+
+def test_max_token_length_keeps_newline_runs_from_becoming_tokens():
+    docs = ["a\n\n\n\n\n\n\nb"] * 20
+    merges = _counter_merges(docs, "gpt2", [], 20, max_token_length=3)
+    assert merges and all(len(a + b) <= 3 for a, b in merges)
+    assert (b"\n\n\n\n", b"\n\n") in _counter_merges(docs, "gpt2", [], 20)
+
+
+def test_a_huge_merge_count_trains_without_allocating_for_it():
+    merges = _counter_merges(["hello world"] * 3, "gpt2", [], 10**10)
+    assert 0 < len(merges) < 20
+
+
+def test_counts_of_two_halves_merged_train_like_the_whole():
+    docs = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8").split(EOT)
+    half = len(docs) // 2
+    pattern = ref.resolve_pattern("gpt2")
+
+    def counted(part):
+        counter = _core.PreTokenCounter(pattern, [EOT], 2)
+        counter.add_documents(part)
+        return counter
+
+    whole = counted(docs)
+    first, second = counted(docs[:half]), counted(docs[half:])
+    # One half travels as bytes (another process or machine), the other stays here.
+    shipped = _core.PreTokenCounter.from_bytes(second.to_bytes(), pattern, [EOT], 2)
+    first.merge(shipped)
+    assert first.to_dict() == whole.to_dict() and len(first) == len(whole)
+    assert first.to_bytes() == whole.to_bytes()
+    assert first.train(200) == whole.train(200)
+
+
+def test_counts_added_from_python_and_corrupt_tables():
+    counter = _core.PreTokenCounter(None, [], 1)
+    counter.add_counts({b"low": 5, b"lower": 2})
+    counter.add_counts([(b"low", 1), (b"newest", 6)])
+    assert counter.to_dict() == {b"low": 6, b"lower": 2, b"newest": 6}
+    counter.merge(counter)
+    assert counter.to_dict() == {b"low": 12, b"lower": 4, b"newest": 12}
+    data = counter.to_bytes()
+    with pytest.raises(ValueError, match="byte offset 0"):
+        _core.PreTokenCounter.from_bytes(b"\x80\x04pickle", None, [], 1)
+    with pytest.raises(ValueError, match=r"truncated count table: entry 2 at byte offset \d+"):
+        _core.PreTokenCounter.from_bytes(data[:-3], None, [], 1)

@@ -117,6 +117,8 @@ def train(
     vocab_size: int,
     special_tokens: Iterable[str] = (),
     pattern: str | None = "gpt2",
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
 ) -> tuple[dict[int, bytes], list[Pair]]:
     """Trains byte-level BPE on texts (each one pre-tokenized on its own).
 
@@ -126,6 +128,15 @@ def train(
     >>> vocab, merges = train(["low lower lowest"], 256 + 2, pattern=None)
     >>> merges   # (l, o) and (o, w) both occur 3 times: the greater pair wins
     [(b'o', b'w'), (b'l', b'ow')]
+
+    Training stops when the best pair occurs fewer than ``min_frequency`` times
+    (Hugging Face's meaning), and a pair whose token would be longer than
+    ``max_token_length`` bytes is never merged (the next best pair is taken):
+
+    >>> train(["low lower lowest"], 256 + 5, pattern=None, min_frequency=3)[1]
+    [(b'o', b'w'), (b'l', b'ow')]
+    >>> train(["aaaa aaaa"], 256 + 3, pattern=None, max_token_length=2)[1]
+    [(b'a', b'a')]
     """
     special_tokens = list(dict.fromkeys(special_tokens))
     counts = count_pieces(texts, special_tokens, pattern)
@@ -134,9 +145,15 @@ def train(
     merges: list[Pair] = []
     for _ in range(vocab_size - 256 - len(special_tokens)):
         pairs = get_pair_counts(words)
+        if max_token_length is not None:  # too long a token: never merged
+            pairs = Counter(
+                {p: n for p, n in pairs.items() if len(p[0] + p[1]) <= max_token_length}
+            )
         if not pairs:
             break  # every piece is a single token: nothing left to merge
         best = max(pairs, key=lambda p: (pairs[p], p))  # most frequent, then greatest
+        if pairs[best] < min_frequency:
+            break  # even the best pair is too rare
         merges.append(best)
         vocab[len(vocab)] = best[0] + best[1]
         words = {merge(word, best): n for word, n in words.items()}

@@ -136,12 +136,12 @@ def _options(
 def _learn(counter, opts: _Options, stats: dict) -> Tokenizer:
     start = time.perf_counter()
     with Progress(opts.progress, total=opts.num_merges, desc="merging", unit="merges") as bar:
-        knobs = {}
-        if opts.min_frequency:
-            knobs["min_frequency"] = opts.min_frequency
-        if opts.max_token_length is not None:
-            knobs["max_token_length"] = opts.max_token_length
-        merges, vocab_bytes = counter.train(opts.num_merges, bar.hook(), **knobs)
+        merges, vocab_bytes = counter.train(
+            opts.num_merges,
+            bar.hook(),
+            min_frequency=opts.min_frequency,
+            max_token_length=opts.max_token_length,
+        )
     stats["merge_seconds"] = time.perf_counter() - start
     if len(merges) < opts.num_merges:
         why = (
@@ -407,7 +407,7 @@ def train_from_counts(
 
     >>> tok = train_from_counts({"low": 5, "lower": 2, "lowest": 1}, 258, pattern=None)
     >>> tok.merges
-    [(b'l', b'o'), (b'lo', b'w')]
+    [(b'o', b'w'), (b'l', b'ow')]
     """
     opts = _options(
         vocab_size,

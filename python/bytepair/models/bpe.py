@@ -51,7 +51,7 @@ class BPE:
                     f"merge #{n} ({a!r}, {b!r}) uses {e.args[0]!r}, which is not in the vocabulary"
                 ) from None
         ordinary = {i: t for i, t in self._vocab.items() if i not in special_ids}
-        self.core = _Compat(_core.Encoder(ordinary, merge_ids, self.special_tokens, self.pattern))
+        self.core = _core.Encoder(ordinary, merge_ids, self.special_tokens, self.pattern)
 
     @classmethod
     def from_core(cls, core, special_tokens: dict[str, int], pattern: str | None) -> BPE:
@@ -61,7 +61,7 @@ class BPE:
         model._merges = None
         model.pattern = pattern
         model.special_tokens = special_tokens
-        model.core = core if isinstance(core, _Compat) else _Compat(core)
+        model.core = core
         return model
 
     def _assign_special_ids(self, special_tokens) -> dict[str, int]:
@@ -175,49 +175,3 @@ def canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:
         vocab[256 + n] = a + b
     return vocab
 
-
-class _Compat:
-    """TEMPORARY: the one-call binding signatures over the old core."""
-
-    def __init__(self, core):
-        self._c = core
-
-    def __getattr__(self, name):
-        return getattr(self._c, name)
-
-    def _check(self, text, disallowed):
-        if disallowed and text:
-            found = self._c.find_first(text, sorted(disallowed))
-            if found is not None:
-                raise ValueError(
-                    f"the text contains the special token {found!r}, which is not allowed here. "
-                    f"To encode it as a special token pass allowed_special={{{found!r}}} "
-                    f'(or allowed_special="all"); to encode it as ordinary text pass '
-                    f"disallowed_special=()."
-                )
-
-    def encode(self, text, allowed=None, disallowed=None):
-        self._check(text, disallowed)
-        return self._c.encode(text, allowed)
-
-    def encode_to_bytes(self, text, allowed=None, disallowed=None):
-        self._check(text, disallowed)
-        return self._c.encode_to_bytes(text, allowed)
-
-    def count(self, text, allowed=None, disallowed=None):
-        self._check(text, disallowed)
-        return self._c.count(text, allowed)
-
-    def encode_prefix(self, text, allowed, last, disallowed=None):
-        self._check(text, disallowed)
-        return self._c.encode_prefix(text, allowed, last)
-
-    def encode_batch(self, texts, allowed=None, threads=1, disallowed=None):
-        for t in texts:
-            self._check(t, disallowed)
-        return self._c.encode_batch(texts, allowed, threads)
-
-    def encode_batch_to_bytes(self, texts, allowed=None, threads=1, disallowed=None):
-        for t in texts:
-            self._check(t, disallowed)
-        return self._c.encode_batch_to_bytes(texts, allowed, threads)

@@ -10,10 +10,10 @@ use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::{mpsc, Arc, Mutex};
 
-use crate::blocks::{for_each_block, ReadError, Utf8Errors};
-use crate::chunking::split_evenly;
-use crate::encode::{Encoder, PieceCache};
-use crate::pretokenize::SpecialMatcher;
+use super::blocks::{for_each_block, ReadError, Utf8Errors};
+use super::chunking::split_evenly;
+use crate::model::Model;
+use crate::pretok::SpecialMatcher;
 
 /// What to do with special tokens found in the file.
 pub struct Specials<'a> {
@@ -44,8 +44,8 @@ struct Pending {
 /// while they encode, reads the next block and writes finished parts in file order.
 /// At most two blocks are in flight, so memory stays bounded.
 #[allow(clippy::too_many_arguments)]
-pub fn encode_file(
-    enc: &Encoder,
+pub fn encode_file<M: Model>(
+    enc: &M,
     path: &str,
     out: &mut impl Write,
     width: usize,
@@ -63,9 +63,10 @@ pub fn encode_file(
     let newline_cuts = enc.pretokenizer().newline_cuts_are_safe();
     let threads = pool.current_num_threads().max(1);
     let min_part = (block_bytes / 16).max(1 << 16);
-    // One piece cache per worker thread, kept warm across parts and blocks.
-    let caches: Vec<Mutex<PieceCache>> = (0..threads).map(|_| Mutex::default()).collect();
-    let caches = &caches;
+    // One cache per worker thread, kept warm across parts and blocks.
+    let owned_caches: Vec<Mutex<M::Cache>> =
+        (0..threads).map(|_| Mutex::new(enc.take_cache())).collect();
+    let caches = &owned_caches;
     let mut writer = Writer {
         out,
         width,
@@ -81,7 +82,7 @@ pub fn encode_file(
             errors,
             block_bytes,
             |text, offset| {
-                if let Some(&(start, _, i)) = forbidden.find_all(text.as_bytes()).first() {
+                if let Some((start, _, i)) = forbidden.find_first(text.as_bytes()) {
                     return Err(ReadError::Other(format!(
                         "the special token '{}' at byte offset {} is not allowed here: allow \
                          it (allowed_special, CLI --specials allow) or encode it as text \
@@ -107,7 +108,9 @@ pub fn encode_file(
                         let worker = rayon::current_thread_index().unwrap_or(0) % caches.len();
                         let mut cache = caches[worker].lock().expect("no panics while held");
                         // The receiver is gone only when encoding has already failed.
-                        let _ = tx.send(enc.encode_cached(&text[a..b], allowed, &mut cache));
+                        let mut ids = Vec::with_capacity((b - a) / 3);
+                        let done = enc.encode_cached(&text[a..b], allowed, &mut cache, &mut ids);
+                        let _ = tx.send(done.map(|()| ids).map_err(|e| e.to_string()));
                     });
                     pending.push_back(Pending {
                         ids: rx,
@@ -124,6 +127,9 @@ pub fn encode_file(
         )?;
         writer.drain(&mut pending, 0, &mut progress)
     })?;
+    for cache in owned_caches {
+        enc.give_back_cache(cache.into_inner().expect("no panics while held"));
+    }
     writer.out.flush().map_err(ReadError::Io)?;
     Ok(writer.written)
 }

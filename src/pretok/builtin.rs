@@ -338,7 +338,7 @@ fn o200k_piece_end(t: &Chars, i: usize) -> usize {
 impl Builtin {
     /// The built-in pattern this regex string is, if any.
     pub fn from_pattern(pattern: &str) -> Option<Self> {
-        use crate::pretokenize::{CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+        use super::patterns::{CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
         match pattern {
             p if p == GPT2_PATTERN => Some(Builtin::Gpt2),
             p if p == CL100K_PATTERN => Some(Builtin::Cl100k),
@@ -370,7 +370,7 @@ impl Builtin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pretokenize::{PreTokenizer, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+    use crate::pretok::{PreTokenizer, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
 
     /// Characters of every class the patterns distinguish, and the ones they name.
     const ALPHABET: &[&str] = &[

@@ -58,12 +58,35 @@ pub struct Trained {
     pub vocab: Vec<Vec<u8>>,
 }
 
-/// Learns up to `num_merges` merges from pre-token counts. Stops early when no pair
-/// is left. `progress(done)` is called now and then; returning false stops (the merges
-/// so far are returned).
+/// What may be merged, besides "the most frequent pair".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Training stops when the best pair occurs fewer times than this (Hugging Face's
+    /// `min_frequency`); 0 and 1 never stop it.
+    pub min_frequency: u64,
+    /// A pair whose merged token would be longer than this many bytes is never merged:
+    /// the next best pair is taken instead (so runs like "\n\n\n\n\n\n\n" can be kept
+    /// from becoming tokens).
+    pub max_token_length: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            min_frequency: 0,
+            max_token_length: usize::MAX,
+        }
+    }
+}
+
+/// Learns up to `num_merges` merges from pre-token counts, within `limits`. Stops
+/// early when no pair is left. `progress(done)` is called now and then; returning
+/// false stops (the merges so far are returned). Memory grows with the merges made,
+/// never with `num_merges` itself.
 pub fn train_merges<K: AsRef<[u8]>>(
     counts: impl IntoIterator<Item = (K, u64)>,
     num_merges: usize,
+    limits: Limits,
     mut progress: impl FnMut(usize) -> bool,
 ) -> Trained {
     let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
@@ -95,13 +118,15 @@ pub fn train_merges<K: AsRef<[u8]>>(
         right: vocab[pair.1 as usize].clone(),
         pair,
     };
+    // Each merge shortens some word by a symbol: no more merges than that can happen.
+    let most_merges: usize = words.iter().map(|w| w.ids.len() - 1).sum();
     let mut heap: BinaryHeap<Candidate> = pair_counts
         .iter()
         .filter(|(_, &c)| c > 0)
         .map(|(&p, &c)| candidate(p, c, &vocab))
         .collect();
 
-    let mut merges: Vec<Pair> = Vec::with_capacity(num_merges);
+    let mut merges: Vec<Pair> = Vec::with_capacity(num_merges.min(most_merges));
     let report_every = (num_merges / 100).max(1);
     let mut new_pairs: Vec<Pair> = Vec::new();
     let mut created: Vec<Pair> = Vec::new();
@@ -115,8 +140,11 @@ pub fn train_merges<K: AsRef<[u8]>>(
             }
             continue;
         }
-        if current <= 0 {
-            continue;
+        if current <= 0 || top.left.len() + top.right.len() > limits.max_token_length {
+            continue; // gone, or never to be merged (its tokens' bytes never change)
+        }
+        if (current as u64) < limits.min_frequency {
+            break;
         }
         let new_id = vocab.len() as u32;
         let mut bytes = Vec::with_capacity(top.left.len() + top.right.len());
@@ -211,7 +239,16 @@ mod tests {
     use super::*;
 
     fn train(words: &[(&str, u64)], n: usize) -> Vec<String> {
-        let t = train_merges(words.iter().map(|&(w, c)| (w.as_bytes(), c)), n, |_| true);
+        train_with(words, n, Limits::default())
+    }
+
+    fn train_with(words: &[(&str, u64)], n: usize, limits: Limits) -> Vec<String> {
+        let t = train_merges(
+            words.iter().map(|&(w, c)| (w.as_bytes(), c)),
+            n,
+            limits,
+            |_| true,
+        );
         t.merges
             .iter()
             .map(|&(l, r)| {
@@ -245,8 +282,47 @@ mod tests {
 
     #[test]
     fn stops_when_no_pairs_remain() {
-        let t = train_merges([(b"ab".as_slice(), 1u64)], 10, |_| true);
+        let t = train_merges([(b"ab".as_slice(), 1u64)], 10, Limits::default(), |_| true);
         assert_eq!(t.merges, vec![(97, 98)]);
         assert_eq!(t.vocab.len(), 257);
+    }
+
+    #[test]
+    fn training_stops_when_the_best_pair_is_below_min_frequency() {
+        let words = [("aaaa", 3), ("bc", 2), ("de", 1)];
+        let limits = Limits {
+            min_frequency: 2,
+            ..Limits::default()
+        };
+        // (a,a) 9, then (aa,aa) 3, then (b,c) 2; (d,e) 1 is below 2.
+        assert_eq!(train_with(&words, 10, limits), ["a a", "aa aa", "b c"]);
+        assert_eq!(train_with(&words, 10, Limits::default()).len(), 4);
+    }
+
+    #[test]
+    fn pairs_longer_than_max_token_length_are_skipped_for_the_next_best() {
+        let words = [("\n\n\n\n\n\n\n", 10), ("ab", 1)];
+        let limits = Limits {
+            max_token_length: 3,
+            ..Limits::default()
+        };
+        let merges = train_with(&words, 10, limits);
+        assert_eq!(merges, ["\n \n", "\n\n \n", "a b"]);
+        // Without the limit, the whole run becomes a token.
+        let merges = train_with(&words, 10, Limits::default());
+        assert!(merges.contains(&"\n\n\n\n\n\n \n".into()), "{merges:?}");
+    }
+
+    #[test]
+    fn asking_for_ten_billion_merges_allocates_only_what_the_counts_can_give() {
+        let start = std::time::Instant::now();
+        let t = train_merges(
+            [(b"hello".as_slice(), 3u64), (b"world".as_slice(), 2)],
+            10_000_000_000,
+            Limits::default(),
+            |_| true,
+        );
+        assert_eq!(t.merges.len(), 8);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
     }
 }

@@ -9,8 +9,8 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::encode::Encoder;
-use crate::ranks::{recover_merges, RecoverError};
+use crate::bpe::ranks::{recover_merges, RecoverError};
+use crate::bpe::Encoder;
 
 /// Why a file was not parsed. Line numbers count from 1, as `bytes.splitlines` does.
 #[derive(Debug, PartialEq, Eq)]
@@ -328,8 +328,8 @@ mod tests {
         let e = load(&text, specials.clone(), None).unwrap();
         let all = e.all_specials().clone();
         assert_eq!(e.encode("abcab<|end|>", &all).unwrap(), vec![257, 256, 258]);
-        assert_eq!(e.merge_pairs(), vec![(97, 98), (256, 99)]);
-        assert_eq!(e.vocab_len(), 259);
+        assert_eq!(e.model().merge_pairs(), vec![(97, 98), (256, 99)]);
+        assert_eq!(e.model().vocab_len(), 259);
         // A special id that is a rank, a repeated token, a token BPE cannot make.
         let clash: FxHashMap<String, u32> = [("x".to_string(), 256)].into_iter().collect();
         assert!(matches!(

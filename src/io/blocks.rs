@@ -5,8 +5,8 @@
 use std::fs::File;
 use std::io::Read;
 
-use crate::chunking::find_cut;
-use crate::pretokenize::SpecialMatcher;
+use super::chunking::find_cut;
+use crate::pretok::SpecialMatcher;
 
 /// How invalid UTF-8 is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,11 +9,11 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::blocks::for_each_block;
-pub use crate::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
-use crate::chunking::split_evenly;
+use super::blocks::for_each_block;
+pub use super::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
+use super::chunking::split_evenly;
 use crate::packed::{packed, unpacked, MAX_PACKED};
-use crate::pretokenize::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
+use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// Distinct pre-token bytes → number of occurrences.
 pub type Counts = FxHashMap<Vec<u8>, u64>;
@@ -171,7 +171,7 @@ pub fn count_documents(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pretokenize::GPT2_PATTERN;
+    use crate::pretok::GPT2_PATTERN;
 
     fn pool(n: usize) -> rayon::ThreadPool {
         rayon::ThreadPoolBuilder::new()

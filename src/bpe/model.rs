@@ -1,0 +1,233 @@
+//! The BPE model as data: the vocabulary (id → bytes), the merges (pair → rank and
+//! merged id) and the special tokens' ids — what a tokenizer file holds. Encoding
+//! pieces with it is `merge.rs`; encoding text is `encoder.rs`.
+
+use rustc_hash::FxHashMap;
+
+/// A merge rule: `(left, right)` becomes `id`; lower `rank` merges first.
+#[derive(Debug, Clone, Copy)]
+pub struct Merge {
+    pub rank: u32,
+    pub id: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct BpeModel {
+    pub(super) merges: FxHashMap<(u32, u32), Merge>,
+    pub(super) byte_ids: [u32; 256],
+    decoder: FxHashMap<u32, Vec<u8>>,
+    special_ids: FxHashMap<String, u32>,
+    /// Every merge ranks after the merges that made its two parts, so a merge never
+    /// creates a pair that should have merged earlier: long pieces can then be merged
+    /// one rank at a time ([`BpeModel::merge_by_rank`]). True of every trained
+    /// vocabulary; checked, with the heap as the fallback.
+    pub(super) ranks_grow: bool,
+}
+
+impl BpeModel {
+    /// `vocab`: id → bytes (must contain every single byte); `merges`: (left id,
+    /// right id, merged id) in rank order; `specials`: token → id.
+    pub fn new(
+        vocab: FxHashMap<u32, Vec<u8>>,
+        merges: &[(u32, u32, u32)],
+        specials: FxHashMap<String, u32>,
+    ) -> Result<Self, String> {
+        let mut byte_ids = [u32::MAX; 256];
+        // Lowest id wins when a byte string occurs twice.
+        for (&id, bytes) in &vocab {
+            if let [b] = bytes[..] {
+                if id < byte_ids[b as usize] && !specials.values().any(|&s| s == id) {
+                    byte_ids[b as usize] = id;
+                }
+            }
+        }
+        if let Some(missing) = byte_ids.iter().position(|&id| id == u32::MAX) {
+            return Err(format!(
+                "the vocabulary has no token for the single byte 0x{missing:02x}; \
+                 byte-level BPE needs all 256 bytes"
+            ));
+        }
+        let mut merge_map = FxHashMap::default();
+        for (rank, &(l, r, id)) in merges.iter().enumerate() {
+            merge_map.entry((l, r)).or_insert(Merge {
+                rank: rank as u32,
+                id,
+            });
+        }
+        let ranks_grow = ranks_grow(&merge_map);
+        let mut decoder = vocab;
+        for (t, &id) in &specials {
+            decoder.insert(id, t.as_bytes().to_vec());
+        }
+        Ok(Self {
+            merges: merge_map,
+            ranks_grow,
+            byte_ids,
+            decoder,
+            special_ids: specials,
+        })
+    }
+
+    /// The largest id of any token (0 for an empty vocabulary).
+    pub fn max_id(&self) -> u32 {
+        self.decoder.keys().copied().max().unwrap_or(0)
+    }
+
+    pub fn special_ids(&self) -> &FxHashMap<String, u32> {
+        &self.special_ids
+    }
+
+    /// The bytes of `ids` joined; the first unknown id is the error.
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>, u32> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            out.extend_from_slice(self.decoder.get(&id).ok_or(id)?);
+        }
+        Ok(out)
+    }
+
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.decoder.get(&id).map(Vec::as_slice)
+    }
+
+    /// Number of tokens, special tokens included.
+    pub fn vocab_len(&self) -> usize {
+        self.decoder.len()
+    }
+
+    /// Every token, special tokens included, as `(id, bytes)` in id order.
+    pub fn tokens(&self) -> Vec<(u32, &[u8])> {
+        let mut tokens: Vec<(u32, &[u8])> = self
+            .decoder
+            .iter()
+            .map(|(&id, b)| (id, b.as_slice()))
+            .collect();
+        tokens.sort_unstable_by_key(|&(id, _)| id);
+        tokens
+    }
+
+    /// The merges as `(left id, right id)` in rank order (a pair given twice to
+    /// [`BpeModel::new`] appears once, at its first rank).
+    pub fn merge_pairs(&self) -> Vec<(u32, u32)> {
+        let mut pairs: Vec<(u32, (u32, u32))> =
+            self.merges.iter().map(|(&p, m)| (m.rank, p)).collect();
+        pairs.sort_unstable_by_key(|&(rank, _)| rank);
+        pairs.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// Number of distinct merges.
+    pub fn merge_count(&self) -> usize {
+        self.merges.len()
+    }
+}
+
+/// True when every merge ranks after every merge that produced one of its parts (see
+/// `BpeModel::ranks_grow`).
+fn ranks_grow(merges: &FxHashMap<(u32, u32), Merge>) -> bool {
+    // The latest rank that makes each id (u32::MAX: none), in a table indexed by id
+    // when ids are dense (they nearly always are), else in a map.
+    let max_id = merges.values().map(|m| m.id).max().unwrap_or(0) as usize;
+    if max_id <= 4 * merges.len() + 1024 {
+        let mut made_at = vec![u32::MAX; max_id + 1];
+        for m in merges.values() {
+            let at = &mut made_at[m.id as usize];
+            *at = if *at == u32::MAX {
+                m.rank
+            } else {
+                (*at).max(m.rank)
+            };
+        }
+        let made = |id: u32| made_at.get(id as usize).copied().unwrap_or(u32::MAX);
+        return merges.iter().all(|(&(l, r), m)| {
+            (made(l) == u32::MAX || made(l) < m.rank) && (made(r) == u32::MAX || made(r) < m.rank)
+        });
+    }
+    let mut made_at: FxHashMap<u32, u32> = FxHashMap::default();
+    for m in merges.values() {
+        let r = made_at.entry(m.id).or_insert(m.rank);
+        *r = (*r).max(m.rank);
+    }
+    merges.iter().all(|(&(l, r), m)| {
+        made_at.get(&l).is_none_or(|&at| at < m.rank)
+            && made_at.get(&r).is_none_or(|&at| at < m.rank)
+    })
+}
+
+/// Small models for the tests of this module's files.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// minbpe's example: the merges of "aaabdaaabac", (a,a)=256, (256,a)=257,
+    /// (257,b)=258, and the special token `<|e|>` = 259.
+    pub fn minbpe() -> BpeModel {
+        let (vocab, merges, specials) = minbpe_parts();
+        BpeModel::new(vocab, &merges, specials).unwrap()
+    }
+
+    pub type Parts = (
+        FxHashMap<u32, Vec<u8>>,
+        Vec<(u32, u32, u32)>,
+        FxHashMap<String, u32>,
+    );
+
+    pub fn minbpe_parts() -> Parts {
+        let mut vocab: FxHashMap<u32, Vec<u8>> = (0..256u32).map(|b| (b, vec![b as u8])).collect();
+        vocab.insert(256, b"aa".to_vec());
+        vocab.insert(257, b"aaa".to_vec());
+        vocab.insert(258, b"aaab".to_vec());
+        let merges = vec![(97, 97, 256), (256, 97, 257), (257, 98, 258)];
+        let mut specials = FxHashMap::default();
+        specials.insert("<|e|>".to_string(), 259);
+        (vocab, merges, specials)
+    }
+
+    /// A random merge table over the bytes a, b, c: each merge joins two tokens that
+    /// already exist, so ranks grow along merges.
+    pub fn random_parts(seed: u64, merges: usize) -> Parts {
+        let mut rng = XorShift(seed);
+        let mut vocab: FxHashMap<u32, Vec<u8>> = (0..256u32).map(|b| (b, vec![b as u8])).collect();
+        let mut known: Vec<u32> = vec![97, 98, 99];
+        let mut table = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        while table.len() < merges {
+            let l = known[rng.below(known.len())];
+            let r = known[rng.below(known.len())];
+            if !seen.insert((l, r)) {
+                continue;
+            }
+            let id = 256 + table.len() as u32;
+            let bytes = [vocab[&l].clone(), vocab[&r].clone()].concat();
+            vocab.insert(id, bytes);
+            table.push((l, r, id));
+            known.push(id);
+        }
+        (vocab, table, FxHashMap::default())
+    }
+
+    pub fn random(seed: u64, merges: usize) -> BpeModel {
+        let (vocab, table, specials) = random_parts(seed, merges);
+        BpeModel::new(vocab, &table, specials).unwrap()
+    }
+
+    pub struct XorShift(pub u64);
+    impl XorShift {
+        pub fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::minbpe;
+
+    #[test]
+    fn unknown_id_is_reported() {
+        let m = minbpe();
+        assert_eq!(m.decode_bytes(&[97, 9999]), Err(9999));
+    }
+}

@@ -1,0 +1,21 @@
+//! Reading and writing: files in blocks cut at safe points, counting pre-tokens
+//! (training's map step), encoding batches, streams and whole files, and parsing
+//! `.tiktoken` rank files.
+//!
+//! - [`chunking`]: where text may be cut and still pre-tokenize identically;
+//! - [`blocks`]: reading files in blocks cut at those points;
+//! - [`count`]: counting pre-tokens in files and documents, in parallel;
+//! - [`batch`]: encoding many texts on several threads, in order;
+//! - [`stream`]: encoding text that arrives in chunks;
+//! - [`table`]: pre-token count tables as bytes, for adding up counts made apart;
+//! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads;
+//! - [`tiktoken`]: parsing `.tiktoken` rank files.
+
+pub mod batch;
+pub mod blocks;
+pub mod chunking;
+pub mod count;
+pub mod shards;
+pub mod stream;
+pub mod table;
+pub mod tiktoken;

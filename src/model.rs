@@ -1,0 +1,106 @@
+//! The model seam: what the rest of the core needs from a kind of model.
+//!
+//! The batch scheduler (`io::batch`), the file sharder (`io::shards`) and streaming
+//! (`io::stream`) only ever need to turn text into ids with a per-thread cache, and to
+//! know the model's pre-tokenizer (where text may be cut safely). That is this trait.
+//! Byte-level BPE ([`crate::bpe::Encoder`]) implements it; a further model kind (a
+//! SentencePiece-style code-point BPE with byte fallback) is a new module implementing
+//! it, not a branch inside the BPE encoder. Callers are generic over the trait, so the
+//! hot path is monomorphised: no dynamic dispatch, no extra indirection.
+
+use crate::pretok::{PreTokenizer, SpecialMatcher};
+
+/// Why a text was not encoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The text holds a special token the caller disallowed (tiktoken's
+    /// `disallowed_special`): the leftmost one found.
+    Disallowed { token: String },
+    /// The pre-tokenizer failed on the text (the regex engine's message).
+    Pretokenize(String),
+}
+
+impl EncodeError {
+    /// The message, quoting text with `repr` (the bindings pass Python's `repr()`).
+    pub fn message(&self, repr: &dyn Fn(&str) -> String) -> String {
+        match self {
+            EncodeError::Disallowed { token } => {
+                let token = repr(token);
+                format!(
+                    "the text contains the special token {token}, which is not allowed here. \
+                     To encode it as a special token pass allowed_special={{{token}}} \
+                     (or allowed_special=\"all\"); to encode it as ordinary text pass \
+                     disallowed_special=()."
+                )
+            }
+            EncodeError::Pretokenize(message) => message.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message(&|s| format!("{s:?}")))
+    }
+}
+
+impl From<String> for EncodeError {
+    fn from(message: String) -> Self {
+        EncodeError::Pretokenize(message)
+    }
+}
+
+/// Fails with the leftmost of the `disallowed` special tokens found in `text`, if any.
+pub fn check_disallowed(text: &str, disallowed: &SpecialMatcher) -> Result<(), EncodeError> {
+    match disallowed.find_first(text.as_bytes()) {
+        Some((_, _, index)) => Err(EncodeError::Disallowed {
+            token: disallowed.tokens()[index].clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A model that encodes text to ids.
+pub trait Model: Sync {
+    /// Per-thread state kept across the texts one thread encodes (BPE: the piece
+    /// cache). Which cache a call gets never changes its result.
+    type Cache: Send;
+
+    /// A cache for a run of calls, warm from earlier ones when the model keeps some.
+    fn take_cache(&self) -> Self::Cache;
+
+    /// Returns a cache taken with [`Model::take_cache`], for later calls.
+    fn give_back_cache(&self, cache: Self::Cache);
+
+    /// The pre-tokenizer: where text may be cut without changing its ids.
+    fn pretokenizer(&self) -> &PreTokenizer;
+
+    /// Appends the ids of `text` to `out`, treating the tokens of `specials` as special.
+    fn encode_cached(
+        &self,
+        text: &str,
+        specials: &SpecialMatcher,
+        cache: &mut Self::Cache,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError>;
+
+    /// Appends the ids of the units (pieces and special tokens) of `text` that end at
+    /// or before `limit`, and returns where the last of them ends (0 if none): the
+    /// part of a growing text that is final, for streaming.
+    fn encode_until(
+        &self,
+        text: &str,
+        specials: &SpecialMatcher,
+        limit: usize,
+        cache: &mut Self::Cache,
+        out: &mut Vec<u32>,
+    ) -> Result<usize, EncodeError>;
+
+    /// Runs `f` with a cache from [`Model::take_cache`], then gives it back.
+    fn with_cache<R>(&self, f: impl FnOnce(&mut Self::Cache) -> R) -> R {
+        let mut cache = self.take_cache();
+        let result = f(&mut cache);
+        self.give_back_cache(cache);
+        result
+    }
+}

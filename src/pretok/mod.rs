@@ -1,0 +1,125 @@
+//! Pre-tokenization: splitting text into the pieces BPE works inside.
+//!
+//! Two steps, in this order:
+//! 1. special tokens are hard boundaries: the text is cut around them
+//!    ([`specials`]: [`SpecialMatcher`], [`for_each_unit`]);
+//! 2. each ordinary segment is split by the tokenizer's pattern ([`PreTokenizer`]):
+//!    the built-in GPT patterns ([`patterns`]) by hand-written splitters
+//!    ([`builtin`]), any other pattern by the regex engine, or kept whole when there is
+//!    no pattern (minbpe's BasicTokenizer).
+
+pub mod builtin;
+pub mod patterns;
+pub mod specials;
+
+pub use patterns::{BUILTIN_PATTERNS, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+pub use specials::{for_each_unit, SpecialMatcher, Unit};
+
+use builtin::Builtin;
+use patterns::RegexSplitter;
+
+/// Splits an ordinary (special-free) segment into pre-tokens.
+#[derive(Debug, Clone)]
+pub struct PreTokenizer {
+    regex: Option<RegexSplitter>,
+    /// The hand-written splitter, when the pattern is a built-in one.
+    builtin: Option<Builtin>,
+    pattern: Option<String>,
+}
+
+impl PreTokenizer {
+    /// `None` means "no pre-tokenization": every segment is a single piece. The
+    /// built-in GPT patterns run on hand-written code (`builtin.rs`), others on the
+    /// regex engine.
+    pub fn new(pattern: Option<&str>) -> Result<Self, String> {
+        let mut pre = Self::regex_only(pattern)?;
+        pre.builtin = pattern.and_then(Builtin::from_pattern);
+        Ok(pre)
+    }
+
+    /// Always the regex engine (the reference for the hand-written splitters).
+    pub fn regex_only(pattern: Option<&str>) -> Result<Self, String> {
+        Ok(Self {
+            regex: pattern.map(RegexSplitter::new).transpose()?,
+            builtin: None,
+            pattern: pattern.map(str::to_owned),
+        })
+    }
+
+    pub fn pattern(&self) -> Option<&str> {
+        self.pattern.as_deref()
+    }
+
+    /// Calls `f(start, end)` for every piece of `text`, in order (byte offsets).
+    /// Text the pattern does not match is skipped, as in tiktoken and CS336.
+    pub fn for_each_piece(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), String> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        if let Some(b) = self.builtin {
+            b.for_each_piece(text, f);
+            return Ok(());
+        }
+        match &self.regex {
+            None => {
+                f(0, text.len());
+                Ok(())
+            }
+            Some(re) => re.for_each_piece(text, f),
+        }
+    }
+
+    /// True when cutting text after `\n` preceded by ASCII punctuation/letter/digit
+    /// and followed by an ASCII letter or digit can never change the pieces. This is
+    /// proven (and fuzzed) for the three built-in GPT patterns only; see
+    /// `io::chunking::is_newline_cut`.
+    pub fn newline_cuts_are_safe(&self) -> bool {
+        matches!(self.pattern.as_deref(), Some(p) if BUILTIN_PATTERNS.contains(&p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(pattern: &str, text: &str) -> Vec<String> {
+        let pre = PreTokenizer::new(Some(pattern)).unwrap();
+        let mut out = Vec::new();
+        pre.for_each_piece(text, |s, e| out.push(text[s..e].to_string()))
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn gpt2_splits_words_contractions_and_whitespace() {
+        assert_eq!(
+            pieces(GPT2_PATTERN, "Hello world's  end\n"),
+            ["Hello", " world", "'s", " ", " end", "\n"]
+        );
+    }
+
+    #[test]
+    fn cl100k_groups_digits_by_three_and_newlines() {
+        assert_eq!(
+            pieces(CL100K_PATTERN, "12345\n\nx"),
+            ["123", "45", "\n\n", "x"]
+        );
+    }
+
+    #[test]
+    fn o200k_keeps_contraction_with_word() {
+        assert_eq!(pieces(O200K_PATTERN, "don't"), ["don't"]);
+    }
+
+    #[test]
+    fn long_whitespace_run_does_not_hit_backtrack_limit() {
+        let text = format!("{}x", " ".repeat(200_000));
+        let p = pieces(GPT2_PATTERN, &text);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[1], " x");
+    }
+}

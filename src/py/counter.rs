@@ -1,0 +1,180 @@
+//! `PreTokenCounter`: the distinct pre-tokens of a corpus and how often each occurs
+//! (training's map step), and the merge loop over them (the reduce step).
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use super::errors::{read_error, value_error};
+use super::{thread_pool, utf8_errors, Progress};
+use crate::bpe::train::{train_merges, Limits};
+use crate::io::count::{count_documents, count_file, Counts, BLOCK_BYTES};
+use crate::io::table;
+use crate::pretok::{PreTokenizer, SpecialMatcher};
+
+/// What training returns to Python: merges as id pairs, and the bytes of every id.
+type TrainedPy = (Vec<(u32, u32)>, Vec<Py<PyBytes>>);
+
+#[pyclass(module = "bytepair._core")]
+pub struct PreTokenCounter {
+    pre: PreTokenizer,
+    specials: SpecialMatcher,
+    num_threads: usize,
+    counts: Counts,
+}
+
+#[pymethods]
+impl PreTokenCounter {
+    #[new]
+    #[pyo3(signature = (pattern, special_tokens, num_threads))]
+    fn new(
+        pattern: Option<&str>,
+        special_tokens: Vec<String>,
+        num_threads: usize,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            pre: PreTokenizer::new(pattern).map_err(value_error)?,
+            specials: SpecialMatcher::new(&special_tokens).map_err(value_error)?,
+            num_threads: num_threads.max(1),
+            counts: Counts::default(),
+        })
+    }
+
+    /// Counts a whole file, read in blocks; `progress(bytes_done)` after each block.
+    #[pyo3(signature = (path, errors="strict", progress=None, block_bytes=BLOCK_BYTES))]
+    fn add_file(
+        &mut self,
+        py: Python<'_>,
+        path: &str,
+        errors: &str,
+        progress: Option<Py<PyAny>>,
+        block_bytes: usize,
+    ) -> PyResult<()> {
+        let errors = utf8_errors(errors)?;
+        let pool = thread_pool(self.num_threads)?;
+        let progress = Progress::new(progress);
+        let (specials, pre) = (&self.specials, &self.pre);
+        let result = py.detach(|| {
+            count_file(path, specials, pre, errors, &pool, block_bytes, |done| {
+                progress.report(done)
+            })
+        });
+        let counts = result.map_err(|e| read_error(path, e, progress))?;
+        if self.counts.is_empty() {
+            self.counts = counts;
+        } else {
+            table::add_counts(&mut self.counts, counts);
+        }
+        Ok(())
+    }
+
+    /// Counts in-memory documents; each is pre-tokenized on its own.
+    fn add_documents(&mut self, py: Python<'_>, docs: Vec<String>) -> PyResult<()> {
+        let pool = thread_pool(self.num_threads)?;
+        let Self {
+            pre,
+            specials,
+            counts,
+            ..
+        } = self;
+        py.detach(|| count_documents(&docs, specials, pre, &pool, counts))
+            .map_err(value_error)
+    }
+
+    /// Adds `(pre-token bytes, count)` pairs: a dict or any iterable of pairs.
+    fn add_counts(&mut self, items: &Bound<'_, PyAny>) -> PyResult<()> {
+        let items = match items.cast::<PyDict>() {
+            Ok(d) => d.items().into_any(),
+            Err(_) => items.clone(),
+        };
+        for item in items.try_iter()? {
+            let (token, count): (Vec<u8>, u64) = item?.extract()?;
+            table::add_counts(&mut self.counts, [(token, count)]);
+        }
+        Ok(())
+    }
+
+    /// Adds the counts of `other` (counted apart: another file, process or machine).
+    fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, Self>) -> PyResult<()> {
+        if slf.is(other) {
+            let mut this = slf.borrow_mut();
+            this.counts.values_mut().for_each(|c| *c *= 2);
+            return Ok(());
+        }
+        let other = other.borrow();
+        let counts = other.counts.iter().map(|(k, &v)| (k.as_slice(), v));
+        table::add_counts(&mut slf.borrow_mut().counts, counts);
+        Ok(())
+    }
+
+    /// The counts as a compact, versioned binary table (`io::table`), for sending
+    /// or storing counts made apart. Never pickle.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &py.detach(|| table::to_bytes(&self.counts)))
+    }
+
+    /// A counter holding the counts of a table made by `to_bytes`; a corrupt or
+    /// truncated table raises ValueError naming the byte offset.
+    #[staticmethod]
+    #[pyo3(signature = (data, pattern, special_tokens, num_threads))]
+    fn from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        pattern: Option<&str>,
+        special_tokens: Vec<String>,
+        num_threads: usize,
+    ) -> PyResult<Self> {
+        let mut counter = Self::new(pattern, special_tokens, num_threads)?;
+        py.detach(|| table::add_from_bytes(data, &mut counter.counts))
+            .map_err(value_error)?;
+        Ok(counter)
+    }
+
+    fn __len__(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// The counts as a dict {pre-token bytes: count}.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in &self.counts {
+            d.set_item(PyBytes::new(py, k), *v)?;
+        }
+        Ok(d)
+    }
+
+    /// Learns up to `num_merges` merges. Returns (merges as id pairs, bytes of every id).
+    /// Training stops early when the best pair occurs fewer than `min_frequency` times;
+    /// a pair whose token would be longer than `max_token_length` bytes is never merged.
+    #[pyo3(signature = (num_merges, progress=None, min_frequency=0, max_token_length=None))]
+    fn train(
+        &self,
+        py: Python<'_>,
+        num_merges: usize,
+        progress: Option<Py<PyAny>>,
+        min_frequency: u64,
+        max_token_length: Option<usize>,
+    ) -> PyResult<TrainedPy> {
+        let limits = Limits {
+            min_frequency,
+            max_token_length: max_token_length.unwrap_or(usize::MAX),
+        };
+        let progress = Progress::new(progress);
+        let trained = py.detach(|| {
+            train_merges(
+                self.counts.iter().map(|(k, &v)| (k.as_slice(), v)),
+                num_merges,
+                limits,
+                |done| progress.report(done as u64),
+            )
+        });
+        if let Some(e) = progress.failure() {
+            return Err(e);
+        }
+        let vocab = trained
+            .vocab
+            .iter()
+            .map(|b| PyBytes::new(py, b).unbind())
+            .collect();
+        Ok((trained.merges, vocab))
+    }
+}

@@ -1,0 +1,87 @@
+//! Python bindings (module `bytepair._core`): argument conversion and GIL handling
+//! only, split by what they bind — [`counter`] (PreTokenCounter), [`encoder`]
+//! (Encoder), [`functions`] (module functions) — with one mapping of the core's errors
+//! to Python exceptions ([`errors`]). The algorithms are in the other modules.
+
+mod counter;
+mod encoder;
+mod errors;
+mod functions;
+
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::io::blocks::Utf8Errors;
+
+/// The `errors=` argument of file readers.
+fn utf8_errors(errors: &str) -> PyResult<Utf8Errors> {
+    match errors {
+        "strict" => Ok(Utf8Errors::Strict),
+        "replace" => Ok(Utf8Errors::Replace),
+        other => Err(PyValueError::new_err(format!(
+            "errors must be 'strict' or 'replace', not {other:?}"
+        ))),
+    }
+}
+
+/// A pool of `num_threads` threads, made for one call: a pool kept in an object would
+/// have no threads in a forked child, which would then wait for them forever.
+fn thread_pool(num_threads: usize) -> PyResult<rayon::ThreadPool> {
+    let n = num_threads.max(1);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .map_err(|e| PyOSError::new_err(format!("cannot start {n} threads: {e}")))
+}
+
+/// A Python progress callback called from native code, and the exception that stopped
+/// the work, if any.
+struct Progress {
+    callback: Option<Py<PyAny>>,
+    failure: Mutex<Option<PyErr>>,
+}
+
+impl Progress {
+    fn new(callback: Option<Py<PyAny>>) -> Self {
+        Self {
+            callback,
+            failure: Mutex::new(None),
+        }
+    }
+
+    /// Calls the callback with `value`. False means "stop": the callback raised (for
+    /// example KeyboardInterrupt from a Ctrl-C signal check).
+    fn report(&self, value: u64) -> bool {
+        Python::attach(|py| {
+            let result = py.check_signals().and_then(|()| match &self.callback {
+                Some(cb) => cb.call1(py, (value,)).map(drop),
+                None => Ok(()),
+            });
+            match result {
+                Ok(()) => true,
+                Err(e) => {
+                    *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                    false
+                }
+            }
+        })
+    }
+
+    /// The exception that stopped the work.
+    fn failure(self) -> Option<PyErr> {
+        self.failure.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    functions::register(m)?;
+    m.add_class::<counter::PreTokenCounter>()?;
+    m.add_class::<encoder::Encoder>()?;
+    m.add("GPT2_PATTERN", crate::pretok::GPT2_PATTERN)?;
+    m.add("CL100K_PATTERN", crate::pretok::CL100K_PATTERN)?;
+    m.add("O200K_PATTERN", crate::pretok::O200K_PATTERN)?;
+    Ok(())
+}
