@@ -23,6 +23,7 @@ pub mod packed;
 pub mod pretokenize;
 pub mod ranks;
 pub mod shards;
+pub mod spm;
 pub mod tiktoken;
 pub mod train;
 
