@@ -29,3 +29,5 @@ pub mod train;
 
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_spm;

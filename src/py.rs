@@ -755,6 +755,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_tiktoken, m)?)?;
     m.add_class::<PreTokenCounter>()?;
     m.add_class::<Encoder>()?;
+    m.add_class::<crate::py_spm::SentencePieceModel>()?;
     m.add("GPT2_PATTERN", crate::pretokenize::GPT2_PATTERN)?;
     m.add("CL100K_PATTERN", crate::pretokenize::CL100K_PATTERN)?;
     m.add("O200K_PATTERN", crate::pretokenize::O200K_PATTERN)?;

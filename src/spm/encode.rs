@@ -78,6 +78,17 @@ impl CachePool {
     }
 }
 
+/// Gives a worker's cache back to the pool when the worker is done.
+struct CacheGuard<'a>(&'a CachePool, Option<WordCache>);
+
+impl Drop for CacheGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(cache) = self.1.take() {
+            self.0.give_back(cache);
+        }
+    }
+}
+
 /// A symbol of the merge loop: a byte range of the text in a linked list.
 #[derive(Clone, Copy)]
 struct Symbol {
@@ -151,6 +162,43 @@ impl SpmModel {
         let ids = self.encode_with(text, add_bos, add_eos, &mut cache);
         self.caches.give_back(cache);
         ids
+    }
+
+    /// Encodes many texts on `num_threads` threads (each worker with its own
+    /// warm cache); the result is in the order of `texts`.
+    pub fn encode_batch(
+        &self,
+        texts: &[&str],
+        add_bos: bool,
+        add_eos: bool,
+        num_threads: usize,
+    ) -> Result<Vec<Vec<u32>>, SpmError> {
+        use rayon::prelude::*;
+        let threads = num_threads.max(1).min(texts.len().max(1));
+        if threads == 1 {
+            return texts
+                .iter()
+                .map(|t| self.encode(t, add_bos, add_eos))
+                .collect();
+        }
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
+        let pool =
+            pool.map_err(|e| SpmError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        pool.install(|| {
+            texts
+                .par_iter()
+                .map_init(
+                    || CacheGuard(&self.caches, Some(self.caches.take())),
+                    |guard, t| {
+                        let cache = guard
+                            .1
+                            .as_mut()
+                            .expect("a guard holds its cache until dropped");
+                        self.encode_with(t, add_bos, add_eos, cache)
+                    },
+                )
+                .collect()
+        })
     }
 
     /// Appends the ids of already-normalized text.
