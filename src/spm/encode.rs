@@ -39,11 +39,53 @@ const MAX_CACHED_WORD: usize = 128;
 const MAX_CACHED_WORDS: usize = 1 << 20;
 
 /// Ids of words seen before, and scratch space for the merge loop.
+///
+/// Words of up to 15 bytes (most of them: "▁the" is 6) are keyed by their bytes
+/// packed into an integer with the length on top, so a lookup hashes and
+/// compares one `u128` instead of a string.
 #[derive(Default)]
 pub struct WordCache {
-    words: FxHashMap<Box<str>, (u32, u32)>,
+    short: FxHashMap<u128, (u32, u32)>,
+    long: FxHashMap<Box<str>, (u32, u32)>,
     ids: Vec<u32>,
     scratch: Scratch,
+}
+
+/// `word`'s bytes, little end first, and its length in the top byte; `None`
+/// past 15 bytes.
+fn packed(word: &str) -> Option<u128> {
+    let bytes = word.as_bytes();
+    if bytes.len() > 15 {
+        return None;
+    }
+    let mut buf = [0u8; 16];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    buf[15] = bytes.len() as u8;
+    Some(u128::from_le_bytes(buf))
+}
+
+impl WordCache {
+    fn get(&self, word: &str) -> Option<&[u32]> {
+        let found = match packed(word) {
+            Some(key) => self.short.get(&key),
+            None => self.long.get(word),
+        };
+        found.map(|&(at, n)| &self.ids[at as usize..(at + n) as usize])
+    }
+
+    fn insert(&mut self, word: &str, ids: &[u32]) {
+        if self.short.len() + self.long.len() >= MAX_CACHED_WORDS {
+            self.short.clear();
+            self.long.clear();
+            self.ids.clear();
+        }
+        let slot = (self.ids.len() as u32, ids.len() as u32);
+        self.ids.extend_from_slice(ids);
+        match packed(word) {
+            Some(key) => self.short.insert(key, slot),
+            None => self.long.insert(word.into(), slot),
+        };
+    }
 }
 
 #[derive(Default)]
@@ -97,7 +139,11 @@ struct Symbol {
     prev: i32,
     next: i32,
     frozen: bool,
+    /// The mergeable piece this symbol is, or [`NO_ID`] (an unknown character).
+    id: u32,
 }
+
+const NO_ID: u32 = u32::MAX;
 
 /// A pair that is a piece: the best (highest score, then leftmost) comes first.
 #[derive(Clone, Copy)]
@@ -108,6 +154,8 @@ struct Candidate {
     /// The byte length of the pair when it was found; a different length now
     /// means one side has merged since, and the candidate is stale.
     len: u32,
+    /// The piece the pair makes.
+    id: u32,
 }
 
 impl Ord for Candidate {
@@ -243,22 +291,19 @@ impl SpmModel {
     }
 
     fn encode_word(&self, word: &str, cache: &mut WordCache, out: &mut Vec<u32>) {
-        if let Some(&(at, n)) = cache.words.get(word) {
-            out.extend_from_slice(&cache.ids[at as usize..(at + n) as usize]);
+        if let Some(ids) = cache.get(word) {
+            // Most words are one or two ids: pushing beats a memmove call.
+            match *ids {
+                [a] => out.push(a),
+                [a, b] => out.extend([a, b]),
+                _ => out.extend_from_slice(ids),
+            }
             return;
         }
         let before = out.len();
         self.merge_and_emit(word, &mut cache.scratch, out);
         if word.len() <= MAX_CACHED_WORD {
-            if cache.words.len() >= MAX_CACHED_WORDS {
-                cache.words.clear();
-                cache.ids.clear();
-            }
-            let at = cache.ids.len() as u32;
-            cache.ids.extend_from_slice(&out[before..]);
-            cache
-                .words
-                .insert(word.into(), (at, (out.len() - before) as u32));
+            cache.insert(word, &out[before..]);
         }
     }
 
@@ -270,9 +315,26 @@ impl SpmModel {
         let mut i = if scratch.symbols.is_empty() { -1 } else { 0 };
         while i >= 0 {
             let s = scratch.symbols[i as usize];
-            self.emit(&text[s.start as usize..s.end as usize], &splits, out);
+            // A NORMAL piece is its own id, unless a reserved piece shadows it.
+            let plain = s.id != NO_ID && self.kind(s.id) == PieceType::Normal;
+            if plain && !self.reserved_shadows_mergeable {
+                out.push(s.id);
+            } else {
+                self.emit(&text[s.start as usize..s.end as usize], &splits, out);
+            }
             i = s.next;
         }
+    }
+
+    /// The first character of `text`: its length and its mergeable id.
+    fn char_symbol(&self, text: &str) -> (usize, u32) {
+        let b = text.as_bytes()[0];
+        if b < 0x80 {
+            return (1, self.ascii_ids[b as usize]);
+        }
+        let len = text.chars().next().unwrap().len_utf8();
+        let id = self.mergeable.get(&text[..len]).copied();
+        (len, id.unwrap_or(NO_ID))
     }
 
     /// One symbol per character, or per user-defined piece where one starts.
@@ -285,7 +347,10 @@ impl SpmModel {
                 .user_defined
                 .as_ref()
                 .and_then(|m| m.longest_prefix(rest.as_bytes()));
-            let len = user.unwrap_or_else(|| rest.chars().next().unwrap().len_utf8());
+            let (len, id) = match user {
+                Some(len) => (len, NO_ID),
+                None => self.char_symbol(rest),
+            };
             let index = symbols.len() as i32;
             let next = if at + len < text.len() { index + 1 } else { -1 };
             symbols.push(Symbol {
@@ -294,6 +359,7 @@ impl SpmModel {
                 prev: index - 1,
                 next,
                 frozen: user.is_some(),
+                id,
             });
             at += len;
         }
@@ -314,6 +380,7 @@ impl SpmModel {
             }
             symbols[top.left as usize].end = r.end;
             symbols[top.left as usize].next = r.next;
+            symbols[top.left as usize].id = top.id;
             if r.next >= 0 {
                 symbols[r.next as usize].prev = top.left as i32;
             }
@@ -341,7 +408,13 @@ impl SpmModel {
             return;
         }
         let joined = &text[l.start as usize..r.end as usize];
-        let Some(&id) = self.mergeable.get(joined) else {
+        // Two pieces: one integer lookup; else the string itself.
+        let found = if l.id != NO_ID && r.id != NO_ID {
+            self.pairs.get(&pair_key(l.id, r.id))
+        } else {
+            self.mergeable.get(joined)
+        };
+        let Some(&id) = found else {
             return;
         };
         let entry = &self.entries[id as usize];
@@ -351,6 +424,7 @@ impl SpmModel {
             left: left as u32,
             right: right as u32,
             len,
+            id,
         });
         if entry.kind == PieceType::Unused {
             let halves = (
@@ -395,6 +469,11 @@ impl SpmModel {
         }
         out
     }
+}
+
+/// The key of a pair of piece ids in [`SpmModel::pairs`].
+pub fn pair_key(left: u32, right: u32) -> u64 {
+    (u64::from(left) << 32) | u64::from(right)
 }
 
 /// Without byte fallback sentencepiece reports a run of unknown pieces as one.

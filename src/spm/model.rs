@@ -8,7 +8,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::encode::CachePool;
+use super::encode::{pair_key, CachePool};
 use super::normalizer::{Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, PieceType, BPE, CHAR, UNIGRAM, WORD};
 use super::SpmError;
@@ -49,6 +49,15 @@ pub struct SpmModel {
     pub unk_surface: String,
     pub add_dummy_prefix: bool,
     pub remove_extra_whitespaces: bool,
+    /// (left id, right id) -> the id of their concatenation, for every way of
+    /// cutting a mergeable piece into two mergeable pieces: the merge loop's
+    /// lookup without hashing strings.
+    pub pairs: FxHashMap<u64, u32>,
+    /// The mergeable id of each ASCII character (or `u32::MAX`).
+    pub ascii_ids: [u32; 128],
+    /// Whether some string is both a reserved and a mergeable piece (then
+    /// `piece_to_id` answers the reserved id for it, and encode must ask).
+    pub reserved_shadows_mergeable: bool,
     /// Warm word caches for encoding.
     pub caches: CachePool,
 }
@@ -124,7 +133,12 @@ impl SpmModel {
             ' '
         };
         let (joins_before_space, joins_after_space) = space_neighbours(mergeable.keys(), space);
+        let (pairs, ascii_ids) = (pair_table(&mergeable), ascii_ids(&mergeable));
+        let reserved_shadows_mergeable = reserved.keys().any(|p| mergeable.contains_key(p));
         Ok(SpmModel {
+            reserved_shadows_mergeable,
+            pairs,
+            ascii_ids,
             has_unused: entries.iter().any(|e| e.kind == PieceType::Unused),
             bos_id: control(trainer.bos_piece()),
             eos_id: control(trainer.eos_piece()),
@@ -229,6 +243,29 @@ fn byte_ids(
         })?;
     }
     Ok(ids)
+}
+
+/// Every (left, right) -> whole among mergeable pieces; see [`SpmModel::pairs`].
+fn pair_table(mergeable: &FxHashMap<String, u32>) -> FxHashMap<u64, u32> {
+    let mut pairs = FxHashMap::default();
+    for (piece, &id) in mergeable {
+        for (cut, _) in piece.char_indices().skip(1) {
+            let (left, right) = piece.split_at(cut);
+            if let (Some(&l), Some(&r)) = (mergeable.get(left), mergeable.get(right)) {
+                pairs.insert(pair_key(l, r), id);
+            }
+        }
+    }
+    pairs
+}
+
+fn ascii_ids(mergeable: &FxHashMap<String, u32>) -> [u32; 128] {
+    let mut ids = [u32::MAX; 128];
+    for (b, id) in ids.iter_mut().enumerate() {
+        let c = char::from(b as u8).to_string();
+        *id = mergeable.get(&c).copied().unwrap_or(u32::MAX);
+    }
+    ids
 }
 
 /// The characters found right before and right after `space` inside pieces.

@@ -179,6 +179,9 @@ impl Normalizer {
     /// whitespace) dropping spaces that follow a space.
     fn rewrite_body(&self, mut input: &[u8], out: &mut Vec<u8>) {
         let space = self.space();
+        if self.charsmap.is_none() && self.user_defined.is_none() {
+            return self.copy_body(input, out);
+        }
         let mut is_prev_space = self.remove_extra_whitespaces;
         while !input.is_empty() {
             let (mut piece, len) = self.normalize_prefix(input);
@@ -202,6 +205,30 @@ impl Normalizer {
                 is_prev_space = false;
             }
         }
+    }
+}
+
+impl Normalizer {
+    /// [`Normalizer::rewrite_body`] without rules or user symbols (the
+    /// `identity` normalizer of Llama and Mistral): every character is its own
+    /// rewrite, so only spaces need a look, and we copy bytes. The input came
+    /// from a `&str`, so every character is valid.
+    fn copy_body(&self, input: &[u8], out: &mut Vec<u8>) {
+        let space = self.space();
+        let mut is_prev_space = self.remove_extra_whitespaces;
+        let mut start = 0;
+        for i in memchr::memchr_iter(b' ', input) {
+            out.extend_from_slice(&input[start..i]);
+            if i > start {
+                is_prev_space = false;
+            }
+            if !(is_prev_space && self.remove_extra_whitespaces) {
+                out.extend_from_slice(space);
+            }
+            is_prev_space = true;
+            start = i + 1;
+        }
+        out.extend_from_slice(&input[start..]);
     }
 }
 
