@@ -8,7 +8,9 @@
 //!   (batches, streams, files);
 //! - [`io`]: files in blocks cut at safe points, counting pre-tokens, batches,
 //!   streaming, encoding files to shards, and `.tiktoken` files;
-//! - [`packed`]: short byte strings as integer hash keys (counting, the piece cache).
+//! - [`packed`]: short byte strings as integer hash keys (counting, the piece cache);
+//! - [`spm`]: the SentencePiece model kind — code-point BPE merged by score, with
+//!   byte fallback — read from and written to `.model` files.
 //!
 //! The Python bindings live apart, in `py/`, behind the `python` feature.
 
@@ -17,6 +19,7 @@ pub mod io;
 pub mod model;
 pub mod packed;
 pub mod pretok;
+pub mod spm;
 
 #[cfg(feature = "python")]
 mod py;

@@ -1,12 +1,13 @@
 //! Python bindings (module `bytepair._core`): argument conversion and GIL handling
 //! only, split by what they bind — [`counter`] (PreTokenCounter), [`encoder`]
-//! (Encoder), [`functions`] (module functions) — with one mapping of the core's errors
+//! (Encoder), [`spm`] (SentencePieceModel), [`functions`] (module functions) — with one mapping of the core's errors
 //! to Python exceptions ([`errors`]). The algorithms are in the other modules.
 
 mod counter;
 mod encoder;
 mod errors;
 mod functions;
+mod spm;
 
 use std::sync::Mutex;
 
@@ -80,6 +81,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(m)?;
     m.add_class::<counter::PreTokenCounter>()?;
     m.add_class::<encoder::Encoder>()?;
+    m.add_class::<spm::SentencePieceModel>()?;
     m.add("GPT2_PATTERN", crate::pretok::GPT2_PATTERN)?;
     m.add("CL100K_PATTERN", crate::pretok::CL100K_PATTERN)?;
     m.add("O200K_PATTERN", crate::pretok::O200K_PATTERN)?;

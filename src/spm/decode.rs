@@ -1,0 +1,102 @@
+//! Ids -> text for a SentencePiece model, as `SentencePieceProcessor::Decode`
+//! does it.
+//!
+//! - Control pieces (`<s>`, `</s>`) write nothing; `<unk>` writes the model's
+//!   unknown surface (" ⁇ " by default).
+//! - A run of byte pieces `<0xNN>` is decoded as UTF-8, one character at a time;
+//!   each byte that starts no valid character becomes one U+FFFD (so a truncated
+//!   3-byte character gives two U+FFFD, where Python's decoder gives one).
+//! - Every `▁` becomes a space. The first piece loses its leading `▁` (the dummy
+//!   prefix) when the model adds one or removes extra whitespace; with
+//!   remove_extra_whitespaces every piece loses it until some text is written.
+//! - Finally the denormalizer, if the model has one, rewrites the text.
+//!
+//! ```text
+//! ["▁Hello", "▁world", "<0xE2>", "<0x9C>", "<0x93>"] -> "Hello world✓"
+//! ```
+
+use super::model::{byte_of_piece, SpmModel};
+use super::normalizer::{utf8_char_len, SPACE_SYMBOL};
+use super::proto::PieceType;
+use super::SpmError;
+
+impl SpmModel {
+    /// Decodes ids to text; an id outside the vocabulary is an error.
+    pub fn decode(&self, ids: &[u32]) -> Result<String, SpmError> {
+        let mut text = String::new();
+        let mut bytes = Vec::new();
+        let mut strip_dummy = true; // sentencepiece's `is_bos_ws`
+        let mut dummy_seen = false;
+        for &id in ids {
+            let entry = self.entries.get(id as usize).ok_or_else(|| {
+                SpmError::OutOfRange(format!(
+                    "id {id} is not in the vocabulary of {}",
+                    self.len()
+                ))
+            })?;
+            // sentencepiece decodes the piece's string back to an id first.
+            let id = self.piece_to_id(&entry.piece);
+            if self.kind(id) == PieceType::Byte {
+                bytes.push(byte_of_piece(&entry.piece).expect("byte pieces are checked at load"));
+                continue;
+            }
+            push_bytes(&mut text, &mut bytes);
+            if dummy_seen || !text.is_empty() {
+                strip_dummy = false;
+            }
+            dummy_seen = self.decode_piece(&entry.piece, id, strip_dummy, &mut text);
+        }
+        push_bytes(&mut text, &mut bytes);
+        Ok(match &self.denormalizer {
+            Some(d) => d.normalize(&text),
+            None => text,
+        })
+    }
+
+    /// Appends the surface of one non-byte piece; returns whether it consumed
+    /// the dummy-prefix space.
+    fn decode_piece(&self, piece: &str, id: u32, strip_dummy: bool, text: &mut String) -> bool {
+        match self.kind(id) {
+            PieceType::Control => return false,
+            PieceType::Unknown => {
+                if self.entries[id as usize].piece == piece {
+                    text.push_str(&self.unk_surface);
+                } else {
+                    text.push_str(piece);
+                }
+                return false;
+            }
+            _ => {}
+        }
+        let mut piece = piece;
+        let mut consumed = false;
+        if strip_dummy && (self.add_dummy_prefix || self.remove_extra_whitespaces) {
+            if let Some(rest) = piece.strip_prefix(SPACE_SYMBOL) {
+                piece = rest;
+                // Removing extra whitespace strips every leading ▁, piece after piece.
+                consumed = !self.remove_extra_whitespaces;
+            }
+        }
+        text.push_str(&piece.replace(SPACE_SYMBOL, " "));
+        consumed
+    }
+}
+
+/// Decodes the pending byte pieces into `text` (see the module header) and
+/// empties `bytes`.
+fn push_bytes(text: &mut String, bytes: &mut Vec<u8>) {
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        match utf8_char_len(rest) {
+            Some(n) => {
+                text.push_str(std::str::from_utf8(&rest[..n]).unwrap());
+                rest = &rest[n..];
+            }
+            None => {
+                text.push('\u{FFFD}');
+                rest = &rest[1..];
+            }
+        }
+    }
+    bytes.clear();
+}

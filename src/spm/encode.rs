@@ -1,0 +1,494 @@
+//! Text -> ids for a SentencePiece BPE model, as `bpe::Model::Encode` and
+//! `SentencePieceProcessor::Encode` do it.
+//!
+//! 1. Normalize (see [`super::normalizer`]).
+//! 2. Cut the normalized text into symbols: a user-defined piece where one
+//!    starts (longest wins; it is frozen: never merged), else one character.
+//! 3. Merge: repeatedly join the adjacent pair whose concatenation is a
+//!    mergeable piece with the highest score, the leftmost on a tie.
+//!    UNUSED pieces take part in merging, but a final UNUSED symbol is split
+//!    back into the two symbols it was last recorded as made of.
+//! 4. Each symbol becomes its id; a symbol with no piece is unknown: with byte
+//!    fallback it becomes one `<0xNN>` per UTF-8 byte, without it consecutive
+//!    unknowns collapse into one `<unk>`.
+//!
+//! sentencepiece runs step 3 over the whole text at once (it does not pre-split
+//! on whitespace). We cut the text into words and cache each word's ids, which
+//! gives the same ids only where no merge can cross a cut. A merge that crosses
+//! the cut between characters `a` and `b` makes a piece containing `ab`, so a cut
+//! next to the whitespace mark is safe when no mergeable piece has `a` right
+//! before it (or `b` right after it). The model works those character sets out
+//! from its vocabulary ([`SpmModel::joins_before_space`]); Mistral's only piece
+//! with `▁` inside is a run of `▁`s, so a word there is "▁▁…word".
+//! One more global effect: which split an UNUSED piece goes back to is recorded
+//! per text, not per word, so models with UNUSED pieces encode whole texts.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Mutex;
+
+use rustc_hash::FxHashMap;
+
+use super::model::SpmModel;
+use super::proto::PieceType;
+use super::SpmError;
+
+/// Words longer than this (bytes) are not cached: they rarely repeat.
+const MAX_CACHED_WORD: usize = 128;
+/// The cache starts over past this many words.
+const MAX_CACHED_WORDS: usize = 1 << 20;
+
+/// Ids of words seen before, and scratch space for the merge loop.
+///
+/// Words of up to 15 bytes (most of them: "▁the" is 6) are keyed by their bytes
+/// packed into an integer with the length on top, so a lookup hashes and
+/// compares one `u128` instead of a string.
+#[derive(Default)]
+pub struct WordCache {
+    short: FxHashMap<u128, (u32, u32)>,
+    long: FxHashMap<Box<str>, (u32, u32)>,
+    ids: Vec<u32>,
+    scratch: Scratch,
+}
+
+/// `word`'s bytes, little end first, and its length in the top byte; `None`
+/// past 15 bytes.
+fn packed(word: &str) -> Option<u128> {
+    let bytes = word.as_bytes();
+    if bytes.len() > 15 {
+        return None;
+    }
+    let mut buf = [0u8; 16];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    buf[15] = bytes.len() as u8;
+    Some(u128::from_le_bytes(buf))
+}
+
+impl WordCache {
+    fn get(&self, word: &str) -> Option<&[u32]> {
+        let found = match packed(word) {
+            Some(key) => self.short.get(&key),
+            None => self.long.get(word),
+        };
+        found.map(|&(at, n)| &self.ids[at as usize..(at + n) as usize])
+    }
+
+    fn insert(&mut self, word: &str, ids: &[u32]) {
+        if self.short.len() + self.long.len() >= MAX_CACHED_WORDS {
+            self.short.clear();
+            self.long.clear();
+            self.ids.clear();
+        }
+        let slot = (self.ids.len() as u32, ids.len() as u32);
+        self.ids.extend_from_slice(ids);
+        match packed(word) {
+            Some(key) => self.short.insert(key, slot),
+            None => self.long.insert(word.into(), slot),
+        };
+    }
+}
+
+#[derive(Default)]
+struct Scratch {
+    symbols: Vec<Symbol>,
+    heap: BinaryHeap<Candidate>,
+}
+
+/// Warm caches kept between calls, one taken per call or per worker thread.
+#[derive(Default)]
+pub struct CachePool(Mutex<Vec<WordCache>>);
+
+impl std::fmt::Debug for CachePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CachePool")
+    }
+}
+
+impl CachePool {
+    pub fn take(&self) -> WordCache {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut v| v.pop())
+            .unwrap_or_default()
+    }
+
+    pub fn give_back(&self, cache: WordCache) {
+        if let Ok(mut pool) = self.0.lock() {
+            pool.push(cache);
+        }
+    }
+}
+
+/// Gives a worker's cache back to the pool when the worker is done.
+struct CacheGuard<'a>(&'a CachePool, Option<WordCache>);
+
+impl Drop for CacheGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(cache) = self.1.take() {
+            self.0.give_back(cache);
+        }
+    }
+}
+
+/// A symbol of the merge loop: a byte range of the text in a linked list.
+#[derive(Clone, Copy)]
+struct Symbol {
+    start: u32,
+    end: u32,
+    prev: i32,
+    next: i32,
+    frozen: bool,
+    /// The mergeable piece this symbol is, or [`NO_ID`] (an unknown character).
+    id: u32,
+}
+
+const NO_ID: u32 = u32::MAX;
+
+/// A pair that is a piece: the best (highest score, then leftmost) comes first.
+#[derive(Clone, Copy)]
+struct Candidate {
+    score: f32,
+    left: u32,
+    right: u32,
+    /// The byte length of the pair when it was found; a different length now
+    /// means one side has merged since, and the candidate is stale.
+    len: u32,
+    /// The piece the pair makes.
+    id: u32,
+}
+
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let by_score = self.score.total_cmp(&other.score);
+        by_score.then_with(|| other.left.cmp(&self.left))
+    }
+}
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Candidate {}
+
+/// For UNUSED pieces: the two strings each was last seen made of.
+type Splits<'t> = FxHashMap<&'t str, (&'t str, &'t str)>;
+
+impl SpmModel {
+    /// Encodes `text` to ids, optionally between `<s>` and `</s>`.
+    pub fn encode_with(
+        &self,
+        text: &str,
+        add_bos: bool,
+        add_eos: bool,
+        cache: &mut WordCache,
+    ) -> Result<Vec<u32>, SpmError> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 2);
+        if add_bos {
+            out.push(self.bos_id.ok_or_else(|| no_control("<s> (bos)"))?);
+        }
+        let normalized = self.normalizer.normalize(text);
+        let start = out.len();
+        self.encode_normalized(&normalized, cache, &mut out);
+        if self.byte_ids.is_none() {
+            collapse_unknown_runs(&mut out, start, self.unk_id);
+        }
+        if add_eos {
+            out.push(self.eos_id.ok_or_else(|| no_control("</s> (eos)"))?);
+        }
+        Ok(out)
+    }
+
+    /// [`SpmModel::encode_with`] with a cache from the model's pool.
+    pub fn encode(&self, text: &str, add_bos: bool, add_eos: bool) -> Result<Vec<u32>, SpmError> {
+        let mut cache = self.caches.take();
+        let ids = self.encode_with(text, add_bos, add_eos, &mut cache);
+        self.caches.give_back(cache);
+        ids
+    }
+
+    /// Encodes many texts on `num_threads` threads (each worker with its own
+    /// warm cache); the result is in the order of `texts`.
+    pub fn encode_batch(
+        &self,
+        texts: &[&str],
+        add_bos: bool,
+        add_eos: bool,
+        num_threads: usize,
+    ) -> Result<Vec<Vec<u32>>, SpmError> {
+        use rayon::prelude::*;
+        let threads = num_threads.max(1).min(texts.len().max(1));
+        if threads == 1 {
+            return texts
+                .iter()
+                .map(|t| self.encode(t, add_bos, add_eos))
+                .collect();
+        }
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
+        let pool =
+            pool.map_err(|e| SpmError::Invalid(format!("cannot start {threads} threads: {e}")))?;
+        pool.install(|| {
+            texts
+                .par_iter()
+                .map_init(
+                    || CacheGuard(&self.caches, Some(self.caches.take())),
+                    |guard, t| {
+                        let cache = guard
+                            .1
+                            .as_mut()
+                            .expect("a guard holds its cache until dropped");
+                        self.encode_with(t, add_bos, add_eos, cache)
+                    },
+                )
+                .collect()
+        })
+    }
+
+    /// Appends the ids of already-normalized text.
+    fn encode_normalized(&self, text: &str, cache: &mut WordCache, out: &mut Vec<u32>) {
+        if self.has_unused {
+            return self.merge_and_emit(text, &mut cache.scratch, out);
+        }
+        let mut rest = text;
+        while !rest.is_empty() {
+            // Up to the next user-defined symbol (frozen, a word of its own).
+            let (free, frozen) = match self.user_defined.as_ref().and_then(|m| m.find(rest)) {
+                Some((start, end)) => (&rest[..start], Some(&rest[start..end])),
+                None => (rest, None),
+            };
+            self.for_each_word(free, |word| self.encode_word(word, cache, out));
+            if let Some(symbol) = frozen {
+                out.push(self.piece_to_id(symbol));
+            }
+            rest = &rest[free.len() + frozen.map_or(0, str::len)..];
+        }
+    }
+
+    /// Calls `f` on each word of `text`: cut next to the whitespace mark where
+    /// no merge can cross (see the module header).
+    fn for_each_word<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
+        let mut start = 0;
+        let mut prev: Option<char> = None;
+        for (i, c) in text.char_indices() {
+            if let Some(p) = prev {
+                let cut = (c == self.space && !self.joins_before_space.contains(&p))
+                    || (p == self.space && !self.joins_after_space.contains(&c));
+                if cut {
+                    f(&text[start..i]);
+                    start = i;
+                }
+            }
+            prev = Some(c);
+        }
+        if start < text.len() {
+            f(&text[start..]);
+        }
+    }
+
+    fn encode_word(&self, word: &str, cache: &mut WordCache, out: &mut Vec<u32>) {
+        if let Some(ids) = cache.get(word) {
+            // Most words are one or two ids: pushing beats a memmove call.
+            match *ids {
+                [a] => out.push(a),
+                [a, b] => out.extend([a, b]),
+                _ => out.extend_from_slice(ids),
+            }
+            return;
+        }
+        let before = out.len();
+        self.merge_and_emit(word, &mut cache.scratch, out);
+        if word.len() <= MAX_CACHED_WORD {
+            cache.insert(word, &out[before..]);
+        }
+    }
+
+    /// Steps 2–4 of the module header on `text`, appending ids to `out`.
+    fn merge_and_emit(&self, text: &str, scratch: &mut Scratch, out: &mut Vec<u32>) {
+        let mut splits = Splits::default();
+        self.split_into_symbols(text, &mut scratch.symbols);
+        self.merge(text, scratch, &mut splits);
+        let mut i = if scratch.symbols.is_empty() { -1 } else { 0 };
+        while i >= 0 {
+            let s = scratch.symbols[i as usize];
+            // A NORMAL piece is its own id, unless a reserved piece shadows it.
+            let plain = s.id != NO_ID && self.kind(s.id) == PieceType::Normal;
+            if plain && !self.reserved_shadows_mergeable {
+                out.push(s.id);
+            } else {
+                self.emit(&text[s.start as usize..s.end as usize], &splits, out);
+            }
+            i = s.next;
+        }
+    }
+
+    /// The first character of `text`: its length and its mergeable id.
+    fn char_symbol(&self, text: &str) -> (usize, u32) {
+        let b = text.as_bytes()[0];
+        if b < 0x80 {
+            return (1, self.ascii_ids[b as usize]);
+        }
+        let len = text.chars().next().unwrap().len_utf8();
+        let id = self.mergeable.get(&text[..len]).copied();
+        (len, id.unwrap_or(NO_ID))
+    }
+
+    /// One symbol per character, or per user-defined piece where one starts.
+    fn split_into_symbols(&self, text: &str, symbols: &mut Vec<Symbol>) {
+        symbols.clear();
+        let mut at = 0;
+        while at < text.len() {
+            let rest = &text[at..];
+            let user = self
+                .user_defined
+                .as_ref()
+                .and_then(|m| m.longest_prefix(rest.as_bytes()));
+            let (len, id) = match user {
+                Some(len) => (len, NO_ID),
+                None => self.char_symbol(rest),
+            };
+            let index = symbols.len() as i32;
+            let next = if at + len < text.len() { index + 1 } else { -1 };
+            symbols.push(Symbol {
+                start: at as u32,
+                end: (at + len) as u32,
+                prev: index - 1,
+                next,
+                frozen: user.is_some(),
+                id,
+            });
+            at += len;
+        }
+    }
+
+    /// The merge loop: best candidate first, stale candidates skipped.
+    fn merge<'t>(&self, text: &'t str, scratch: &mut Scratch, splits: &mut Splits<'t>) {
+        let Scratch { symbols, heap } = scratch;
+        heap.clear();
+        for i in 1..symbols.len() {
+            self.push_pair(text, symbols, i as i32 - 1, i as i32, heap, splits);
+        }
+        while let Some(top) = heap.pop() {
+            let (l, r) = (symbols[top.left as usize], symbols[top.right as usize]);
+            let (l_len, r_len) = (l.end - l.start, r.end - r.start);
+            if l_len == 0 || r_len == 0 || l_len + r_len != top.len {
+                continue;
+            }
+            symbols[top.left as usize].end = r.end;
+            symbols[top.left as usize].next = r.next;
+            symbols[top.left as usize].id = top.id;
+            if r.next >= 0 {
+                symbols[r.next as usize].prev = top.left as i32;
+            }
+            symbols[top.right as usize].end = r.start; // now empty
+            self.push_pair(text, symbols, l.prev, top.left as i32, heap, splits);
+            self.push_pair(text, symbols, top.left as i32, r.next, heap, splits);
+        }
+    }
+
+    /// Queues the pair (`left`, `right`) if their concatenation is mergeable.
+    fn push_pair<'t>(
+        &self,
+        text: &'t str,
+        symbols: &[Symbol],
+        left: i32,
+        right: i32,
+        heap: &mut BinaryHeap<Candidate>,
+        splits: &mut Splits<'t>,
+    ) {
+        if left < 0 || right < 0 {
+            return;
+        }
+        let (l, r) = (symbols[left as usize], symbols[right as usize]);
+        if l.frozen || r.frozen {
+            return;
+        }
+        let joined = &text[l.start as usize..r.end as usize];
+        // Two pieces: one integer lookup; else the string itself.
+        let found = if l.id != NO_ID && r.id != NO_ID {
+            self.pairs.get(&pair_key(l.id, r.id))
+        } else {
+            self.mergeable.get(joined)
+        };
+        let Some(&id) = found else {
+            return;
+        };
+        let entry = &self.entries[id as usize];
+        let len = r.end - l.start;
+        heap.push(Candidate {
+            score: entry.score,
+            left: left as u32,
+            right: right as u32,
+            len,
+            id,
+        });
+        if entry.kind == PieceType::Unused {
+            let halves = (
+                &text[l.start as usize..l.end as usize],
+                &text[r.start as usize..r.end as usize],
+            );
+            splits.insert(joined, halves);
+        }
+    }
+
+    /// Appends the id(s) of one final symbol: UNUSED pieces split back,
+    /// unknown characters as bytes when the model falls back to bytes.
+    fn emit(&self, piece: &str, splits: &Splits, out: &mut Vec<u32>) {
+        let id = self.piece_to_id(piece);
+        match self.kind(id) {
+            PieceType::Unused => match splits.get(piece) {
+                Some(&(left, right)) => {
+                    self.emit(left, splits, out);
+                    self.emit(right, splits, out);
+                }
+                None => out.push(id),
+            },
+            PieceType::Unknown => match &self.byte_ids {
+                Some(bytes) => out.extend(piece.bytes().map(|b| bytes[b as usize])),
+                None => out.push(id),
+            },
+            _ => out.push(id),
+        }
+    }
+}
+
+#[cfg(test)]
+impl SpmModel {
+    /// The ids of `text` merged as one piece of text, no words, no cache: what
+    /// sentencepiece does, and what the cached path must equal.
+    pub(super) fn encode_uncached(&self, text: &str) -> Vec<u32> {
+        let normalized = self.normalizer.normalize(text);
+        let mut out = Vec::new();
+        self.merge_and_emit(&normalized, &mut Scratch::default(), &mut out);
+        if self.byte_ids.is_none() {
+            collapse_unknown_runs(&mut out, 0, self.unk_id);
+        }
+        out
+    }
+}
+
+/// The key of a pair of piece ids in [`SpmModel::pairs`].
+pub fn pair_key(left: u32, right: u32) -> u64 {
+    (u64::from(left) << 32) | u64::from(right)
+}
+
+/// Without byte fallback sentencepiece reports a run of unknown pieces as one.
+fn collapse_unknown_runs(ids: &mut Vec<u32>, start: usize, unk: u32) {
+    let mut write = start;
+    for read in start..ids.len() {
+        if ids[read] == unk && write > start && ids[write - 1] == unk {
+            continue;
+        }
+        ids[write] = ids[read];
+        write += 1;
+    }
+    ids.truncate(write);
+}
+
+fn no_control(what: &str) -> SpmError {
+    SpmError::Invalid(format!("the model has no {what} control piece"))
+}

@@ -1,0 +1,289 @@
+//! A loaded SentencePiece BPE model: the vocabulary as lookup tables, checked
+//! the way sentencepiece checks it when it loads a `.model`
+//! (`ModelInterface::InitializePieces`), plus its normalizers.
+//!
+//! Two id maps, as in sentencepiece: pieces merges may produce (NORMAL,
+//! USER_DEFINED, UNUSED) and the reserved ones (UNKNOWN, CONTROL, BYTE), which
+//! only appear by id. A string found in both maps is reserved first.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::encode::{pair_key, CachePool};
+use super::normalizer::{Normalizer, PrefixMatcher, SPACE_SYMBOL};
+use super::proto::{ModelProto, PieceType, BPE, CHAR, UNIGRAM, WORD};
+use super::SpmError;
+
+/// One vocabulary entry.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub piece: String,
+    pub score: f32,
+    pub kind: PieceType,
+}
+
+#[derive(Debug)]
+pub struct SpmModel {
+    pub proto: ModelProto,
+    pub entries: Vec<Entry>,
+    /// NORMAL, USER_DEFINED and UNUSED pieces: what merges can produce.
+    pub mergeable: FxHashMap<String, u32>,
+    /// UNKNOWN, CONTROL and BYTE pieces.
+    pub reserved: FxHashMap<String, u32>,
+    pub unk_id: u32,
+    /// `<s>` and `</s>` when they are control pieces (else sentencepiece has none).
+    pub bos_id: Option<u32>,
+    pub eos_id: Option<u32>,
+    /// With byte fallback, the id of `<0xNN>` for each byte.
+    pub byte_ids: Option<Box<[u32; 256]>>,
+    pub user_defined: Option<PrefixMatcher>,
+    pub normalizer: Normalizer,
+    pub denormalizer: Option<Normalizer>,
+    pub has_unused: bool,
+    /// Characters that some mergeable piece has directly before / after the
+    /// whitespace mark: the only places where a merge can cross a word boundary.
+    pub joins_before_space: FxHashSet<char>,
+    pub joins_after_space: FxHashSet<char>,
+    /// The whitespace mark of normalized text: `▁`, or " " when not escaped.
+    pub space: char,
+    /// What decode writes for `<unk>`, and the normalizer settings it undoes.
+    pub unk_surface: String,
+    pub add_dummy_prefix: bool,
+    pub remove_extra_whitespaces: bool,
+    /// (left id, right id) -> the id of their concatenation, for every way of
+    /// cutting a mergeable piece into two mergeable pieces: the merge loop's
+    /// lookup without hashing strings.
+    pub pairs: FxHashMap<u64, u32>,
+    /// The mergeable id of each ASCII character (or `u32::MAX`).
+    pub ascii_ids: [u32; 128],
+    /// Whether some string is both a reserved and a mergeable piece (then
+    /// `piece_to_id` answers the reserved id for it, and encode must ask).
+    pub reserved_shadows_mergeable: bool,
+    /// Warm word caches for encoding.
+    pub caches: CachePool,
+}
+
+/// `<0xNN>` (two upper-case hex digits) -> the byte, as sentencepiece spells it.
+pub fn byte_of_piece(piece: &str) -> Option<u8> {
+    let hex = piece.strip_prefix("<0x")?.strip_suffix('>')?;
+    let ok = hex.len() == 2
+        && hex
+            .bytes()
+            .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(&c));
+    ok.then(|| u8::from_str_radix(hex, 16).unwrap())
+}
+
+fn check_model_type(model_type: i32) -> Result<(), SpmError> {
+    let unsupported = |what: &str| {
+        SpmError::Unsupported(format!(
+            "{what} models are not supported: bytepair encodes SentencePiece BPE models \
+             (model_type=BPE) only"
+        ))
+    };
+    match model_type {
+        BPE => Ok(()),
+        UNIGRAM => Err(unsupported("Unigram")),
+        WORD => Err(unsupported("word")),
+        CHAR => Err(unsupported("char")),
+        t => Err(SpmError::Invalid(format!("unknown model_type {t}"))),
+    }
+}
+
+impl SpmModel {
+    /// Parses and checks a serialized `.model`.
+    pub fn from_bytes(data: &[u8]) -> Result<SpmModel, SpmError> {
+        SpmModel::from_proto(ModelProto::parse(data)?)
+    }
+
+    pub fn from_proto(proto: ModelProto) -> Result<SpmModel, SpmError> {
+        let trainer = proto.trainer();
+        check_model_type(trainer.model_type())?;
+        let byte_fallback = trainer.byte_fallback();
+        let (entries, mergeable, reserved) = index_pieces(&proto)?;
+        let unk = entries.iter().position(|e| e.kind == PieceType::Unknown);
+        let unk_id =
+            unk.ok_or_else(|| SpmError::Invalid("the model has no unknown piece".into()))?;
+        let byte_ids = if byte_fallback {
+            Some(byte_ids(&entries, &reserved)?)
+        } else {
+            None
+        };
+        let control = |piece: &str| {
+            let id = *reserved.get(piece)?;
+            (entries[id as usize].kind == PieceType::Control).then_some(id)
+        };
+        let user: Vec<&str> = entries
+            .iter()
+            .filter(|e| e.kind == PieceType::UserDefined)
+            .map(|e| e.piece.as_str())
+            .collect();
+        let user_defined = PrefixMatcher::new(&user);
+        let suffix = trainer.treat_whitespace_as_suffix();
+        let spec = proto.normalizer_spec.clone().unwrap_or_default();
+        let normalizer =
+            Normalizer::new(&spec, suffix, user_defined.clone()).map_err(SpmError::Invalid)?;
+        let denormalizer = match &proto.denormalizer_spec {
+            Some(spec) if !spec.precompiled_charsmap().is_empty() => {
+                Some(Normalizer::new(spec, false, None).map_err(SpmError::Invalid)?)
+            }
+            _ => None,
+        };
+        let space = if spec.escape_whitespaces() {
+            SPACE_SYMBOL.chars().next().unwrap()
+        } else {
+            ' '
+        };
+        let (joins_before_space, joins_after_space) = space_neighbours(mergeable.keys(), space);
+        let (pairs, ascii_ids) = (pair_table(&mergeable), ascii_ids(&mergeable));
+        let reserved_shadows_mergeable = reserved.keys().any(|p| mergeable.contains_key(p));
+        Ok(SpmModel {
+            reserved_shadows_mergeable,
+            pairs,
+            ascii_ids,
+            has_unused: entries.iter().any(|e| e.kind == PieceType::Unused),
+            bos_id: control(trainer.bos_piece()),
+            eos_id: control(trainer.eos_piece()),
+            unk_id: unk_id as u32,
+            entries,
+            mergeable,
+            reserved,
+            byte_ids,
+            user_defined,
+            normalizer,
+            denormalizer,
+            joins_before_space,
+            joins_after_space,
+            space,
+            unk_surface: trainer.unk_surface().to_string(),
+            add_dummy_prefix: spec.add_dummy_prefix(),
+            remove_extra_whitespaces: spec.remove_extra_whitespaces(),
+            caches: CachePool::default(),
+            proto,
+        })
+    }
+
+    /// sentencepiece's `PieceToId`: reserved pieces first, then mergeable ones,
+    /// else the unknown id.
+    pub fn piece_to_id(&self, piece: &str) -> u32 {
+        let found = self
+            .reserved
+            .get(piece)
+            .or_else(|| self.mergeable.get(piece));
+        found.copied().unwrap_or(self.unk_id)
+    }
+
+    pub fn kind(&self, id: u32) -> PieceType {
+        self.entries[id as usize].kind
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+type Indexed = (Vec<Entry>, FxHashMap<String, u32>, FxHashMap<String, u32>);
+
+/// Builds the two id maps, refusing what sentencepiece refuses: empty pieces,
+/// a piece defined twice, two unknown pieces, byte pieces without byte fallback.
+fn index_pieces(proto: &ModelProto) -> Result<Indexed, SpmError> {
+    let byte_fallback = proto.trainer().byte_fallback();
+    let (mut mergeable, mut reserved) = (FxHashMap::default(), FxHashMap::default());
+    let mut entries = Vec::with_capacity(proto.pieces.len());
+    let mut unk_seen = false;
+    for (id, p) in proto.pieces.iter().enumerate() {
+        let kind = p.kind();
+        let invalid = |why: String| SpmError::Invalid(format!("piece {id} ({:?}): {why}", p.piece));
+        if p.piece.is_empty() {
+            return Err(invalid("a piece must not be empty".into()));
+        }
+        let map = match kind {
+            PieceType::Normal | PieceType::UserDefined | PieceType::Unused => &mut mergeable,
+            _ => &mut reserved,
+        };
+        if map.insert(p.piece.clone(), id as u32).is_some() {
+            return Err(invalid("defined twice".into()));
+        }
+        if kind == PieceType::Unknown && std::mem::replace(&mut unk_seen, true) {
+            return Err(invalid("a second unknown piece".into()));
+        }
+        if kind == PieceType::Byte && !byte_fallback {
+            return Err(invalid(
+                "a byte piece although byte_fallback is false".into(),
+            ));
+        }
+        if kind == PieceType::Byte && byte_of_piece(&p.piece).is_none() {
+            return Err(invalid("a byte piece not spelled <0xNN>".into()));
+        }
+        // + 0.0 turns -0.0 into 0.0: C++ compares scores with `<`, where they tie.
+        entries.push(Entry {
+            piece: p.piece.clone(),
+            score: p.score() + 0.0,
+            kind,
+        });
+    }
+    Ok((entries, mergeable, reserved))
+}
+
+/// The ids of `<0x00>` … `<0xFF>`; byte fallback needs all 256.
+fn byte_ids(
+    entries: &[Entry],
+    reserved: &FxHashMap<String, u32>,
+) -> Result<Box<[u32; 256]>, SpmError> {
+    let mut ids = Box::new([0u32; 256]);
+    for (b, slot) in ids.iter_mut().enumerate() {
+        let id = reserved.get(&format!("<0x{b:02X}>")).copied();
+        let id = id.filter(|&id| entries[id as usize].kind == PieceType::Byte);
+        *slot = id.ok_or_else(|| {
+            SpmError::Invalid(format!(
+                "byte_fallback is on but the byte piece <0x{b:02X}> is missing"
+            ))
+        })?;
+    }
+    Ok(ids)
+}
+
+/// Every (left, right) -> whole among mergeable pieces; see [`SpmModel::pairs`].
+fn pair_table(mergeable: &FxHashMap<String, u32>) -> FxHashMap<u64, u32> {
+    let mut pairs = FxHashMap::default();
+    for (piece, &id) in mergeable {
+        for (cut, _) in piece.char_indices().skip(1) {
+            let (left, right) = piece.split_at(cut);
+            if let (Some(&l), Some(&r)) = (mergeable.get(left), mergeable.get(right)) {
+                pairs.insert(pair_key(l, r), id);
+            }
+        }
+    }
+    pairs
+}
+
+fn ascii_ids(mergeable: &FxHashMap<String, u32>) -> [u32; 128] {
+    let mut ids = [u32::MAX; 128];
+    for (b, id) in ids.iter_mut().enumerate() {
+        let c = char::from(b as u8).to_string();
+        *id = mergeable.get(&c).copied().unwrap_or(u32::MAX);
+    }
+    ids
+}
+
+/// The characters found right before and right after `space` inside pieces.
+fn space_neighbours<'a>(
+    pieces: impl Iterator<Item = &'a String>,
+    space: char,
+) -> (FxHashSet<char>, FxHashSet<char>) {
+    let (mut before, mut after) = (FxHashSet::default(), FxHashSet::default());
+    for piece in pieces {
+        let chars: Vec<char> = piece.chars().collect();
+        for pair in chars.windows(2) {
+            if pair[1] == space {
+                before.insert(pair[0]);
+            }
+            if pair[0] == space {
+                after.insert(pair[1]);
+            }
+        }
+    }
+    (before, after)
+}

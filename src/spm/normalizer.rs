@@ -1,0 +1,302 @@
+//! SentencePiece's normalizer: the text rewriting applied before BPE, exactly as
+//! `sentencepiece::normalizer::Normalizer::Normalize` does it.
+//!
+//! Left to right, each step takes the longest prefix that
+//! 1. is a user-defined symbol (copied verbatim: user symbols escape
+//!    normalization), else
+//! 2. matches a rule of the precompiled character map (replaced), else
+//! 3. is one character (copied; a byte that starts no valid UTF-8 character
+//!    becomes U+FFFD).
+//!
+//! Around that: `remove_extra_whitespaces` drops leading and trailing spaces and
+//! collapses runs (after rewriting, so a rule producing a space counts);
+//! `add_dummy_prefix` puts one space in front (or, with
+//! `treat_whitespace_as_suffix`, at the end) so a word is spelled the same at the
+//! start of a text as after a space; `escape_whitespaces` writes every space as
+//! `▁` (U+2581). Empty input stays empty (no dummy prefix).
+//!
+//! ```text
+//! identity, dummy prefix, keep spaces:      "Hi  you" -> "▁Hi▁▁you"
+//! nmt_nfkc, dummy prefix, remove extra:  "  Hi  you " -> "▁Hi▁you"
+//! ```
+
+use aho_corasick::{AhoCorasick, Anchored, Input, MatchKind, StartKind};
+
+use super::charsmap::CharsMap;
+use super::proto::NormalizerSpec;
+
+/// The whitespace mark of escaped text.
+pub const SPACE_SYMBOL: &str = "\u{2581}";
+
+/// Longest-prefix matching of user-defined symbols (sentencepiece's
+/// `PrefixMatcher`).
+#[derive(Debug, Clone)]
+pub struct PrefixMatcher(AhoCorasick);
+
+impl PrefixMatcher {
+    /// `None` when there are no symbols to match.
+    pub fn new(symbols: &[&str]) -> Option<PrefixMatcher> {
+        if symbols.is_empty() {
+            return None;
+        }
+        let ac = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .start_kind(StartKind::Both)
+            .build(symbols)
+            .expect("user-defined symbols make a valid automaton");
+        Some(PrefixMatcher(ac))
+    }
+
+    /// The length of the longest symbol `text` starts with, if any.
+    pub fn longest_prefix(&self, text: &[u8]) -> Option<usize> {
+        let input = Input::new(text).anchored(Anchored::Yes);
+        self.0.find(input).map(|m| m.end())
+    }
+
+    /// The first symbol in `text` (longest where several start at the same
+    /// place) as a byte range: scanning left to right, as sentencepiece does.
+    pub fn find(&self, text: &str) -> Option<(usize, usize)> {
+        self.0.find(text).map(|m| (m.start(), m.end()))
+    }
+}
+
+/// The length of the UTF-8 character `bytes` starts with, by sentencepiece's
+/// rules (no overlong forms, no surrogates, nothing past U+10FFFF); `None` if
+/// the first byte does not start a valid character.
+pub fn utf8_char_len(bytes: &[u8]) -> Option<usize> {
+    let first = *bytes.first()?;
+    let len = match first {
+        0x00..=0x7f => return Some(1),
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => return None,
+    };
+    std::str::from_utf8(bytes.get(..len)?).ok().map(|_| len)
+}
+
+/// The normalizer of one `NormalizerSpec`.
+#[derive(Debug, Clone)]
+pub struct Normalizer {
+    charsmap: Option<CharsMap>,
+    add_dummy_prefix: bool,
+    remove_extra_whitespaces: bool,
+    escape_whitespaces: bool,
+    treat_whitespace_as_suffix: bool,
+    user_defined: Option<PrefixMatcher>,
+}
+
+impl Normalizer {
+    pub fn new(
+        spec: &NormalizerSpec,
+        treat_whitespace_as_suffix: bool,
+        user_defined: Option<PrefixMatcher>,
+    ) -> Result<Normalizer, String> {
+        let blob = spec.precompiled_charsmap();
+        let charsmap = if blob.is_empty() {
+            None
+        } else {
+            Some(CharsMap::from_blob(blob)?)
+        };
+        Ok(Normalizer {
+            charsmap,
+            add_dummy_prefix: spec.add_dummy_prefix(),
+            remove_extra_whitespaces: spec.remove_extra_whitespaces(),
+            escape_whitespaces: spec.escape_whitespaces(),
+            treat_whitespace_as_suffix,
+            user_defined,
+        })
+    }
+
+    /// The rewritten first piece of `input` and how many bytes it consumed.
+    fn normalize_prefix<'a>(&'a self, input: &'a [u8]) -> (&'a [u8], usize) {
+        if let Some(len) = self
+            .user_defined
+            .as_ref()
+            .and_then(|m| m.longest_prefix(input))
+        {
+            return (&input[..len], len);
+        }
+        if let Some((len, replacement)) =
+            self.charsmap.as_ref().and_then(|m| m.longest_match(input))
+        {
+            return (replacement, len);
+        }
+        match utf8_char_len(input) {
+            Some(len) => (&input[..len], len),
+            None => ("\u{FFFD}".as_bytes(), 1),
+        }
+    }
+
+    fn space(&self) -> &'static [u8] {
+        if self.escape_whitespaces {
+            SPACE_SYMBOL.as_bytes()
+        } else {
+            b" "
+        }
+    }
+
+    /// Normalizes `input` as sentencepiece does.
+    pub fn normalize(&self, input: &str) -> String {
+        let mut input = input.as_bytes();
+        if self.remove_extra_whitespaces {
+            input = self.skip_leading_spaces(input);
+        }
+        if input.is_empty() {
+            return String::new();
+        }
+        let space = self.space();
+        let mut out = Vec::with_capacity(input.len() + input.len() / 2 + 3);
+        if self.add_dummy_prefix && !self.treat_whitespace_as_suffix {
+            out.extend_from_slice(space);
+        }
+        self.rewrite_body(input, &mut out);
+        if self.remove_extra_whitespaces {
+            while out.ends_with(space) {
+                out.truncate(out.len() - space.len());
+            }
+        }
+        if self.add_dummy_prefix && self.treat_whitespace_as_suffix {
+            out.extend_from_slice(space);
+        }
+        // A charsmap could in principle hold replacements that are not UTF-8.
+        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+    }
+
+    /// Drops leading prefixes that normalize to exactly one space.
+    fn skip_leading_spaces<'a>(&self, mut input: &'a [u8]) -> &'a [u8] {
+        while !input.is_empty() {
+            let (replacement, len) = self.normalize_prefix(input);
+            if replacement != b" " {
+                break;
+            }
+            input = &input[len..];
+        }
+        input
+    }
+
+    /// Rewrites every prefix in turn, escaping spaces and (when removing extra
+    /// whitespace) dropping spaces that follow a space.
+    fn rewrite_body(&self, mut input: &[u8], out: &mut Vec<u8>) {
+        let space = self.space();
+        if self.charsmap.is_none() && self.user_defined.is_none() {
+            return self.copy_body(input, out);
+        }
+        let mut is_prev_space = self.remove_extra_whitespaces;
+        while !input.is_empty() {
+            let (mut piece, len) = self.normalize_prefix(input);
+            if is_prev_space {
+                while let [b' ', rest @ ..] = piece {
+                    piece = rest;
+                }
+            }
+            if !piece.is_empty() {
+                for &b in piece {
+                    if b == b' ' {
+                        out.extend_from_slice(space);
+                    } else {
+                        out.push(b);
+                    }
+                }
+                is_prev_space = piece.ends_with(b" ");
+            }
+            input = &input[len..];
+            if !self.remove_extra_whitespaces {
+                is_prev_space = false;
+            }
+        }
+    }
+}
+
+impl Normalizer {
+    /// [`Normalizer::rewrite_body`] without rules or user symbols (the
+    /// `identity` normalizer of Llama and Mistral): every character is its own
+    /// rewrite, so only spaces need a look, and we copy bytes. The input came
+    /// from a `&str`, so every character is valid.
+    fn copy_body(&self, input: &[u8], out: &mut Vec<u8>) {
+        let space = self.space();
+        let mut is_prev_space = self.remove_extra_whitespaces;
+        let mut start = 0;
+        for i in memchr::memchr_iter(b' ', input) {
+            out.extend_from_slice(&input[start..i]);
+            if i > start {
+                is_prev_space = false;
+            }
+            if !(is_prev_space && self.remove_extra_whitespaces) {
+                out.extend_from_slice(space);
+            }
+            is_prev_space = true;
+            start = i + 1;
+        }
+        out.extend_from_slice(&input[start..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::wire::Value;
+    use super::*;
+
+    fn normalizer(dummy: bool, remove_extra: bool, escape: bool, suffix: bool) -> Normalizer {
+        let mut spec = NormalizerSpec::default();
+        spec.0.set(3, Value::Varint(dummy as u64));
+        spec.0.set(4, Value::Varint(remove_extra as u64));
+        spec.0.set(5, Value::Varint(escape as u64));
+        Normalizer::new(&spec, suffix, None).unwrap()
+    }
+
+    #[test]
+    fn identity_escapes_every_space_and_adds_a_dummy_prefix() {
+        let n = normalizer(true, false, true, false);
+        assert_eq!(n.normalize("Hi  you "), "▁Hi▁▁you▁");
+        assert_eq!(n.normalize(" "), "▁▁");
+    }
+
+    #[test]
+    fn empty_input_stays_empty() {
+        for dummy in [false, true] {
+            for remove in [false, true] {
+                assert_eq!(normalizer(dummy, remove, true, false).normalize(""), "");
+            }
+        }
+    }
+
+    #[test]
+    fn removing_extra_whitespace_strips_and_collapses() {
+        let n = normalizer(true, true, true, false);
+        assert_eq!(n.normalize("  Hi   you  "), "▁Hi▁you");
+        assert_eq!(n.normalize("   "), "");
+        // Only ASCII spaces count: a tab is an ordinary character.
+        assert_eq!(n.normalize("\t a"), "▁\t▁a");
+    }
+
+    #[test]
+    fn whitespace_as_suffix_puts_the_dummy_space_at_the_end() {
+        let n = normalizer(true, false, true, true);
+        assert_eq!(n.normalize("a b"), "a▁b▁");
+    }
+
+    #[test]
+    fn unescaped_spaces_stay_spaces() {
+        let n = normalizer(false, false, false, false);
+        assert_eq!(n.normalize("a b"), "a b");
+    }
+
+    #[test]
+    fn user_defined_symbols_pass_through_unchanged() {
+        let mut spec = NormalizerSpec::default();
+        spec.0.set(3, Value::Varint(0));
+        let n = Normalizer::new(&spec, false, PrefixMatcher::new(&["<x>", "<xy>"])).unwrap();
+        assert_eq!(n.normalize("<xy>z"), "<xy>z");
+    }
+
+    #[test]
+    fn utf8_lengths_follow_sentencepiece() {
+        assert_eq!(utf8_char_len("é".as_bytes()), Some(2));
+        assert_eq!(utf8_char_len("😀".as_bytes()), Some(4));
+        assert_eq!(utf8_char_len(&[0xe2, 0x82]), None); // truncated
+        assert_eq!(utf8_char_len(&[0xed, 0xa0, 0x80]), None); // surrogate
+        assert_eq!(utf8_char_len(&[0xc0, 0x80]), None); // overlong
+        assert_eq!(utf8_char_len(&[0x80]), None);
+    }
+}

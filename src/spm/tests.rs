@@ -1,0 +1,227 @@
+//! The merge loop, byte fallback, UNUSED pieces and decoding on tiny hand-made
+//! vocabularies.
+
+use super::proto::{NormalizerSpec, TrainerSpec, BPE, UNIGRAM};
+use super::wire::{Message, Value};
+use super::*;
+
+use PieceType::*;
+
+/// A BPE model: `<unk>`, `<s>`, `</s>`, the 256 byte pieces when
+/// `byte_fallback`, then `pieces`. The normalizer adds a dummy prefix and keeps
+/// whitespace as is.
+fn model(pieces: &[(&str, f32, PieceType)], byte_fallback: bool) -> SpmModel {
+    SpmModel::from_proto(proto(pieces, byte_fallback, BPE)).unwrap()
+}
+
+fn proto(pieces: &[(&str, f32, PieceType)], byte_fallback: bool, model_type: i32) -> ModelProto {
+    let mut all = vec![
+        Piece::new("<unk>", 0.0, Unknown),
+        Piece::new("<s>", 0.0, Control),
+        Piece::new("</s>", 0.0, Control),
+    ];
+    if byte_fallback {
+        all.extend((0..=255u8).map(|b| Piece::new(&format!("<0x{b:02X}>"), 0.0, Byte)));
+    }
+    all.extend(
+        pieces
+            .iter()
+            .map(|&(p, score, kind)| Piece::new(p, score, kind)),
+    );
+    let mut trainer = Message::default();
+    trainer.set(3, Value::Varint(model_type as u64));
+    trainer.set(35, Value::Varint(byte_fallback as u64));
+    let mut normalizer = Message::default();
+    normalizer.set(1, Value::Bytes(b"identity".to_vec()));
+    normalizer.set(4, Value::Varint(0));
+    ModelProto {
+        pieces: all,
+        trainer_spec: Some(TrainerSpec(trainer)),
+        normalizer_spec: Some(NormalizerSpec(normalizer)),
+        ..ModelProto::default()
+    }
+}
+
+fn pieces_of(m: &SpmModel, ids: &[u32]) -> Vec<String> {
+    ids.iter()
+        .map(|&id| m.entries[id as usize].piece.clone())
+        .collect()
+}
+
+fn encode_pieces(m: &SpmModel, text: &str) -> Vec<String> {
+    let ids = m.encode(text, false, false).unwrap();
+    assert_eq!(
+        ids,
+        m.encode_uncached(text),
+        "cached and whole-text encoding differ on {text:?}"
+    );
+    pieces_of(m, &ids)
+}
+
+const ABC: &[(&str, f32, PieceType)] = &[
+    ("▁", -1.0, Normal),
+    ("a", -2.0, Normal),
+    ("b", -3.0, Normal),
+    ("c", -4.0, Normal),
+    ("ab", -5.0, Normal),
+    ("bc", -6.0, Normal),
+    ("aa", -7.0, Normal),
+    ("▁a", -8.0, Normal),
+];
+
+#[test]
+fn the_pair_with_the_highest_score_merges_first() {
+    let m = model(ABC, false);
+    // "ab" (-5) beats "bc" (-6) and "▁a" (-8); nothing then joins "ab".
+    assert_eq!(encode_pieces(&m, "abc"), ["▁", "ab", "c"]);
+}
+
+#[test]
+fn equal_scores_merge_the_leftmost_pair() {
+    let m = model(
+        &[
+            ("▁", -1.0, Normal),
+            ("x", -1.0, Normal),
+            ("xx", -2.0, Normal),
+        ],
+        false,
+    );
+    assert_eq!(encode_pieces(&m, "xxx"), ["▁", "xx", "x"]);
+}
+
+#[test]
+fn a_character_with_no_piece_falls_back_to_its_utf8_bytes() {
+    let m = model(ABC, true);
+    assert_eq!(encode_pieces(&m, "aé"), ["▁a", "<0xC3>", "<0xA9>"]);
+}
+
+#[test]
+fn without_byte_fallback_a_run_of_unknown_characters_is_one_unk() {
+    let m = model(ABC, false);
+    assert_eq!(encode_pieces(&m, "aéè b"), ["▁a", "<unk>", "▁", "b"]);
+    // Across words too: "é" then "▁"-less "è" in the next word is not adjacent.
+    assert_eq!(encode_pieces(&m, "é è"), ["▁", "<unk>", "▁", "<unk>"]);
+}
+
+#[test]
+fn a_final_unused_piece_is_split_back_into_what_it_was_made_of() {
+    let vocab = [
+        ("▁", -1.0, Normal),
+        ("a", -2.0, Normal),
+        ("b", -3.0, Normal),
+        ("c", -4.0, Normal),
+    ];
+    let with = |extra: &[(&'static str, f32, PieceType)]| {
+        let mut v = vocab.to_vec();
+        v.extend_from_slice(extra);
+        model(&v, false)
+    };
+    let m = with(&[("ab", -5.0, Unused)]);
+    assert_eq!(encode_pieces(&m, "ab"), ["▁", "a", "b"]);
+    // An UNUSED piece is still a step towards a used one.
+    let m = with(&[("ab", -5.0, Unused), ("abc", -6.0, Normal)]);
+    assert_eq!(encode_pieces(&m, "abc"), ["▁", "abc"]);
+}
+
+#[test]
+fn user_defined_pieces_are_never_split_or_merged() {
+    let mut v = ABC.to_vec();
+    v.push(("<x>", 0.0, UserDefined));
+    v.push(("a<", 10.0, Normal));
+    let m = model(&v, true);
+    assert_eq!(encode_pieces(&m, "a<x>b"), ["▁a", "<x>", "b"]);
+}
+
+#[test]
+fn bos_and_eos_surround_the_ids_when_asked() {
+    let m = model(ABC, false);
+    let ids = m.encode("a", true, true).unwrap();
+    assert_eq!(pieces_of(&m, &ids), ["<s>", "▁a", "</s>"]);
+}
+
+#[test]
+fn empty_text_has_no_ids() {
+    assert_eq!(
+        model(ABC, true).encode("", false, false).unwrap(),
+        Vec::<u32>::new()
+    );
+}
+
+#[test]
+fn words_are_cut_only_where_no_piece_crosses() {
+    // "a▁" lets a merge cross "a|▁": the cut before that ▁ must not happen.
+    let mut v = ABC.to_vec();
+    v.push(("a▁", 5.0, Normal));
+    let m = model(&v, true);
+    assert!(m.joins_before_space.contains(&'a'));
+    assert_eq!(encode_pieces(&m, "ba ab"), ["▁", "b", "a▁", "ab"]);
+}
+
+#[test]
+fn decode_drops_the_dummy_prefix_and_controls_and_joins_bytes() {
+    let m = model(ABC, true);
+    let ids = m.encode("ab é", true, true).unwrap();
+    assert_eq!(m.decode(&ids).unwrap(), "ab é");
+    let unk = m.piece_to_id("<unk>");
+    assert_eq!(m.decode(&[unk]).unwrap(), " \u{2047} ");
+}
+
+#[test]
+fn decode_writes_one_replacement_per_invalid_byte() {
+    let m = model(ABC, true);
+    let b = |x: u8| m.piece_to_id(&format!("<0x{x:02X}>"));
+    // A truncated 3-byte character: two invalid bytes, two U+FFFD.
+    assert_eq!(
+        m.decode(&[b(0xE2), b(0x82), b(0x41)]).unwrap(),
+        "\u{FFFD}\u{FFFD}A"
+    );
+}
+
+#[test]
+fn decode_of_an_unknown_id_is_an_error() {
+    let m = model(ABC, false);
+    assert!(matches!(m.decode(&[10_000]), Err(SpmError::OutOfRange(_))));
+}
+
+#[test]
+fn a_unigram_model_is_refused_by_name() {
+    let err = SpmModel::from_proto(proto(ABC, false, UNIGRAM)).unwrap_err();
+    assert!(
+        err.to_string().contains("Unigram models are not supported"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_model_without_unk_or_with_half_its_bytes_is_invalid() {
+    let mut p = proto(ABC, true, BPE);
+    p.pieces.retain(|x| x.piece != "<0x7F>");
+    assert!(matches!(SpmModel::from_proto(p), Err(SpmError::Invalid(_))));
+    let mut p = proto(ABC, false, BPE);
+    p.pieces.remove(0);
+    assert!(matches!(SpmModel::from_proto(p), Err(SpmError::Invalid(_))));
+}
+
+#[test]
+fn cached_words_match_whole_text_encoding_on_mixed_text() {
+    let mut v = ABC.to_vec();
+    v.extend([
+        ("▁▁", -0.5, Normal),
+        ("▁▁▁▁", -0.7, Normal),
+        ("ca", -1.5, Normal),
+    ]);
+    let m = model(&v, true);
+    let texts = [
+        "",
+        " ",
+        "   ",
+        "a  b",
+        "abc cab  aab\tbb  ",
+        "é a é",
+        "  ab   ba    c",
+        "a\u{2581}b",
+    ];
+    for t in texts {
+        encode_pieces(&m, t);
+    }
+}
