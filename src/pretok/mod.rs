@@ -51,7 +51,7 @@ impl PreTokenizer {
     }
 
     /// Calls `f(start, end)` for every piece of `text`, in order (byte offsets).
-    /// Text the pattern does not match is skipped, as in tiktoken and CS336.
+    /// Text a custom pattern does not match is a piece of its own, never dropped.
     pub fn for_each_piece(
         &self,
         text: &str,
@@ -92,6 +92,19 @@ mod tests {
         pre.for_each_piece(text, |s, e| out.push(text[s..e].to_string()))
             .unwrap();
         out
+    }
+
+    #[test]
+    fn text_between_matches_of_a_custom_pattern_is_kept_as_pieces() {
+        assert_eq!(
+            pieces("[a-z]+", "hello, World 123"),
+            ["hello", ", W", "orld", " 123"]
+        );
+        assert_eq!(
+            pieces("gpt4", "hello gpt4 world"),
+            ["hello ", "gpt4", " world"]
+        );
+        assert_eq!(pieces("x", ""), Vec::<String>::new());
     }
 
     #[test]

@@ -40,17 +40,30 @@ impl RegexSplitter {
             .map_err(|e| format!("invalid pre-tokenizer pattern {pattern:?}: {e}"))
     }
 
-    /// Calls `f(start, end)` for every non-empty match in `text`, in order.
+    /// Calls `f(start, end)` for every non-empty match in `text`, in order, and for
+    /// the text between matches: a pattern that does not cover the text (a custom
+    /// `[a-z]+`, a mistyped name taken as a regex) must never drop it, so what falls
+    /// between matches is a piece of its own (Hugging Face's `Split` with `Isolated`
+    /// keeps it the same way). The built-in patterns cover all text, so for them this
+    /// is tiktoken's split exactly.
     pub fn for_each_piece(
         &self,
         text: &str,
         mut f: impl FnMut(usize, usize),
     ) -> Result<(), String> {
+        let mut done = 0;
         for m in self.0.find_iter(text) {
             let m = m.map_err(|e| format!("pre-tokenizer failed: {e}"))?;
             if m.end() > m.start() {
+                if m.start() > done {
+                    f(done, m.start());
+                }
                 f(m.start(), m.end());
+                done = m.end();
             }
+        }
+        if done < text.len() {
+            f(done, text.len());
         }
         Ok(())
     }

@@ -174,4 +174,3 @@ def canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:
     for n, (a, b) in enumerate(merges):
         vocab[256 + n] = a + b
     return vocab
-
