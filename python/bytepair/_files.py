@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -68,12 +68,14 @@ def temporary_output(path: str | os.PathLike) -> Iterator[str]:
     Errors from the file system name ``path``, not the temporary name.
     """
     path = Path(path)
+    # The name is chosen before the file exists and the file is made inside the try, so
+    # an interrupt at any moment finds a name to remove.
+    tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise type(e)(e.errno, f"{path}: cannot write here ({e.strerror})") from None
-    os.close(fd)
-    try:
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError as e:
+            raise type(e)(e.errno, f"{path}: cannot write here ({e.strerror})") from None
         yield tmp
         publish(tmp, path)
     except BaseException:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import secrets
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -157,9 +157,10 @@ class _Split:
 
     def _write(self, ids: np.ndarray) -> None:
         if self._file is None:
-            fd, self._tmp = tempfile.mkstemp(
-                prefix=f".{self._path().name}.", suffix=".tmp", dir=self.folder
-            )
+            # The name is recorded before the file exists, so an interrupt at any point
+            # leaves abort() a name to remove (mkstemp's return could be lost to one).
+            self._tmp = str(Path(self.folder) / f".{self._path().name}.{secrets.token_hex(4)}.tmp")
+            fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             self._file = os.fdopen(fd, "wb")
             if self.fmt == "npy":
                 self._file.write(bytes(NPY_HEADER_BYTES))
