@@ -64,6 +64,21 @@ def add_threads_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_engine_options(p, what: str) -> None:
+    """``--engine local|ray`` and ``--ray-address``: where ``what`` runs."""
+    p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help=f"where {what} runs: this process (default) or a Ray cluster",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster (default: what ray.init finds, e.g. RAY_ADDRESS)",
+    )
+
+
 def add_source_options(p: argparse.ArgumentParser) -> None:
     """How inputs are read: the record field, the folder filter, bad records."""
     p.add_argument(

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from bytepair.cli._common import (
+    add_engine_options,
     add_source_options,
     add_threads_option,
     plural,
@@ -90,17 +91,7 @@ def add_parser(sub) -> None:
         choices=["bytepair", "hf", "tiktoken", "gpt2"],
         help="output format (default: from the output's suffix)",
     )
-    t.add_argument(
-        "--engine",
-        choices=["local", "ray"],
-        default="local",
-        help="where counting runs: this process (default) or a Ray cluster",
-    )
-    t.add_argument(
-        "--ray-address",
-        metavar="ADDR",
-        help="the Ray cluster (default: what ray.init finds, e.g. RAY_ADDRESS)",
-    )
+    add_engine_options(t, "counting")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=run)
 

@@ -11,6 +11,7 @@ the same. Install with ``pip install "bytepair[ray]"``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 # Retries of a task whose worker process died (Ray's own fault tolerance).
@@ -27,21 +28,26 @@ def _import_ray():
     return ray
 
 
-def _count_part(path: str, start: int, end: int, pattern, specials, errors) -> bytes:
-    """One task: the pre-token counts of ``path[start:end]``, as bytes."""
-    from bytepair import _core
-
-    _fault_injection()
+def read_part(path: str, start: int, end: int, errors: str) -> str:
+    """The text of ``path[start:end]``; invalid UTF-8 is an error naming the file offset."""
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
     try:
-        text = data.decode("utf-8", errors="strict" if errors == "strict" else "replace")
+        return data.decode("utf-8", errors="strict" if errors == "strict" else "replace")
     except UnicodeDecodeError as e:
         raise ValueError(
             f"{path}: invalid UTF-8 at byte offset {start + e.start} (byte 0x{data[e.start]:02x}); "
             'fix the file or pass errors="replace" (CLI: --errors replace)'
         ) from None
+
+
+def _count_part(path: str, start: int, end: int, pattern, specials, errors) -> bytes:
+    """One task: the pre-token counts of ``path[start:end]``, as bytes."""
+    from bytepair import _core
+
+    _fault_injection()
+    text = read_part(path, start, end, errors)
     counter = _core.PreTokenCounter(pattern, specials, 1)
     counter.add_documents([text])
     return counter.to_bytes()
@@ -103,15 +109,8 @@ def count(
     from bytepair import _core
     from bytepair.runners.plan import parts
 
-    ray = _import_ray()
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address=address, log_to_driver=False, include_dashboard=False)
-    try:
-        options: dict = {"max_retries": MAX_RETRIES}
-        env = {k: v for k, v in os.environ.items() if k.startswith("BYTEPAIR_TEST_")}
-        if env:
-            options["runtime_env"] = {"env_vars": env}
+    with connected(address) as ray:
+        options = task_options()
         count_task = ray.remote(**options)(_count_part)
         merge_task = ray.remote(**options)(_merge)
         source_task = ray.remote(**options)(_count_source)
@@ -140,9 +139,30 @@ def count(
         except ray.exceptions.RayTaskError as e:
             raise _cause(e) from None
         return _core.PreTokenCounter.from_bytes(table, pattern, specials, 1), n_parts
+
+
+@contextlib.contextmanager
+def connected(address: str | None):
+    """Ray, connected: to the cluster ``ray.init`` already joined, else to ``address``
+    (or the one ``ray.init`` finds) until the block ends."""
+    ray = _import_ray()
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, log_to_driver=False, include_dashboard=False)
+    try:
+        yield ray
     finally:
         if started_here:
             ray.shutdown()
+
+
+def task_options() -> dict:
+    """``ray.remote`` options of every task: retries, and the test hooks' variables."""
+    options: dict = {"max_retries": MAX_RETRIES}
+    env = {k: v for k, v in os.environ.items() if k.startswith("BYTEPAIR_TEST_")}
+    if env:
+        options["runtime_env"] = {"env_vars": env}
+    return options
 
 
 def _cause(error: BaseException) -> BaseException:
