@@ -138,3 +138,143 @@ def test_without_ray_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r'pip install "bytepair\[ray\]"'):
         ray_runner._import_ray()
+
+
+# ---- encoding shards on Ray: the folder is byte-identical to the local run's ----
+
+
+@pytest.fixture(scope="module")
+def documents(corpus) -> list[str]:
+    """A few hundred documents of 1 to 12 lines of the corpus."""
+    lines = corpus.read_text(encoding="utf-8").replace(EOT, "").splitlines(keepends=True)
+    docs, i = [], 0
+    while i < len(lines) and len(docs) < 400:
+        docs.append("".join(lines[i : i + 1 + i % 12]))
+        i += 1 + i % 12
+    return docs
+
+
+@pytest.fixture(scope="module")
+def inputs(documents, tmp_path_factory) -> dict[str, Path]:
+    """The documents as text (joined by EOT) and as JSON Lines."""
+    import json
+
+    folder = tmp_path_factory.mktemp("encode")
+    txt, jsonl = folder / "docs.txt", folder / "docs.jsonl"
+    txt.write_text(EOT.join(documents), encoding="utf-8")
+    jsonl.write_text("".join(json.dumps({"text": d}) + "\n" for d in documents), "utf-8")
+    return {"txt": txt, "jsonl": jsonl}
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def shards_of(paths, out: Path, **options) -> dict[str, bytes]:
+    from bytepair.sources import open_sources
+
+    corpus = open_sources(paths, special_tokens=[EOT], part_chars=None)
+    options = {"shard_tokens": 3000, "progress": False, **options}
+    inputs = [{"path": s.name, "bytes": s.size} for s in corpus.sources]
+    bytepair.write_shards(bytepair.get_encoding("gpt2"), corpus, out, inputs=inputs, **options)
+    return folder_bytes(out)
+
+
+ENCODE_OPTIONS = [
+    {},
+    {"val_fraction": 0.2, "shuffle_docs": 3, "format": "npy"},
+    {"val_tokens": 5000, "bos": EOT, "eot": None},
+]
+
+
+@pytest.mark.parametrize("kind", ["txt", "jsonl"])
+@pytest.mark.parametrize("options", ENCODE_OPTIONS, ids=["plain", "val+shuffle", "val_tokens"])
+def test_ray_encoded_shards_are_the_local_bytes(
+    cluster, inputs, kind, options, monkeypatch, tmp_path
+):
+    import bytepair.runners.ray_encode as ray_encode
+
+    monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)  # many tasks, on both nodes
+    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "7000")  # many batches per task
+    paths = [inputs[kind], inputs["txt"]] if kind == "jsonl" else [inputs[kind]]
+    local = shards_of(paths, tmp_path / "local", **options)
+    connect(cluster)
+    try:
+        remote = shards_of(paths, tmp_path / "ray", engine="ray", **options)
+    finally:
+        ray.shutdown()
+    assert len(local) > 6 and remote == local
+
+
+def test_ray_encoding_cuts_text_files_between_documents(inputs):
+    from bytepair.runners.plan import document_parts
+
+    parts = document_parts(inputs["txt"], EOT, 20_000)
+    data = inputs["txt"].read_bytes()
+    assert len(parts) > 5 and parts[0][1] == 0 and parts[-1][2] == len(data)
+    for (_, _, end), (_, start, _) in zip(parts, parts[1:]):
+        assert end == start and data[:end].endswith(EOT.encode())
+    assert len(document_parts(inputs["txt"], "\n\n", 20_000)) == 1  # could overlap itself
+
+
+def test_a_worker_dying_during_ray_encoding_changes_no_byte(cluster, inputs, monkeypatch, tmp_path):
+    import bytepair.runners.ray_encode as ray_encode
+
+    monkeypatch.setattr(ray_encode, "PART_BYTES", 30_000)
+    local = shards_of([inputs["txt"]], tmp_path / "local", val_fraction=0.3)
+    marker = tmp_path / "killed-once"
+    monkeypatch.setenv("BYTEPAIR_TEST_KILL_ONE_TASK", str(marker))
+    connect(cluster)
+    try:
+        remote = shards_of([inputs["txt"]], tmp_path / "ray", engine="ray", val_fraction=0.3)
+    finally:
+        ray.shutdown()
+    assert marker.exists()  # a worker did die
+    assert remote == local
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_an_interrupted_ray_run_resumes_to_the_same_bytes(cluster, inputs, monkeypatch, tmp_path):
+    import bytepair.runners.ray_encode as ray_encode
+
+    monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)
+    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "5000")
+    options = {"val_fraction": 0.2, "shuffle_docs": 1}
+    clean = shards_of([inputs["txt"]], tmp_path / "clean", **options)
+
+    def stop_at(k):
+        calls = []
+
+        def progress(done):
+            calls.append(done)
+            if len(calls) == k:
+                raise Interrupt
+
+        return progress
+
+    connect(cluster)
+    try:
+        for k, engines in ((8, ("ray", "ray")), (15, ("ray", "local")), (4, ("local", "ray"))):
+            out = tmp_path / f"cut{k}"
+            with pytest.raises(Interrupt):
+                shards_of([inputs["txt"]], out, engine=engines[0], **options, progress=stop_at(k))
+            assert (out / "resume-state.json").exists() and not (out / "manifest.json").exists()
+            assert shards_of([inputs["txt"]], out, engine=engines[1], **options) == clean, k
+        from bytepair.cli import main
+
+        assert main(["encode", "-t", "gpt2", str(inputs["txt"]), "-o", f"{tmp_path}/cli/",
+                     "--shard-tokens", "3000", "--engine", "ray", "-q"]) in (0, None)  # fmt: skip
+    finally:
+        ray.shutdown()
+    assert (
+        folder_bytes(tmp_path / "cli").keys()
+        == shards_of([inputs["txt"]], tmp_path / "cli-local").keys()
+    )
+
+
+def test_ray_encoding_takes_files_not_iterables(tmp_path):
+    with pytest.raises(TypeError, match="open_sources"):
+        bytepair.write_shards(bytepair.get_encoding("gpt2"), ["a doc"], tmp_path, engine="ray")

@@ -7,6 +7,7 @@ import sys
 import time
 
 from bytepair.cli._common import (
+    add_engine_options,
     add_source_options,
     add_threads_option,
     add_tokenizer_options,
@@ -74,6 +75,7 @@ def add_parser(sub) -> None:
     s.add_argument(
         "--shuffle-docs", type=int, metavar="SEED", help="shuffle documents (bounded buffer)"
     )
+    add_engine_options(s, "encoding")
     add_threads_option(e)
     e.add_argument(
         "--errors",
@@ -126,6 +128,8 @@ def run(args) -> None:
     if args.output is not None and is_folder_output(args):
         return run_shards(args)
     given = [o for o in SHARD_OPTIONS if getattr(args, o) is not None]
+    if args.engine != "local":
+        given.append("engine")
     if given:
         option = "--" + given[0].replace("_", "-")
         raise ValueError(f"{option} applies to shard folders: give the folder as -o OUT/")
@@ -197,7 +201,7 @@ def run_shards(args) -> None:
     try:
         summary = write_shards(
             tok,
-            iter(corpus),
+            corpus,
             args.output,
             shard_tokens=args.shard_tokens or 100_000_000,
             val_tokens=args.val_tokens,
@@ -209,6 +213,8 @@ def run_shards(args) -> None:
             num_threads=args.num_threads,
             progress=show_progress(args),
             inputs=[{"path": src.name, "bytes": src.size} for src in corpus.sources],
+            engine=args.engine,
+            ray_address=args.ray_address,
             **specials.get(args.specials, {}),
         )
     except ValueError as e:

@@ -61,3 +61,38 @@ def parts(
                     nominal = max(nominal + part_bytes, start + part_bytes)
         out.append((str(path), start, size))
     return out
+
+
+def has_border(separator: str) -> bool:
+    """True if a proper prefix of ``separator`` is also a suffix: then two occurrences
+    can overlap, and one found by a search may not be one the document split takes.
+
+    >>> has_border("<|endoftext|>"), has_border("\\n\\n")
+    (False, True)
+    """
+    return any(separator[:k] == separator[-k:] for k in range(1, len(separator)))
+
+
+def document_parts(path: str | os.PathLike, separator: str | None, part_bytes: int):
+    """Byte ranges covering a text file, about ``part_bytes`` each, each ending right
+    after an occurrence of ``separator``: every range holds whole documents, the same
+    ones reading the whole file gives. One range when the separator could overlap
+    itself (or there is none)."""
+    path = Path(path)
+    size = path.stat().st_size
+    out: list[tuple[str, int, int]] = []
+    start = 0
+    if separator and not has_border(separator):
+        sep = separator.encode("utf-8")
+        with open(path, "rb") as f:
+            nominal = part_bytes
+            while nominal < size:
+                f.seek(nominal)
+                window = f.read(WINDOW)
+                found = window.find(sep)
+                if found >= 0:
+                    out.append((str(path), start, nominal + found + len(sep)))
+                    start = out[-1][2]
+                nominal = max(nominal + part_bytes, start + part_bytes)
+    out.append((str(path), start, size))
+    return out

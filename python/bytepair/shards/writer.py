@@ -21,6 +21,7 @@ and so writes the same bytes an uninterrupted run would.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -238,6 +239,17 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+def _corpus_of_files(documents):
+    from bytepair.sources import Corpus
+
+    if not isinstance(documents, Corpus):
+        raise TypeError(
+            'engine="ray" needs the documents as files, opened with '
+            "bytepair.sources.open_sources(paths, part_chars=None): each task reads its part"
+        )
+    return documents
+
+
 def write_shards(
     tok,
     documents: Iterable[str],
@@ -255,6 +267,8 @@ def write_shards(
     inputs: list[dict] | None = None,
     allowed_special=frozenset(),
     disallowed_special=(),
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> dict:
     """Encodes ``documents`` (any iterable of ``str``) into a folder of training shards
     and returns the manifest written to ``out_dir/manifest.json`` (plus ``seconds`` and ``resumed``).
@@ -272,6 +286,11 @@ def write_shards(
       ``allowed_special`` / ``disallowed_special`` as in ``Tokenizer.encode``.
     - ``inputs``: ``[{"path", "bytes"}]`` the documents came from, recorded in the
       manifest and compared when resuming.
+    - ``engine="ray"``: documents are encoded by Ray tasks (``ray_address``, or the
+      cluster ``ray.init`` finds); ``documents`` must then be files opened with
+      ``bytepair.sources.open_sources(..., part_chars=None)``, which the tasks read
+      themselves (``bytepair.runners.ray_encode``). The folder is byte-identical to
+      the local run's, and either engine resumes the other's interrupted run.
 
     Interrupted (an exception, Ctrl-C, SIGTERM, SIGKILL), the same call continues after
     the last finished shard and the finished folder is byte-identical to an
@@ -279,9 +298,11 @@ def write_shards(
     saying what differs.
     """
     from bytepair import __version__
+    from bytepair.runners import check_engine
     from bytepair.tokenizer import _threads
 
     check_progress(progress)
+    check_engine(engine)
     if format not in ("bin", "npy"):
         raise ValueError(f"format must be 'bin' or 'npy', not {format!r}")
     if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
@@ -364,12 +385,36 @@ def write_shards(
             return val if in_val(index, val_fraction, seed) else train
         return val if val_tokens is not None and not val.closed else train
 
-    def encode(texts: list[str], index: list[int]) -> bool:
-        """Encodes one batch into its splits; True if a shard was finished."""
-        shards_before = len(train.shards) + len(val.shards)
-        ids, offsets = tok.encode_batch_to_numpy(
-            texts, num_threads=threads, allowed_special=allowed, disallowed_special=disallowed
+    batch_chars = _batch_chars()
+    if engine == "ray":
+        from bytepair.runners import ray_encode
+
+        documents = contextlib.closing(
+            ray_encode.encoded_documents(
+                tok,
+                _corpus_of_files(documents),
+                dtype=dtype,
+                allowed=allowed,
+                disallowed=disallowed,
+                batch_chars=batch_chars,
+                address=ray_address,
+            )
         )
+        encode_batch, size_of = ray_encode.joined, lambda doc: doc.nbytes
+    else:
+        documents = contextlib.nullcontext(documents)
+        size_of = _utf8_len
+
+        def encode_batch(texts: list[str]):
+            return tok.encode_batch_to_numpy(
+                texts, num_threads=threads, allowed_special=allowed, disallowed_special=disallowed
+            )
+
+    def encode(texts: list, index: list[int]) -> bool:
+        """Encodes one batch (documents, or documents Ray encoded) into its splits;
+        True if a shard was finished."""
+        shards_before = len(train.shards) + len(val.shards)
+        ids, offsets = encode_batch(texts)
         ids, lengths = framed(ids, offsets, bos_id, eot_id, dtype)
         index = np.asarray(index, dtype=np.int64)
         to_val = np.array([route(i) is val for i in index.tolist()], dtype=bool)
@@ -387,19 +432,18 @@ def write_shards(
     resume_doc = saved["resume_doc"] if saved else 0
     total = sum(x["bytes"] for x in inputs) if inputs else None
     start = time.perf_counter()
-    stream = shuffled(documents, shuffle_docs) if shuffle_docs is not None else documents
-    texts: list[str] = []
+    texts: list = []
     index: list[int] = []
     chars = done_bytes = 0
-    batch_chars = _batch_chars()
     n_docs = 0
     try:
         if saved is None:
             save_state(0)
-        with Progress(progress, total=total, desc="sharding") as bar:
+        with documents as docs, Progress(progress, total=total, desc="sharding") as bar:
+            stream = shuffled(docs, shuffle_docs) if shuffle_docs is not None else docs
             for n_docs, doc in enumerate(stream, 1):
                 i = n_docs - 1
-                done_bytes += _utf8_len(doc)
+                done_bytes += size_of(doc)
                 if i < route(i).skip_before:
                     continue  # its split holds it already: not even encoded
                 texts.append(doc)

@@ -1,0 +1,186 @@
+"""Encoding documents on a Ray cluster, for ``write_shards(..., engine="ray")`` and
+``bytepair encode FILES -o OUT/ --engine ray``.
+
+The corpus is cut into *units* of contiguous documents: a plain text file into byte
+ranges that end right after a document separator (``plan.document_parts``: each range
+holds the whole documents reading the whole file gives), every other file (compressed,
+JSON Lines, Parquet) is one unit. Each unit is encoded by one Ray task, a streaming
+generator yielding batches: the ids of its documents (in the shard dtype) and, per
+document, its number of tokens, characters and UTF-8 bytes.
+
+The driver takes the units' results strictly in corpus order (a few tasks run ahead,
+each holding at most ``BACKPRESSURE`` unread batches) and hands the documents, already
+encoded, to the same writer the local run uses: global document indices, the shuffle
+buffer, val choices, framing and the fixed-size shards are all decided there, so the
+folder is byte-identical to the local run's whatever the number of tasks or nodes. A
+task whose worker dies is re-run by Ray; its output depends only on its unit, so
+nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+
+import numpy as np
+
+from bytepair.runners.ray import _cause, _fault_injection, connected, read_part, task_options
+
+# Bytes of plain text per task.
+PART_BYTES = 32 << 20
+# Batches a task may yield before the driver has read them.
+BACKPRESSURE = 2
+
+
+class Encoded:
+    """One document, encoded: its ids (framing comes later), and for the writer its
+    length in characters (what the shuffle buffer and batches count: ``len``) and in
+    UTF-8 bytes (progress)."""
+
+    __slots__ = ("ids", "chars", "nbytes")
+
+    def __init__(self, ids: np.ndarray, chars: int, nbytes: int) -> None:
+        self.ids, self.chars, self.nbytes = ids, chars, nbytes
+
+    def __len__(self) -> int:
+        return self.chars
+
+
+def joined(docs: list[Encoded]) -> tuple[np.ndarray, np.ndarray]:
+    """Encoded documents as one batch: ``(ids, offsets)``, as ``encode_batch_to_numpy``
+    returns them."""
+    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum([len(d.ids) for d in docs], out=offsets[1:])
+    return np.concatenate([d.ids for d in docs]), offsets
+
+
+def _reading_options(options) -> dict:
+    """``open_sources`` keyword arguments that read a file as ``options`` does."""
+    return {
+        "text_field": options.text_field,
+        "doc_separator": options.doc_separator,
+        "special_tokens": list(options.special_tokens),
+        "skip_bad_records": options.skips.skip,
+        "errors": options.errors,
+        "part_chars": options.part_chars,
+    }
+
+
+def units(corpus, part_bytes: int) -> list[tuple]:
+    """The corpus as units of contiguous documents, in order:
+    ``("range", path, start, end, options)`` or ``("file", path, options)``."""
+    from bytepair.runners.plan import document_parts
+
+    out: list[tuple] = []
+    for src in corpus.sources:
+        path = getattr(src, "path", None)
+        if path is None or str(path) == "-":
+            raise ValueError(
+                f'{src.name}: engine="ray" reads files (each task opens its part); '
+                "pass file or folder paths"
+            )
+        kw = _reading_options(src.options)
+        seps = [kw["doc_separator"]] if kw["doc_separator"] else kw["special_tokens"]
+        if getattr(src, "is_plain_file", False) and kw["part_chars"] is None:
+            sep = seps[0] if len(seps) == 1 else None
+            out += [("range", p, s, e, kw) for p, s, e in document_parts(path, sep, part_bytes)]
+        else:
+            out.append(("file", str(path), kw))
+    return out
+
+
+def _documents(unit: tuple) -> tuple[Iterator[str], object]:
+    """A unit's documents, and the ``Skips`` that counts its bad records."""
+    from bytepair.sources import open_sources
+    from bytepair.sources.text import split_documents
+
+    if unit[0] == "range":
+        _, path, start, end, kw = unit
+        text = read_part(path, start, end, kw["errors"])
+        seps = [kw["doc_separator"]] if kw["doc_separator"] else kw["special_tokens"]
+        return split_documents(iter([text]), seps), None
+    corpus = open_sources([unit[1]], **unit[2])
+    docs = (doc for src in corpus.sources for doc in src.documents())
+    return docs, corpus.skips
+
+
+def _encode_unit(tok, unit: tuple, dtype: str, allowed, disallowed, batch_chars: int):
+    """One task (a streaming generator): batches ``(ids, tokens, chars, bytes)`` of the
+    unit's documents, then ``("skips", counts, first)``."""
+    from bytepair.shards.writer import _utf8_len
+
+    _fault_injection()
+    docs, skips = _documents(unit)
+
+    def encoded(batch: list[str]):
+        ids, offsets = tok.encode_batch_to_numpy(
+            batch, num_threads=1, allowed_special=allowed, disallowed_special=disallowed
+        )
+        chars = np.fromiter(map(len, batch), np.int64, len(batch))
+        nbytes = np.fromiter(map(_utf8_len, batch), np.int64, len(batch))
+        return ids.astype(dtype), np.diff(offsets), chars, nbytes
+
+    batch: list[str] = []
+    size = 0
+    for doc in docs:
+        batch.append(doc)
+        size += len(doc)
+        if size >= batch_chars:
+            yield encoded(batch)
+            batch, size = [], 0
+    if batch:
+        yield encoded(batch)
+    if skips is not None and skips.total:
+        yield ("skips", skips.counts, skips.first)
+
+
+def encoded_documents(
+    tok,
+    corpus,
+    *,
+    dtype: str,
+    allowed,
+    disallowed,
+    batch_chars: int,
+    address: str | None = None,
+    part_bytes: int | None = None,
+) -> Iterator[Encoded]:
+    """The corpus's documents, encoded on Ray, in corpus order (bad records skipped in
+    tasks are reported here once all are read)."""
+    todo = iter(units(corpus, part_bytes or PART_BYTES))
+    with connected(address) as ray:
+        task = ray.remote(**task_options())(_encode_unit).options(
+            num_returns="streaming", _generator_backpressure_num_objects=BACKPRESSURE
+        )
+        tok_ref = ray.put(tok)
+        running: deque = deque()
+
+        def submit() -> None:
+            unit = next(todo, None)
+            if unit is not None:
+                args = (tok_ref, unit, dtype, allowed, disallowed, batch_chars)
+                running.append(task.remote(*args))
+
+        for _ in range(int(ray.cluster_resources().get("CPU", 1)) + 1):
+            submit()
+        while running:
+            results = running.popleft()
+            submit()
+            for ref in results:
+                try:
+                    item = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:
+                    raise _cause(e) from None
+                del ref
+                if isinstance(item[0], str):  # ("skips", counts, first)
+                    for name, n in item[1].items():
+                        corpus.skips.counts[name] = corpus.skips.counts.get(name, 0) + n
+                    corpus.skips.first.extend(item[2][: 3 - len(corpus.skips.first)])
+                    continue
+                ids, tokens, chars, nbytes = item
+                ends = np.cumsum(tokens).tolist()
+                starts = [0, *ends[:-1]]
+                # Copies: a document held by the shuffle buffer must not pin its batch.
+                for s, e, c, b in zip(starts, ends, chars.tolist(), nbytes.tolist()):
+                    yield Encoded(ids[s:e].copy(), c, b)
+    corpus.skips.report()
