@@ -328,6 +328,40 @@ def test_parquet_null_rows_are_bad_records_naming_the_row(tmp_path):
         list(open_sources(path))
 
 
+def test_parquet_batches_hold_about_a_fixed_amount_of_text_never_past_a_row_group(
+    tmp_path, monkeypatch
+):
+    from bytepair.sources import parquet
+
+    path = tmp_path / "c.parquet"
+    rows = [" ".join(map(str, range(i, i + 250))) for i in range(40)]  # ~1 KB each
+    write_parquet(path, {"text": rows}, row_group_size=16)
+    meta = pq.ParquetFile(path).metadata
+    assert parquet.batch_rows(meta) == 16  # a row group: small rows
+    monkeypatch.setattr(parquet, "_BATCH_BYTES", 5000)
+    assert 2 <= parquet.batch_rows(meta) <= 8  # long rows: a few per batch
+    assert list(open_sources([path])) == rows
+
+
+def test_reading_ahead_on_a_thread_raises_the_readers_error_and_stops_early():
+    import threading
+
+    from bytepair.training import _read_ahead
+
+    def failing():
+        yield ["a"]
+        raise ValueError("bad record at line 2")
+
+    it = _read_ahead(failing())
+    assert next(it) == ["a"]
+    with pytest.raises(ValueError, match="line 2"):
+        next(it)
+    endless = _read_ahead(iter(lambda: ["x"], None))
+    assert next(endless) == ["x"]
+    endless.close()  # the consumer stops: the thread ends too
+    assert not [t for t in threading.enumerate() if t.name == "bytepair-read-ahead"]
+
+
 def test_folders_are_read_recursively_in_sorted_order_with_an_optional_glob(tmp_path):
     (tmp_path / "b").mkdir()
     (tmp_path / "a" / "z").mkdir(parents=True)

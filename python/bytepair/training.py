@@ -13,9 +13,11 @@ counts made elsewhere (your own Spark/Dask/SQL pipeline).
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from bytepair import _core
@@ -177,15 +179,71 @@ def _learn(counter, opts: _Options, stats: dict) -> Tokenizer:
     return tok
 
 
-def _count_documents(counter, texts: Iterable[str], on_batch) -> int:
-    """Sends documents to the core in batches of about ``_BATCH_CHARS``; calls
-    ``on_batch(text bytes so far)`` after each and returns the UTF-8 bytes counted."""
-    done = 0
+def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
+    """Documents in batches of about ``_BATCH_CHARS`` characters; the last batch may
+    be empty."""
     batch: list[str] = []
     size = 0
+    for n, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"document #{n} is a {type(text).__name__}, not a str")
+        batch.append(text)
+        size += len(text)
+        if size >= _BATCH_CHARS:
+            yield batch
+            batch, size = [], 0
+    yield batch
 
-    def flush() -> None:
-        nonlocal done
+
+def _read_ahead(batches: Iterator[list[str]], depth: int = 2) -> Iterator[list[str]]:
+    """The batches, read by a thread up to ``depth`` ahead: reading a file (parsing
+    JSON, decoding Parquet, decompressing) overlaps the counting, which releases the
+    GIL. An error while reading is raised here; stopping early stops the thread."""
+    q: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def read() -> None:
+        try:
+            for batch in batches:
+                if not put(("batch", batch)):
+                    return
+        except BaseException as e:  # handed to the consumer, raised there
+            put(("error", e))
+            return
+        put(("end", None))
+
+    thread = threading.Thread(target=read, name="bytepair-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, item = q.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _count_documents(counter, texts: Iterable[str], on_batch, read_ahead: bool = False) -> int:
+    """Sends documents to the core in batches of about ``_BATCH_CHARS``; calls
+    ``on_batch(text bytes so far)`` after each and returns the UTF-8 bytes counted.
+    ``read_ahead``: the documents come from a thread (only for our own file sources:
+    a caller's iterator may not be safe to run on another thread)."""
+    done = 0
+    batches = _batches(texts)
+    for batch in _read_ahead(batches) if read_ahead else batches:
         try:
             counter.add_documents(batch)
         except UnicodeEncodeError:
@@ -193,16 +251,6 @@ def _count_documents(counter, texts: Iterable[str], on_batch) -> int:
         # len() is the UTF-8 length of ASCII text, and isascii() costs nothing.
         done += sum(len(t) if t.isascii() else len(t.encode("utf-8", "replace")) for t in batch)
         on_batch(done)
-
-    for n, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"document #{n} is a {type(text).__name__}, not a str")
-        batch.append(text)
-        size += len(text)
-        if size >= _BATCH_CHARS:
-            flush()
-            batch, size = [], 0
-    flush()
     return done
 
 
@@ -296,7 +344,10 @@ def train(
                 text_bytes += src.size
             else:
                 text_bytes += _count_documents(
-                    counter, src.documents(), lambda _, src=src: bar(src.consumed)
+                    counter,
+                    src.documents(),
+                    lambda _, src=src: bar(src.consumed),
+                    read_ahead=getattr(src, "path", "-") != "-",
                 )
             bar.base += src.size or src.consumed
     corpus.skips.report()
