@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import bytepair
+from bytepair.sources import open_sources
 
 from conftest import DATA, EOT
 
@@ -156,14 +157,18 @@ def documents(corpus) -> list[str]:
 
 @pytest.fixture(scope="module")
 def inputs(documents, tmp_path_factory) -> dict[str, Path]:
-    """The documents as text (joined by EOT) and as JSON Lines."""
+    """The documents as text (joined by EOT), as JSON Lines and as Parquet."""
     import json
 
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     folder = tmp_path_factory.mktemp("encode")
-    txt, jsonl = folder / "docs.txt", folder / "docs.jsonl"
+    txt, jsonl, parquet = folder / "docs.txt", folder / "docs.jsonl", folder / "docs.parquet"
     txt.write_text(EOT.join(documents), encoding="utf-8")
     jsonl.write_text("".join(json.dumps({"text": d}) + "\n" for d in documents), "utf-8")
-    return {"txt": txt, "jsonl": jsonl}
+    pq.write_table(pa.table({"text": documents}), parquet, row_group_size=25)
+    return {"txt": txt, "jsonl": jsonl, "parquet": parquet}
 
 
 def folder_bytes(folder: Path) -> dict[str, bytes]:
@@ -171,8 +176,6 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
 
 
 def shards_of(paths, out: Path, **options) -> dict[str, bytes]:
-    from bytepair.sources import open_sources
-
     corpus = open_sources(paths, special_tokens=[EOT], part_chars=None)
     options = {"shard_tokens": 3000, "progress": False, **options}
     inputs = [{"path": s.name, "bytes": s.size} for s in corpus.sources]
@@ -187,7 +190,7 @@ ENCODE_OPTIONS = [
 ]
 
 
-@pytest.mark.parametrize("kind", ["txt", "jsonl"])
+@pytest.mark.parametrize("kind", ["txt", "jsonl", "parquet"])
 @pytest.mark.parametrize("options", ENCODE_OPTIONS, ids=["plain", "val+shuffle", "val_tokens"])
 def test_ray_encoded_shards_are_the_local_bytes(
     cluster, inputs, kind, options, monkeypatch, tmp_path
@@ -196,7 +199,7 @@ def test_ray_encoded_shards_are_the_local_bytes(
 
     monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)  # many tasks, on both nodes
     monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "7000")  # many batches per task
-    paths = [inputs[kind], inputs["txt"]] if kind == "jsonl" else [inputs[kind]]
+    paths = [inputs[kind], inputs["txt"]] if kind != "txt" else [inputs[kind]]
     local = shards_of(paths, tmp_path / "local", **options)
     connect(cluster)
     try:
@@ -204,6 +207,29 @@ def test_ray_encoded_shards_are_the_local_bytes(
     finally:
         ray.shutdown()
     assert len(local) > 6 and remote == local
+
+
+def test_a_bad_record_in_a_ray_task_names_its_line_in_the_file(
+    cluster, inputs, monkeypatch, tmp_path
+):
+    import bytepair.runners.ray_encode as ray_encode
+
+    monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)
+    bad = tmp_path / "bad.jsonl"
+    lines = inputs["jsonl"].read_text(encoding="utf-8").splitlines(keepends=True)
+    bad.write_text("".join(lines[:300]) + "{oops\n" + "".join(lines[300:]), encoding="utf-8")
+    assert len(ray_encode.units(open_sources([bad], part_chars=None), 20_000)) > 5
+    connect(cluster)
+    try:
+        with pytest.raises(ValueError, match=r"bad.jsonl: line 301: not JSON"):
+            shards_of([bad], tmp_path / "o", engine="ray")
+        with pytest.warns(UserWarning, match=r"skipped 1 bad record.*line 301"):
+            corpus = open_sources([bad], part_chars=None, skip_bad_records=True)
+            bytepair.write_shards(
+                bytepair.get_encoding("gpt2"), corpus, tmp_path / "p", engine="ray", progress=False
+            )
+    finally:
+        ray.shutdown()
 
 
 def test_ray_encoding_cuts_text_files_between_documents(inputs):

@@ -96,3 +96,18 @@ def document_parts(path: str | os.PathLike, separator: str | None, part_bytes: i
                 nominal = max(nominal + part_bytes, start + part_bytes)
     out.append((str(path), start, size))
     return out
+
+
+def row_group_parts(metadata, part_bytes: int) -> list[range]:
+    """A Parquet file's row groups in consecutive runs of about ``part_bytes``
+    (uncompressed), at least one row group each."""
+    out: list[range] = []
+    start = size = 0
+    for i in range(metadata.num_row_groups):
+        size += metadata.row_group(i).total_byte_size
+        if size >= part_bytes:
+            out.append(range(start, i + 1))
+            start, size = i + 1, 0
+    if start < metadata.num_row_groups or not out:
+        out.append(range(start, metadata.num_row_groups))
+    return out

@@ -3,8 +3,9 @@
 
 The corpus is cut into *units* of contiguous documents: a plain text file into byte
 ranges that end right after a document separator (``plan.document_parts``: each range
-holds the whole documents reading the whole file gives), every other file (compressed,
-JSON Lines, Parquet) is one unit. Each unit is encoded by one Ray task, a streaming
+holds the whole documents reading the whole file gives), an uncompressed JSON Lines
+file into ranges of whole lines, a Parquet file into runs of row groups; a compressed
+file is one unit. Each unit is encoded by one Ray task, a streaming
 generator yielding batches: the ids of its documents (in the shard dtype) and, per
 document, its number of tokens, characters and UTF-8 bytes.
 
@@ -67,9 +68,13 @@ def _reading_options(options) -> dict:
 
 
 def units(corpus, part_bytes: int) -> list[tuple]:
-    """The corpus as units of contiguous documents, in order:
-    ``("range", path, start, end, options)`` or ``("file", path, options)``."""
-    from bytepair.runners.plan import document_parts
+    """The corpus as units of contiguous documents, in order: ``(kind, path, part,
+    options)``, kind "text" or "jsonl" with a byte range, "parquet" with a range of row
+    groups, "file" with None (the whole file)."""
+    from bytepair.runners.plan import document_parts, row_group_parts
+    from bytepair.sources.jsonl import JsonlSource
+    from bytepair.sources.parquet import ParquetSource
+    from bytepair.sources.text import TextSource
 
     out: list[tuple] = []
     for src in corpus.sources:
@@ -81,12 +86,28 @@ def units(corpus, part_bytes: int) -> list[tuple]:
             )
         kw = _reading_options(src.options)
         seps = [kw["doc_separator"]] if kw["doc_separator"] else kw["special_tokens"]
-        if getattr(src, "is_plain_file", False) and kw["part_chars"] is None:
+        if isinstance(src, TextSource) and kw["part_chars"] is None and not src.compressed:
             sep = seps[0] if len(seps) == 1 else None
-            out += [("range", p, s, e, kw) for p, s, e in document_parts(path, sep, part_bytes)]
+            parts = [("text", (s, e)) for _, s, e in document_parts(path, sep, part_bytes)]
+        elif isinstance(src, JsonlSource) and not src.compressed:
+            parts = [("jsonl", (s, e)) for _, s, e in document_parts(path, "\n", part_bytes)]
+        elif isinstance(src, ParquetSource):
+            meta = _parquet_metadata(src)
+            parts = [("parquet", r) for r in row_group_parts(meta, part_bytes)] if meta else []
         else:
-            out.append(("file", str(path), kw))
+            parts = []
+        out += [(kind, str(path), part, kw) for kind, part in parts or [("file", None)]]
     return out
+
+
+def _parquet_metadata(src):
+    """The file's metadata, or None if it is not readable (the task will say why)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(src.path).metadata
+    except Exception:  # pyarrow's own ArrowInvalid: reported by the source when read
+        return None
 
 
 def _documents(unit: tuple) -> tuple[Iterator[str], object]:
@@ -94,14 +115,18 @@ def _documents(unit: tuple) -> tuple[Iterator[str], object]:
     from bytepair.sources import open_sources
     from bytepair.sources.text import split_documents
 
-    if unit[0] == "range":
-        _, path, start, end, kw = unit
-        text = read_part(path, start, end, kw["errors"])
+    kind, path, part, kw = unit
+    if kind == "text":
+        text = read_part(path, *part, kw["errors"])
         seps = [kw["doc_separator"]] if kw["doc_separator"] else kw["special_tokens"]
         return split_documents(iter([text]), seps), None
-    corpus = open_sources([unit[1]], **unit[2])
-    docs = (doc for src in corpus.sources for doc in src.documents())
-    return docs, corpus.skips
+    corpus = open_sources([path], **kw)
+    (src,) = corpus.sources
+    if kind == "jsonl":
+        return src.documents_between(*part), corpus.skips
+    if kind == "parquet":
+        return src.documents(row_groups=part), corpus.skips
+    return src.documents(), corpus.skips
 
 
 def _encode_unit(tok, unit: tuple, dtype: str, allowed, disallowed, batch_chars: int):

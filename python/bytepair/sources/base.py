@@ -52,5 +52,16 @@ class FileSource:
         self._done = 0  # bytes read, for sources that read without a ByteStream
 
     @property
+    def compressed(self) -> bool:
+        """A compressed file (by content); stdin counts as compressed: it cannot be
+        cut into byte ranges either."""
+        if self.path == "-":
+            return True
+        from bytepair.sources._stream import ByteStream
+
+        with open(self.path, "rb") as f:
+            return ByteStream(f, self.name).compression is not None
+
+    @property
     def consumed(self) -> int:
         return self._stream.consumed if self._stream is not None else self._done

@@ -30,21 +30,48 @@ def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 class JsonlSource(FileSource):
     def documents(self) -> Iterator[str]:
-        path, skips = self.options.field_path, self.options.skips
         with open(self.path, "rb") as f:
             self._stream = ByteStream(f, self.name)
-            for line_no, line in enumerate(_lines(self._stream.chunks()), 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except (ValueError, UnicodeDecodeError) as e:
-                    why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else f"not JSON ({e})"
-                    if line_no == 1 and line.lstrip().startswith(b"["):
-                        why += "; a JSON array is not JSON Lines (one object per line)"
-                    skips.bad(self.name, f"line {line_no}", why)
-                    continue
-                try:
-                    yield text_of(record, path)
-                except BadRecord as e:
-                    skips.bad(self.name, f"line {line_no}", str(e))
+            yield from self._records(_lines(self._stream.chunks()), 0)
+
+    def documents_between(self, start: int, end: int) -> Iterator[str]:
+        """The records of the lines in bytes ``[start, end)`` of an uncompressed file,
+        ``start`` at the beginning of a line (a part read by one Ray task)."""
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            data = f.read(end - start)
+        yield from self._records(iter(data.split(b"\n")), lambda: _newlines(self.path, start))
+
+    def _records(self, lines: Iterator[bytes], lines_before) -> Iterator[str]:
+        """The documents of ``lines``; ``lines_before`` (a number, or a function
+        computing it only when an error needs it) numbers them in the file."""
+        path, skips = self.options.field_path, self.options.skips
+
+        def where(n: int) -> str:
+            return f"line {n + (lines_before if isinstance(lines_before, int) else lines_before())}"
+
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (ValueError, UnicodeDecodeError) as e:
+                why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else f"not JSON ({e})"
+                if where(n) == "line 1" and line.lstrip().startswith(b"["):
+                    why += "; a JSON array is not JSON Lines (one object per line)"
+                skips.bad(self.name, where(n), why)
+                continue
+            try:
+                yield text_of(record, path)
+            except BadRecord as e:
+                skips.bad(self.name, where(n), str(e))
+
+
+def _newlines(path, end: int) -> int:
+    """How many lines end before byte ``end`` of a file."""
+    n = 0
+    with open(path, "rb") as f:
+        while end > 0 and (data := f.read(min(end, 1 << 24))):
+            n += data.count(b"\n")
+            end -= len(data)
+    return n

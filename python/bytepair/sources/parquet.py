@@ -32,7 +32,8 @@ def batch_rows(metadata) -> int:
 
 
 class ParquetSource(FileSource):
-    def documents(self) -> Iterator[str]:
+    def documents(self, row_groups: range | None = None) -> Iterator[str]:
+        """The documents, of the whole file or of some row groups (a Ray task's part)."""
         pq = require("pyarrow.parquet", "reading Parquet files")
         try:
             pf = pq.ParquetFile(self.path)
@@ -45,9 +46,14 @@ class ParquetSource(FileSource):
                 f"{self.name}: no column {path[0]!r}; its columns: {', '.join(columns)} "
                 "(choose one with text_field= / --text-field)"
             )
-        row = 0
+        meta = pf.metadata
+        groups = range(meta.num_row_groups) if row_groups is None else row_groups
+        row = sum(meta.row_group(i).num_rows for i in range(groups.start))
         batches = pf.iter_batches(
-            batch_size=batch_rows(pf.metadata), columns=[path[0]], use_threads=False
+            batch_size=batch_rows(meta),
+            row_groups=list(groups),
+            columns=[path[0]],
+            use_threads=False,
         )
         for batch in batches:
             for value in batch.column(0).to_pylist():

@@ -96,10 +96,7 @@ class TextSource(FileSource):
     @property
     def is_plain_file(self) -> bool:
         """An uncompressed file: the Rust core can read it itself, in blocks."""
-        if self.path == "-":
-            return False
-        with open(self.path, "rb") as f:
-            return ByteStream(f, self.name).compression is None
+        return not self.compressed
 
     def text_chunks(self) -> Iterator[str]:
         """The whole text in pieces, separators included (what ``count`` reads)."""
