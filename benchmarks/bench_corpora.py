@@ -115,7 +115,9 @@ def measure(task: str, path: Path, out: Path | None, engine: str, address: str |
         text=True,
     )
     result = json.loads(r.stdout.strip().splitlines()[-1])
-    size = path.stat().st_size
+    # MB of text (the same documents as c.txt), whatever the input's format
+    text = path.with_name("c.txt")
+    size = (text if text.exists() else path).stat().st_size
     result.update(
         task=task,
         input=path.name,
@@ -162,7 +164,9 @@ def main() -> None:
         r = measure(args.cmd, args.input, out, args.engine, args.ray_address)
         print(json.dumps(r), flush=True)
         return
-    print("| task | input | engine | MB | s | MB/s | peak RSS MiB | load 1 min | merges / tokens |")
+    print(
+        "| task | input | engine | text MB | s | MB/s | peak RSS MiB | load 1 min | merges / tokens |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     engines = ["local"] + (["ray"] if args.ray_address else [])
     shards = args.input / "shards"
