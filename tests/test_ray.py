@@ -263,12 +263,16 @@ class Interrupt(Exception):
     pass
 
 
-def test_an_interrupted_ray_run_resumes_to_the_same_bytes(cluster, inputs, monkeypatch, tmp_path):
+@pytest.mark.parametrize(
+    "options", [{"val_fraction": 0.2, "shuffle_docs": 1}, {"val_fraction": 0.2}]
+)
+def test_an_interrupted_ray_run_resumes_to_the_same_bytes(
+    cluster, inputs, options, monkeypatch, tmp_path
+):
     import bytepair.runners.ray_encode as ray_encode
 
     monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)
     monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "5000")
-    options = {"val_fraction": 0.2, "shuffle_docs": 1}
     clean = shards_of([inputs["txt"]], tmp_path / "clean", **options)
 
     def stop_at(k):
@@ -299,6 +303,31 @@ def test_an_interrupted_ray_run_resumes_to_the_same_bytes(cluster, inputs, monke
         folder_bytes(tmp_path / "cli").keys()
         == shards_of([inputs["txt"]], tmp_path / "cli-local").keys()
     )
+
+
+def test_a_resumed_ray_run_only_counts_the_parts_before_its_resume_point(
+    cluster, inputs, monkeypatch
+):
+    import bytepair.runners.ray_encode as ray_encode
+
+    tok = bytepair.get_encoding("gpt2")
+    corpus = open_sources([inputs["txt"]], special_tokens=[EOT], part_chars=None)
+    options = {"dtype": "<u2", "allowed": set(), "disallowed": (), "batch_chars": 5000}
+    options["part_bytes"] = 20_000
+    connect(cluster)
+    try:
+        whole = list(ray_encode.encoded_documents(tok, corpus, **options))
+        resumed = list(ray_encode.encoded_documents(tok, corpus, skip_docs=250, **options))
+    finally:
+        ray.shutdown()
+    assert len(resumed) == len(whole) == 400
+    encoded = [bool(len(d.ids)) or not len(w.ids) for d, w in zip(resumed, whole)]
+    boundary = encoded.index(True)  # the first document of the unit holding document 250
+    assert 150 < boundary <= 250 and all(encoded[boundary:])
+    assert all(
+        d.ids.tolist() == w.ids.tolist() for d, w in zip(resumed[boundary:], whole[boundary:])
+    )
+    assert sum(d.nbytes for d in resumed) == sum(w.nbytes for w in whole)
 
 
 def test_ray_encoding_takes_files_not_iterables(tmp_path):

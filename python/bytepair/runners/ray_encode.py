@@ -159,6 +159,27 @@ def _encode_unit(tok, unit: tuple, dtype: str, allowed, disallowed, batch_chars:
         yield ("skips", skips.counts, skips.first)
 
 
+def _count_unit(unit: tuple) -> tuple:
+    """One task: a unit's number of documents and UTF-8 bytes, not encoded (what a
+    resumed run needs of the units before its resume point), and its bad records."""
+    from bytepair.shards.writer import _utf8_len
+
+    docs, skips = _documents(unit)
+    n = nbytes = 0
+    for doc in docs:
+        n += 1
+        nbytes += _utf8_len(doc)
+    return n, nbytes, ("skips", skips.counts, skips.first) if skips is not None else None
+
+
+def _add_skips(corpus, item: tuple | None) -> None:
+    """Bad records a task skipped (``("skips", counts, first)``), counted for the report."""
+    if item is not None:
+        for name, n in item[1].items():
+            corpus.skips.counts[name] = corpus.skips.counts.get(name, 0) + n
+        corpus.skips.first.extend(item[2][: 3 - len(corpus.skips.first)])
+
+
 def encoded_documents(
     tok,
     corpus,
@@ -169,38 +190,57 @@ def encoded_documents(
     batch_chars: int,
     address: str | None = None,
     part_bytes: int | None = None,
+    skip_docs: int = 0,
 ) -> Iterator[Encoded]:
     """The corpus's documents, encoded on Ray, in corpus order (bad records skipped in
-    tasks are reported here once all are read)."""
-    todo = iter(units(corpus, part_bytes or PART_BYTES))
+    tasks are reported here once all are read).
+
+    ``skip_docs``: the writer will drop the first documents (a resumed run, without
+    shuffling): units lying wholly before that point are only counted, by tasks that
+    do not encode, and their documents come as empty placeholders."""
+    todo = units(corpus, part_bytes or PART_BYTES)
     with connected(address) as ray:
+        counted: list = [None] * len(todo)
+        if skip_docs:
+            count_task = ray.remote(**task_options())(_count_unit)
+            counts = _get(ray, [count_task.remote(unit) for unit in todo])
+            first = 0
+            for k, (n, nbytes, skips) in enumerate(counts):
+                if first + n > skip_docs:
+                    break
+                counted[k] = (n, nbytes, skips)
+                first += n
         task = ray.remote(**task_options())(_encode_unit).options(
             num_returns="streaming", _generator_backpressure_num_objects=BACKPRESSURE
         )
         tok_ref = ray.put(tok)
         running: deque = deque()
+        pending = iter(range(len(todo)))
 
         def submit() -> None:
-            unit = next(todo, None)
-            if unit is not None:
-                args = (tok_ref, unit, dtype, allowed, disallowed, batch_chars)
+            k = next(pending, None)
+            if k is not None and counted[k] is None:
+                args = (tok_ref, todo[k], dtype, allowed, disallowed, batch_chars)
                 running.append(task.remote(*args))
+            elif k is not None:
+                running.append(counted[k])
 
         for _ in range(int(ray.cluster_resources().get("CPU", 1)) + 1):
             submit()
         while running:
             results = running.popleft()
             submit()
+            if isinstance(results, tuple):  # counted, not encoded: placeholders
+                n, nbytes, skips = results
+                _add_skips(corpus, skips)
+                empty = np.zeros(0, dtype)
+                yield from (Encoded(empty, 0, nbytes if j == 0 else 0) for j in range(n))
+                continue
             for ref in results:
-                try:
-                    item = ray.get(ref)
-                except ray.exceptions.RayTaskError as e:
-                    raise _cause(e) from None
+                item = _get(ray, ref)
                 del ref
                 if isinstance(item[0], str):  # ("skips", counts, first)
-                    for name, n in item[1].items():
-                        corpus.skips.counts[name] = corpus.skips.counts.get(name, 0) + n
-                    corpus.skips.first.extend(item[2][: 3 - len(corpus.skips.first)])
+                    _add_skips(corpus, item)
                     continue
                 ids, tokens, chars, nbytes = item
                 ends = np.cumsum(tokens).tolist()
@@ -209,3 +249,11 @@ def encoded_documents(
                 for s, e, c, b in zip(starts, ends, chars.tolist(), nbytes.tolist()):
                     yield Encoded(ids[s:e].copy(), c, b)
     corpus.skips.report()
+
+
+def _get(ray, refs):
+    """``ray.get``, raising a task's error as it reads locally."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as e:
+        raise _cause(e) from None

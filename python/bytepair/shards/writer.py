@@ -398,6 +398,8 @@ def write_shards(
                 disallowed=disallowed,
                 batch_chars=batch_chars,
                 address=ray_address,
+                # Shuffled, the documents before the resume point are not a prefix.
+                skip_docs=saved["resume_doc"] if saved and shuffle_docs is None else 0,
             )
         )
         encode_batch, size_of = ray_encode.joined, lambda doc: doc.nbytes
