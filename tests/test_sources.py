@@ -189,6 +189,32 @@ def test_training_on_long_streamed_text_cut_in_parts_equals_the_whole(tmp_path, 
     assert bytepair.train(packed, 500, progress=False).merges == expected.merges
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_long_records_are_counted_in_parts_with_the_merges_of_the_whole(
+    kind, tmp_path, monkeypatch
+):
+    from bytepair.sources.text import in_parts
+
+    text = (DATA / "corpus.en").read_text("utf-8")
+    docs = [text, text[:5000]]  # one long record
+    path = tmp_path / f"c.{kind}"
+    if kind == "jsonl":
+        path.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), "utf-8")
+    else:
+        write_parquet(path, {"text": docs})
+    expected = bytepair.train_from_iterator(docs, 500, progress=False)
+    monkeypatch.setattr(training, "_PART_CHARS", 3000)
+    assert len(list(in_parts(text, 3000))) > 10
+    assert bytepair.train(path, 500, progress=False).merges == expected.merges
+    # Encoding (part_chars=None) keeps records whole; so do custom patterns.
+    assert list(open_sources([path], part_chars=None)) == docs
+    custom = bytepair.train(path, 300, pattern=r"\w+|\W", progress=False)
+    assert (
+        custom.merges
+        == bytepair.train_from_iterator(docs, 300, pattern=r"\w+|\W", progress=False).merges
+    )
+
+
 def test_compression_is_detected_by_content_not_by_suffix(tmp_path):
     path = tmp_path / "looks-plain.txt"
     path.write_bytes(gzip.compress(b"hello<|endoftext|>world"))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from bytepair import _core
 from bytepair._progress import Progress, check_progress
-from bytepair.patterns import PATTERNS, resolve_pattern
+from bytepair.patterns import resolve_pattern
 from bytepair.runners import check_engine
 from bytepair.shards.one_file import _block_kwargs
 from bytepair.sources import is_dataset, open_sources
@@ -236,6 +236,14 @@ def _read_ahead(batches: Iterator[list[str]], depth: int = 2) -> Iterator[list[s
         thread.join()
 
 
+def _part_chars(opts) -> int | None:
+    """How long documents may grow before they are counted in parts: cut only where the
+    built-in patterns allow, and never inside a special token (sources/text.py)."""
+    from bytepair.runners.plan import can_cut
+
+    return _PART_CHARS if can_cut(opts.pattern, opts.specials) else None
+
+
 def _count_documents(counter, texts: Iterable[str], on_batch, read_ahead: bool = False) -> int:
     """Sends documents to the core in batches of about ``_BATCH_CHARS``; calls
     ``on_batch(text bytes so far)`` after each and returns the UTF-8 bytes counted.
@@ -327,8 +335,7 @@ def train(
         special_tokens=opts.specials,
         skip_bad_records=skip_bad_records,
         errors=errors,
-        # Long texts are cut only where the built-in patterns allow (sources/text.py).
-        part_chars=_PART_CHARS if opts.pattern in PATTERNS.values() else None,
+        part_chars=_part_chars(opts),
     )
     if not corpus.sources:
         raise ValueError("no training inputs given")
@@ -379,7 +386,11 @@ def _train_on_ray(corpus, opts, errors, address, text_field, glob, skip_bad_reco
             opts.pattern,
             opts.specials,
             errors=errors,
-            source_options={"text_field": text_field, "skip_bad_records": skip_bad_records},
+            source_options={
+                "text_field": text_field,
+                "skip_bad_records": skip_bad_records,
+                "part_chars": _part_chars(opts),
+            },
             address=address,
             progress=bar.hook(),
         )

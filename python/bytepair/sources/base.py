@@ -18,8 +18,9 @@ class Options:
     doc_separator: str | None = None
     special_tokens: tuple[str, ...] = ()
     errors: str = "strict"
-    # Text documents longer than this are yielded in parts cut where the built-in
-    # patterns cannot continue a pre-token (see text.py); None: never cut.
+    # Documents (text, JSON Lines and Parquet records) longer than this are yielded in
+    # parts cut where the built-in patterns cannot continue a pre-token (see text.py):
+    # training counts the parts on all cores; None: never cut (encoding, custom patterns).
     part_chars: int | None = 1 << 20
     skips: Skips = field(default_factory=lambda: Skips(skip=False))
 

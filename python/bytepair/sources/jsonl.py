@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from bytepair.sources._records import BadRecord, text_of
 from bytepair.sources._stream import ByteStream
 from bytepair.sources.base import FileSource
+from bytepair.sources.text import in_parts
 
 SUFFIXES = (".jsonl", ".json", ".ndjson")
 
@@ -62,9 +63,11 @@ class JsonlSource(FileSource):
                 skips.bad(self.name, where(n), why)
                 continue
             try:
-                yield text_of(record, path)
+                text = text_of(record, path)
             except BadRecord as e:
                 skips.bad(self.name, where(n), str(e))
+                continue
+            yield from in_parts(text, self.options.part_chars)
 
 
 def _newlines(path, end: int) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from bytepair.sources._extras import require
 from bytepair.sources._records import BadRecord, text_of
 from bytepair.sources.base import FileSource
+from bytepair.sources.text import in_parts
 
 SUFFIXES = (".parquet", ".pq")
 _BATCH_ROWS = 4096
@@ -59,8 +60,10 @@ class ParquetSource(FileSource):
             for value in batch.column(0).to_pylist():
                 row += 1
                 try:
-                    yield text_of({path[0]: value}, path)
+                    text = text_of({path[0]: value}, path)
                 except BadRecord as e:
                     skips.bad(self.name, f"row {row}", str(e))
+                    continue
+                yield from in_parts(text, self.options.part_chars)
             # Progress: the file's size times the share of its rows read so far.
             self._done = self.size * row // max(pf.metadata.num_rows, 1)

@@ -42,6 +42,30 @@ def last_cut(text: str) -> int:
     return 0
 
 
+def in_parts(doc: str, part_chars: int | None) -> Iterator[str]:
+    """A whole document, longer than ``part_chars``, in parts of about that many
+    characters cut at ``last_cut`` points (what record sources do with long records);
+    a stretch with no cut point stays whole.
+
+    >>> list(in_parts("One.\\nTwo.\\nThree.", 6))
+    ['One.\\n', 'Two.\\n', 'Three.']
+    """
+    if part_chars is None or len(doc) <= part_chars:
+        yield doc
+        return
+    start, window = 0, part_chars
+    while len(doc) - start > part_chars:
+        cut = last_cut(doc[start : start + window])
+        if not cut:
+            if start + window >= len(doc):
+                break
+            window *= 2  # no cut in this stretch: look at twice as much
+            continue
+        yield doc[start : start + cut]
+        start, window = start + cut, part_chars
+    yield doc[start:]
+
+
 def split_documents(
     texts: Iterator[str], separators: list[str], part_chars: int | None = None
 ) -> Iterator[str]:
