@@ -49,7 +49,9 @@ else:
     m = bytepair.write_shards(bytepair.get_encoding("cl100k_base"), corpus, out,
                               progress=False, engine=engine, ray_address=address,
                               inputs=[{"path": s.name, "bytes": s.size} for s in corpus.sources])
-    extra = {"tokens": sum(s["tokens"] for s in m["splits"].values())}
+    shards = json.dumps(m["shards"], sort_keys=True).encode()  # names, sizes, sha256s
+    extra = {"tokens": sum(s["tokens"] for s in m["splits"].values()),
+             "shards": hashlib.sha256(shards).hexdigest()[:16]}
 secs = time.perf_counter() - start
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"seconds": secs, "peak_rss": rss, **extra}))
@@ -132,7 +134,7 @@ def measure(task: str, path: Path, out: Path | None, engine: str, address: str |
 
 
 def row(r: dict) -> str:
-    what = r.get("merges") or f"{r['tokens']:,} tokens"
+    what = r.get("merges") or f"{r['tokens']:,} tokens, shards {r.get('shards', '?')}"
     return (
         f"| {r['task']} | {r['input']} | {r['engine']} | {r['mb']:,.0f} | {r['seconds']:.1f} | "
         f"{r['mb_per_s']:.1f} | {r['peak_rss'] / 2**20:,.0f} | {r['load'][0]} → {r['load'][1]} | "
@@ -165,7 +167,7 @@ def main() -> None:
         print(json.dumps(r), flush=True)
         return
     print(
-        "| task | input | engine | text MB | s | MB/s | peak RSS MiB | load 1 min | merges / tokens |"
+        "| task | input | engine | text MB | s | MB/s | peak RSS MiB | load 1 min | merges / tokens, shards |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     engines = ["local"] + (["ray"] if args.ray_address else [])

@@ -17,6 +17,10 @@ with tokens not yet in a finished shard, with the split's token and document cou
 before it. A rerun re-streams the documents, skips (without encoding) each document
 before its split's resume point, drops the tokens that finished shards already hold,
 and so writes the same bytes an uninterrupted run would.
+
+With ``engine="ray"`` the documents arrive already encoded, in order, from Ray tasks
+(``bytepair.runners.ray_encode``); everything above happens here as it does locally,
+so the folder is the same.
 """
 
 from __future__ import annotations
@@ -303,6 +307,8 @@ def write_shards(
 
     check_progress(progress)
     check_engine(engine)
+    if engine == "ray":
+        _corpus_of_files(documents)
     if format not in ("bin", "npy"):
         raise ValueError(f"format must be 'bin' or 'npy', not {format!r}")
     if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
@@ -392,7 +398,7 @@ def write_shards(
         documents = contextlib.closing(
             ray_encode.encoded_documents(
                 tok,
-                _corpus_of_files(documents),
+                documents,
                 dtype=dtype,
                 allowed=allowed,
                 disallowed=disallowed,
