@@ -362,10 +362,10 @@ def test_parquet_batches_hold_about_a_fixed_amount_of_text_never_past_a_row_grou
     path = tmp_path / "c.parquet"
     rows = [" ".join(map(str, range(i, i + 250))) for i in range(40)]  # ~1 KB each
     write_parquet(path, {"text": rows}, row_group_size=16)
-    meta = pq.ParquetFile(path).metadata
-    assert parquet.batch_rows(meta) == 16  # a row group: small rows
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    assert parquet.batch_rows(group) == 16  # a row group: small rows
     monkeypatch.setattr(parquet, "_BATCH_BYTES", 5000)
-    assert 2 <= parquet.batch_rows(meta) <= 8  # long rows: a few per batch
+    assert 2 <= parquet.batch_rows(group) <= 8  # long rows: a few per batch
     assert list(open_sources([path])) == rows
 
 
