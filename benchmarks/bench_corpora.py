@@ -112,10 +112,11 @@ def measure(task: str, path: Path, out: Path | None, engine: str, address: str |
     before = os.getloadavg()[0]
     r = subprocess.run(
         [sys.executable, "-c", CHILD, task, str(path), str(out or ""), engine, address or ""],
-        check=True,
         capture_output=True,
         text=True,
     )
+    if r.returncode:
+        sys.exit(f"{task} {path} ({engine}) failed:\n{r.stderr[-3000:]}")
     result = json.loads(r.stdout.strip().splitlines()[-1])
     # MB of text (the same documents as c.txt), whatever the input's format
     text = path.with_name("c.txt")
