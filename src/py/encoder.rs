@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
 use rustc_hash::FxHashMap;
 
-use super::errors::{batch_error, encode_error, read_error, tiktoken_error, value_error};
+use super::errors::{batch_error, encode_error, load_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::bpe::Encoder as CoreEncoder;
 use crate::io::batch::{encode_each, encode_flat, put_le, Specials};
@@ -151,18 +151,20 @@ impl Encoder {
             .map_err(value_error)
     }
 
-    /// An encoder straight from the bytes of a `.tiktoken` file (see
-    /// `io::tiktoken::load`).
+    /// An encoder straight from the bytes of a `.tiktoken` file, and the special
+    /// tokens' ids in the order given (`io::tiktoken::load`): `special_tokens` are
+    /// `(token, id or None)` pairs; a fault is a ValueError naming `path`.
     #[staticmethod]
     fn from_tiktoken(
         py: Python<'_>,
         data: &[u8],
-        special_tokens: FxHashMap<String, u32>,
+        path: &str,
+        special_tokens: Vec<(String, Option<u32>)>,
         pattern: Option<&str>,
-    ) -> PyResult<Self> {
-        py.detach(|| crate::io::tiktoken::load(data, special_tokens, pattern))
-            .map(Self::wrap)
-            .map_err(|e| tiktoken_error(py, e))
+    ) -> PyResult<(Self, Vec<(String, u32)>)> {
+        py.detach(|| crate::io::tiktoken::load(data, &special_tokens, pattern))
+            .map(|(core, specials)| (Self::wrap(core), specials))
+            .map_err(|e| load_error(py, path, e))
     }
 
     /// Every token, special tokens included: {id: bytes} in id order.
