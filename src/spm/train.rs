@@ -290,7 +290,7 @@ impl std::fmt::Display for TrainError {
 
 impl std::error::Error for TrainError {}
 
-/// What training reports as it goes: bytes read, then pieces learned.
+/// What training reports as it goes: bytes read so far, then pieces learned so far.
 pub trait TrainProgress: Sync {
     fn bytes_read(&self, _n: u64) -> bool {
         true
@@ -346,6 +346,7 @@ fn count_words(
         .map_err(|e| TrainError::Invalid(format!("cannot start threads: {e}")))?;
     let mut total = Counts::default();
     let mut taken: u64 = 0;
+    let mut read: u64 = 0;
     let limit = opts.input_sentence_size;
     let stop = AtomicBool::new(false);
     for path in paths {
@@ -380,7 +381,8 @@ fn count_words(
                         merge_counts(&mut total, map);
                     }
                 }
-                if !progress.bytes_read(text.len() as u64) {
+                read += text.len() as u64;
+            if !progress.bytes_read(read) {
                     stop.store(true, Ordering::Relaxed);
                     return Err(ReadError::Interrupted);
                 }
@@ -440,8 +442,7 @@ fn whitespace_spec(opts: &TrainOptions) -> NormalizerSpec {
 }
 
 /// The alphabet: characters by count (descending, then code point) until
-/// `character_coverage` of all characters is covered; the boundary `\t` counts
-/// toward coverage but is never a piece.
+/// `character_coverage` of all characters is covered.
 fn alphabet(words: &Counts, coverage: f32) -> Vec<(char, u64)> {
     let mut chars: FxHashMap<char, u64> = FxHashMap::default();
     let mut all: u64 = 0;
@@ -465,9 +466,9 @@ fn alphabet(words: &Counts, coverage: f32) -> Vec<(char, u64)> {
             break;
         }
         covered += n;
-        if c != BOUNDARY_CHAR {
-            required.push((c, n));
-        }
+        // sentencepiece 0.2.3 keeps the boundary `\t` too (a piece of its own
+        // that never merges); its older sources skipped it.
+        required.push((c, n));
     }
     required
 }
