@@ -9,7 +9,7 @@
 //! 1. lines: empty ones, ones longer than `max_sentence_length` bytes and ones
 //!    holding `▅` (its own marker for unknown characters) are skipped;
 //! 2. normalize each line; the text of every reserved piece (`<unk>`, `<s>`, byte
-//!    pieces, control and user-defined symbols) becomes a boundary (`\t`);
+//!    pieces, control and user-defined symbols) becomes a boundary (U+001F);
 //! 3. split at `▁` into words (or keep whole lines, `split_by_whitespace=false`);
 //! 4. the alphabet: the most frequent characters until `character_coverage` of
 //!    all characters is covered; the others become `▅`, never part of a piece;
@@ -232,7 +232,7 @@ impl WordCounter<'_> {
     }
 }
 
-/// Every reserved piece's text in `text` becomes the boundary `\t` (leftmost,
+/// Every reserved piece's text in `text` becomes the boundary (leftmost,
 /// longest first, as sentencepiece's `PrefixMatcher::GlobalReplace`).
 fn replace_all(m: &PrefixMatcher, text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -382,7 +382,7 @@ fn count_words(
                     }
                 }
                 read += text.len() as u64;
-            if !progress.bytes_read(read) {
+                if !progress.bytes_read(read) {
                     stop.store(true, Ordering::Relaxed);
                     return Err(ReadError::Interrupted);
                 }
@@ -442,7 +442,8 @@ fn whitespace_spec(opts: &TrainOptions) -> NormalizerSpec {
 }
 
 /// The alphabet: characters by count (descending, then code point) until
-/// `character_coverage` of all characters is covered.
+/// `character_coverage` of all characters is covered; the boundary counts toward
+/// coverage but is never a piece.
 fn alphabet(words: &Counts, coverage: f32) -> Vec<(char, u64)> {
     let mut chars: FxHashMap<char, u64> = FxHashMap::default();
     let mut all: u64 = 0;
@@ -466,9 +467,9 @@ fn alphabet(words: &Counts, coverage: f32) -> Vec<(char, u64)> {
             break;
         }
         covered += n;
-        // sentencepiece 0.2.3 keeps the boundary `\t` too (a piece of its own
-        // that never merges); its older sources skipped it.
-        required.push((c, n));
+        if c != BOUNDARY_CHAR {
+            required.push((c, n));
+        }
     }
     required
 }
@@ -621,7 +622,7 @@ mod tests {
     #[test]
     fn reserved_pieces_become_boundaries() {
         let m = PrefixMatcher::new(&["<s>", "<sep>"]).unwrap();
-        assert_eq!(replace_all(&m, "a<sep>b<s>"), "a\tb\t");
+        assert_eq!(replace_all(&m, "a<sep>b<s>"), "a\u{1f}b\u{1f}");
     }
 
     #[test]

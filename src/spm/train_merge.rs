@@ -36,8 +36,9 @@ use unicode_script::{Script, UnicodeScript};
 pub const SPACE: char = '\u{2581}';
 /// What sentencepiece's trainer writes for characters outside the alphabet.
 pub const UNK_CHAR: char = '\u{2585}';
-/// What user-defined and control symbols become in training text: a boundary.
-pub const BOUNDARY_CHAR: char = '\t';
+/// What reserved pieces' text becomes in training text: a boundary (U+001F, the
+/// unit separator, in sentencepiece 0.2.3; older releases used `\t`).
+pub const BOUNDARY_CHAR: char = '\u{1f}';
 
 const REMOVED: u32 = u32::MAX;
 const NO_SYMBOL: u32 = u32::MAX;
