@@ -17,6 +17,7 @@
 //!    pieces, then the alphabet by frequency; a piece's score is minus its rank.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -204,7 +205,7 @@ impl WordCounter<'_> {
             return false;
         }
         let mut text = self.normalizer.normalize(line);
-        if let Some(m) = &self.reserved {
+        if let Some(m) = self.reserved.as_ref().filter(|m| m.find(&text).is_some()) {
             text = replace_all(m, &text);
         }
         if text.is_empty() {
@@ -345,6 +346,9 @@ fn count_words(
         .build()
         .map_err(|e| TrainError::Invalid(format!("cannot start threads: {e}")))?;
     let mut total = Counts::default();
+    let per_thread: Vec<Mutex<Counts>> = (0..pool.current_num_threads())
+        .map(|_| Mutex::new(Counts::default()))
+        .collect();
     let mut taken: u64 = 0;
     let mut read: u64 = 0;
     let limit = opts.input_sentence_size;
@@ -366,20 +370,16 @@ fn count_words(
                         taken += u64::from(counter.add_line(line, &mut total));
                     }
                 } else {
+                    // Each thread counts into its own table, merged once at the end.
                     let parts = split_at_lines(text, pool.current_num_threads() * 4);
-                    let maps: Vec<Counts> = pool.install(|| {
-                        parts
-                            .par_iter()
-                            .map(|part| {
-                                let mut c = Counts::default();
-                                counter.add_text(part, &mut c);
-                                c
-                            })
-                            .collect()
+                    pool.install(|| {
+                        parts.par_iter().for_each(|part| {
+                            let i = rayon::current_thread_index().unwrap_or(0);
+                            let mut counts =
+                                per_thread[i].lock().unwrap_or_else(|e| e.into_inner());
+                            counter.add_text(part, &mut counts);
+                        })
                     });
-                    for map in maps {
-                        merge_counts(&mut total, map);
-                    }
                 }
                 read += text.len() as u64;
                 if !progress.bytes_read(read) {
@@ -400,6 +400,12 @@ fn count_words(
                 })
             }
         }
+    }
+    for counts in per_thread {
+        merge_counts(
+            &mut total,
+            counts.into_inner().unwrap_or_else(|e| e.into_inner()),
+        );
     }
     Ok(total)
 }

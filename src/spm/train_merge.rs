@@ -148,6 +148,8 @@ struct Symbol {
     positions: Vec<u64>,
     in_cache: bool,
     active: bool,
+    /// Already in `dirty`.
+    queued: bool,
 }
 
 impl Symbol {
@@ -303,6 +305,7 @@ impl<'v> Trainer<'v> {
             positions: Vec::new(),
             in_cache: true,
             active: false,
+            queued: false,
         });
         self.cache_len += 1;
         id
@@ -344,7 +347,10 @@ impl<'v> Trainer<'v> {
             let s = &mut self.symbols[id as usize];
             s.active = true;
             s.positions.push(encode_pos(w, l, r));
-            self.dirty.push(id);
+            if !s.queued {
+                s.queued = true;
+                self.dirty.push(id);
+            }
         }
     }
 
@@ -352,9 +358,13 @@ impl<'v> Trainer<'v> {
     fn reset_pair(&mut self, w: usize, l: usize, r: usize, best: u32) {
         let (a, b) = (self.words.at(w, l), self.words.at(w, r));
         if let Some(id) = self.pair_symbol(a, b) {
+            let s = &mut self.symbols[id as usize];
             if id != best {
-                self.symbols[id as usize].freq = 0;
-                self.dirty.push(id);
+                s.freq = 0;
+                if !s.queued {
+                    s.queued = true;
+                    self.dirty.push(id);
+                }
             }
         }
     }
@@ -407,23 +417,52 @@ impl<'v> Trainer<'v> {
         }
         let by_ratio = (self.cache_len as f32 * ACTIVE_RATIO) as usize;
         let size = MIN_ACTIVE.max(by_ratio).min(live.len());
-        let mut entries: Vec<Entry> = live.iter().map(|&id| self.entry(id)).collect();
-        if size < entries.len() && size > 0 {
-            entries.select_nth_unstable_by(size - 1, |x, y| y.cmp(x));
-            entries.truncate(size);
+        let chosen = self.most_frequent(live, size);
+        for &id in &self.dirty {
+            self.symbols[id as usize].queued = false;
         }
         self.dirty.clear();
-        for e in &entries {
-            self.symbols[e.3 .0 as usize].active = true;
+        let entries: Vec<Entry> = chosen.iter().map(|&id| self.entry(id)).collect();
+        for &id in &chosen {
+            self.symbols[id as usize].active = true;
         }
         self.heap = BinaryHeap::from(entries);
+    }
+
+    /// The `size` most frequent of `live`; among equal counts at the cut, the
+    /// shorter, smaller, older.
+    fn most_frequent(&self, mut live: Vec<u32>, size: usize) -> Vec<u32> {
+        if size >= live.len() {
+            return live;
+        }
+        if size == 0 {
+            return Vec::new();
+        }
+        let freq = |id: &u32| self.symbols[*id as usize].freq;
+        live.select_nth_unstable_by(size - 1, |a, b| freq(b).cmp(&freq(a)));
+        let cut = freq(&live[size - 1]);
+        let (mut chosen, rest): (Vec<u32>, Vec<u32>) =
+            live.into_iter().partition(|id| freq(id) > cut);
+        let mut ties: Vec<u32> = rest.into_iter().filter(|id| freq(id) == cut).collect();
+        let need = size - chosen.len();
+        if need < ties.len() {
+            let key = |id: &u32| {
+                let s = &self.symbols[*id as usize];
+                (s.chars, s.text.clone(), *id)
+            };
+            ties.select_nth_unstable_by_key(need - 1, key);
+            ties.truncate(need);
+        }
+        chosen.extend(ties);
+        chosen
     }
 
     /// The best active pair, if any.
     fn pop_best(&mut self) -> Option<u32> {
         let dirty = std::mem::take(&mut self.dirty);
         for &id in &dirty {
-            let s = &self.symbols[id as usize];
+            let s = &mut self.symbols[id as usize];
+            s.queued = false;
             if s.active && s.in_cache {
                 self.compute_freq(id);
                 let e = self.entry(id);
