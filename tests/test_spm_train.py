@@ -208,3 +208,15 @@ def test_options_out_of_sentencepieces_ranges_are_refused():
         bytepair.train_sentencepiece(CORPUS, 100, normalization="nfd")
     with pytest.raises(ValueError, match="unk_id"):
         bytepair.train_sentencepiece(CORPUS, 1000, normalization="identity", unk_id=-1)
+
+
+def test_the_cli_trains_a_sentencepiece_model(tmp_path):
+    from bytepair.cli import main
+
+    out = tmp_path / "m.model"
+    main(
+        ["train", "--model", "sentencepiece", "--normalization", "identity", "--vocab-size", "800"]
+        + ["-o", str(out), "-q", str(CORPUS)]
+    )
+    expected = bytepair.train_sentencepiece(CORPUS, 800, normalization="identity", progress=False)
+    assert pieces_of(out.read_bytes()) == pieces_of(expected)
