@@ -23,6 +23,7 @@ from bytepair.training import (
     train_from_counts,
     train_from_iterator,
 )
+from bytepair.training_spm import train_sentencepiece
 
 __all__ = [
     "PATTERNS",
@@ -39,6 +40,7 @@ __all__ = [
     "train_bpe",
     "train_from_counts",
     "train_from_iterator",
+    "train_sentencepiece",
     "write_shards",
 ]
 __version__ = "0.2.0"

@@ -14,7 +14,8 @@
 //! - [`normalizer`]: sentencepiece's normalization (dummy prefix, `▁`, whitespace);
 //! - [`model`]: the checked vocabulary;
 //! - [`encode`]: the merge loop, with a word cache where it is provably exact;
-//! - [`decode`]: ids back to text.
+//! - [`decode`]: ids back to text;
+//! - [`train`], [`train_merge`]: training, compatibly with sentencepiece's BPE trainer.
 
 pub mod charsmap;
 pub mod decode;
@@ -22,6 +23,8 @@ pub mod encode;
 pub mod model;
 pub mod normalizer;
 pub mod proto;
+pub mod train;
+pub mod train_merge;
 pub mod wire;
 
 #[cfg(test)]
