@@ -7,6 +7,7 @@ mod counter;
 mod encoder;
 mod errors;
 mod functions;
+mod seam;
 mod spm;
 mod spm_train;
 

@@ -15,7 +15,9 @@
 //! - [`model`]: the checked vocabulary;
 //! - [`encode`]: the merge loop, with a word cache where it is provably exact;
 //! - [`decode`]: ids back to text;
-//! - [`train`], [`train_merge`]: training, compatibly with sentencepiece's BPE trainer.
+//! - [`train`], [`train_merge`]: training, compatibly with sentencepiece's BPE trainer;
+//! - [`seam`]: the model seam ([`crate::model::Model`]): special tokens, `<s>`/`</s>`
+//!   options, batches, streaming and files.
 
 pub mod charsmap;
 pub mod decode;
@@ -23,6 +25,7 @@ pub mod encode;
 pub mod model;
 pub mod normalizer;
 pub mod proto;
+pub mod seam;
 pub mod train;
 pub mod train_merge;
 pub mod wire;
