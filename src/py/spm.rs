@@ -4,7 +4,7 @@
 
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
 
 use super::seam::Seam;
 use crate::io::shards::ENCODE_BLOCK_BYTES;
@@ -205,6 +205,28 @@ impl SentencePieceModel {
     /// The CONTROL pieces in id order: the special tokens.
     fn control_pieces(&self) -> Vec<String> {
         self.core().control_pieces()
+    }
+
+    /// The settings other formats need: normalizer (`name`, `add_dummy_prefix`,
+    /// `remove_extra_whitespaces`, `escape_whitespaces`, `has_charsmap`) and trainer
+    /// (`byte_fallback`, `treat_whitespace_as_suffix`, `unk_piece`, `bos_piece`,
+    /// `eos_piece`).
+    fn settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let proto = &self.core().proto;
+        let (trainer, normalizer) = (proto.trainer(), proto.normalizer_spec.clone());
+        let normalizer = normalizer.unwrap_or_default();
+        let d = PyDict::new(py);
+        d.set_item("name", normalizer.name())?;
+        d.set_item("add_dummy_prefix", normalizer.add_dummy_prefix())?;
+        d.set_item("remove_extra_whitespaces", normalizer.remove_extra_whitespaces())?;
+        d.set_item("escape_whitespaces", normalizer.escape_whitespaces())?;
+        d.set_item("has_charsmap", !normalizer.precompiled_charsmap().is_empty())?;
+        d.set_item("byte_fallback", trainer.byte_fallback())?;
+        d.set_item("treat_whitespace_as_suffix", trainer.treat_whitespace_as_suffix())?;
+        d.set_item("unk_piece", trainer.unk_piece())?;
+        d.set_item("bos_piece", trainer.bos_piece())?;
+        d.set_item("eos_piece", trainer.eos_piece())?;
+        Ok(d)
     }
 
     #[getter]
