@@ -96,6 +96,12 @@ pub trait Model: Sync {
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError>;
 
+    /// At least as many ids as `text` can encode to, without encoding it (sizes the
+    /// flat output of a batch). Byte-level BPE: one per byte at most.
+    fn most_ids(&self, text: &str) -> usize {
+        text.len()
+    }
+
     /// How many ids `text` encodes to (by default: encodes it and counts).
     fn count_cached(
         &self,

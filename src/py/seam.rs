@@ -251,7 +251,7 @@ impl<M: Model> Seam<M> {
             allowed: &allowed,
             disallowed: &disallowed,
         };
-        let size: usize = texts.iter().map(|t| t.len()).sum::<usize>() * 4;
+        let size: usize = texts.iter().map(|t| self.core.most_ids(t)).sum::<usize>() * 4;
         let py_size =
             ffi::Py_ssize_t::try_from(size).map_err(|_| value_error("batch too large"))?;
         // SAFETY: a new bytearray of `size` uninitialised bytes (not zeroed: its pages

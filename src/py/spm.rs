@@ -218,11 +218,20 @@ impl SentencePieceModel {
         let d = PyDict::new(py);
         d.set_item("name", normalizer.name())?;
         d.set_item("add_dummy_prefix", normalizer.add_dummy_prefix())?;
-        d.set_item("remove_extra_whitespaces", normalizer.remove_extra_whitespaces())?;
+        d.set_item(
+            "remove_extra_whitespaces",
+            normalizer.remove_extra_whitespaces(),
+        )?;
         d.set_item("escape_whitespaces", normalizer.escape_whitespaces())?;
-        d.set_item("has_charsmap", !normalizer.precompiled_charsmap().is_empty())?;
+        d.set_item(
+            "has_charsmap",
+            !normalizer.precompiled_charsmap().is_empty(),
+        )?;
         d.set_item("byte_fallback", trainer.byte_fallback())?;
-        d.set_item("treat_whitespace_as_suffix", trainer.treat_whitespace_as_suffix())?;
+        d.set_item(
+            "treat_whitespace_as_suffix",
+            trainer.treat_whitespace_as_suffix(),
+        )?;
         d.set_item("unk_piece", trainer.unk_piece())?;
         d.set_item("bos_piece", trainer.bos_piece())?;
         d.set_item("eos_piece", trainer.eos_piece())?;

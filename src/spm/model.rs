@@ -39,6 +39,8 @@ pub struct SpmModel {
     pub normalizer: Normalizer,
     pub denormalizer: Option<Normalizer>,
     pub has_unused: bool,
+    /// Whether the normalizer has rules (a precompiled charsmap), which can lengthen text.
+    pub has_charsmap: bool,
     /// Characters that some mergeable piece has directly before / after the
     /// whitespace mark: the only places where a merge can cross a word boundary.
     pub joins_before_space: FxHashSet<char>,
@@ -144,6 +146,7 @@ impl SpmModel {
             pairs,
             ascii_ids,
             has_unused: entries.iter().any(|e| e.kind == PieceType::Unused),
+            has_charsmap: !spec.precompiled_charsmap().is_empty(),
             bos_id: control(trainer.bos_piece()),
             eos_id: control(trainer.eos_piece()),
             unk_id: unk_id as u32,

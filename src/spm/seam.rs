@@ -63,6 +63,19 @@ impl Model for SpmModel {
         self.caches.give_back(cache)
     }
 
+    /// At most an id per byte of the normalized text ("▁" is one id for one space),
+    /// plus `<s>` and `</s>`. Without normalization rules that is one per byte of
+    /// `text` and one for the dummy prefix; rules can lengthen text ("½" -> "1⁄2"),
+    /// so then the text is normalized to count.
+    fn most_ids(&self, text: &str) -> usize {
+        let body = if self.has_charsmap {
+            self.normalizer.normalize(text).len()
+        } else {
+            text.len() + 1
+        };
+        body + 2
+    }
+
     fn safe_cuts(&self) -> SafeCuts {
         SafeCuts::Nowhere
     }

@@ -109,6 +109,10 @@ def load(
     _check_format(format)
     path = Path(path_or_name)
     if isinstance(path_or_name, str) and path_or_name in list_encodings() and not path.exists():
+        if add_bos is not None or add_eos is not None:
+            raise ValueError(
+                f"{path_or_name}: add_bos and add_eos are options of SentencePiece models"
+            )
         return get_encoding(path_or_name)
     if not path.exists():
         raise FileNotFoundError(_unknown_name(str(path_or_name)))

@@ -140,6 +140,18 @@ class SentencePiece:
         except KeyError:
             raise KeyError(f"unknown token id {token}") from None
 
+    def surfaces(self, ids: list[int]) -> list[bytes]:
+        """What each id adds to ``decode_bytes(ids)``: its bytes, but nothing for a
+        control piece and without the dummy-prefix space on the first piece
+        (Mistral: ``<s> ▁Hello ▁world`` -> ``[b"", b"Hello", b" world"]``)."""
+        out, first = [], self.core.settings()["add_dummy_prefix"]
+        for i in ids:
+            data = b"" if self.pieces[i][2] == "CONTROL" else self.token_bytes(i)
+            if first and data:
+                data, first = data.removeprefix(b" "), False
+            out.append(data)
+        return out
+
     def normalize(self, text: str) -> str:
         """The text as the normalizer rewrites it before merging (" a" -> "▁▁a")."""
         return self.core.normalize(text)
