@@ -2,13 +2,12 @@
 
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use rustc_hash::FxHashMap;
 
 use super::errors::{encode_error, load_error, value_error};
-use super::seam::Seam;
+use super::seam::{pymethods_with_seam, Seam};
 use crate::bpe::Encoder as CoreEncoder;
-use crate::io::shards::ENCODE_BLOCK_BYTES;
 
 #[pyclass(module = "bytepair._core", frozen)]
 pub struct Encoder {
@@ -28,8 +27,7 @@ impl Encoder {
     }
 }
 
-#[pymethods]
-impl Encoder {
+pymethods_with_seam!(Encoder {
     #[new]
     #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
     fn new(
@@ -95,120 +93,6 @@ impl Encoder {
         self.core().model().max_id()
     }
 
-    /// Encodes `text`: `allowed_special` are encoded as special tokens (None: all); any
-    /// of `disallowed_special` in the text raises ValueError.
-    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        self.seam
-            .encode(py, text, allowed_special, disallowed_special)
-    }
-
-    /// Like `encode`, as little-endian uint32 bytes (for numpy, no list in between).
-    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-    fn encode_to_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        self.seam
-            .encode_to_bytes(py, text, allowed_special, disallowed_special)
-    }
-
-    /// How many tokens `text` encodes to.
-    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-    fn count(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<usize> {
-        self.seam
-            .count(py, text, allowed_special, disallowed_special)
-    }
-
-    /// Encodes many texts on `num_threads` threads (see `py::seam`).
-    #[pyo3(signature = (texts, allowed_special=None, num_threads=1, disallowed_special=None))]
-    fn encode_batch<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<Bound<'py, PyString>>,
-        allowed_special: Option<Vec<String>>,
-        num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let seam = &self.seam;
-        seam.encode_batch(py, texts, allowed_special, num_threads, disallowed_special)
-    }
-
-    /// Encodes many texts into one flat array of ids and offsets (see `py::seam`).
-    #[pyo3(signature = (texts, allowed_special=None, num_threads=1, disallowed_special=None))]
-    fn encode_batch_to_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<Bound<'py, PyString>>,
-        allowed_special: Option<Vec<String>>,
-        num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyBytes>)> {
-        let seam = &self.seam;
-        seam.encode_batch_to_bytes(py, texts, allowed_special, num_threads, disallowed_special)
-    }
-
-    /// Streaming: the ids of the part of `text` later text cannot change, and how
-    /// many characters that part is (see `py::seam`).
-    #[pyo3(signature = (text, allowed_special, last, disallowed_special=None))]
-    fn encode_prefix(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        last: bool,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<(Vec<u32>, usize)> {
-        let seam = &self.seam;
-        seam.encode_prefix(py, text, allowed_special, last, disallowed_special)
-    }
-
-    /// Encodes the UTF-8 file at `path` into `out_path` as ids of `width` bytes
-    /// (see `py::seam`). Returns the number of tokens.
-    #[pyo3(signature = (path, out_path, width, allowed_special, disallowed_special, errors="strict", num_threads=1, progress=None, block_bytes=ENCODE_BLOCK_BYTES))]
-    #[allow(clippy::too_many_arguments)]
-    fn encode_file(
-        &self,
-        py: Python<'_>,
-        path: &str,
-        out_path: &str,
-        width: usize,
-        allowed_special: Vec<String>,
-        disallowed_special: Vec<String>,
-        errors: &str,
-        num_threads: usize,
-        progress: Option<Py<PyAny>>,
-        block_bytes: usize,
-    ) -> PyResult<u64> {
-        let (allowed, forbidden) = (allowed_special, disallowed_special);
-        self.seam.encode_file(
-            py,
-            path,
-            out_path,
-            width,
-            allowed,
-            forbidden,
-            errors,
-            num_threads,
-            progress,
-            block_bytes,
-        )
-    }
 
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         let ids = py
@@ -223,4 +107,4 @@ impl Encoder {
             Err(id) => Err(PyKeyError::new_err(format!("unknown token id {id}"))),
         }
     }
-}
+});

@@ -1,8 +1,8 @@
 //! The method set every model kind's binding shares (`bytepair.models`: `encode`,
 //! `encode_to_bytes`, `count`, `encode_batch`, `encode_batch_to_bytes`,
 //! `encode_prefix`, `encode_file`), written once over the model seam
-//! ([`crate::model::Model`]). Each pyclass holds a [`Seam`] and forwards to it: PyO3
-//! cannot share `#[pymethods]` between classes, so only the signatures repeat.
+//! ([`crate::model::Model`]). Each pyclass holds a [`Seam`] and gets the methods from
+//! [`pymethods_with_seam`].
 
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -147,7 +147,7 @@ impl<M: Model> Seam<M> {
     }
 
     /// Encodes `text`: `allowed_special` are encoded as special tokens (None: all); any
-    /// of `disallowed_special` in the text raises ValueError.
+    /// Encodes `text`: `allowed_special` are encoded as special tokens (None: the seam's `all`); any
     pub fn encode<'py>(
         &self,
         py: Python<'py>,
@@ -355,3 +355,122 @@ impl<M: Model> Seam<M> {
         result.map_err(|e| read_error(path, e, progress))
     }
 }
+
+/// The `#[pymethods]` block of a binding whose `seam` field is a [`Seam`]: the
+/// binding's own methods (`$own`), then the shared method set forwarding to the seam
+/// — written here once, because PyO3 takes one `#[pymethods]` block per class.
+macro_rules! pymethods_with_seam {
+    ($class:ty { $($own:tt)* }) => {
+        #[::pyo3::pymethods]
+        impl $class {
+            $($own)*
+
+        /// Encodes `text`: `allowed_special` are encoded as special tokens (None: the
+        /// model's default: all for BPE, none for SentencePiece, as sentencepiece); any
+        /// of `disallowed_special` in the text raises ValueError.
+        #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
+        fn encode<'py>(
+            &self,
+            py: ::pyo3::Python<'py>,
+            text: &str,
+            allowed_special: Option<Vec<String>>,
+            disallowed_special: Option<Vec<String>>,
+        ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
+            self.seam.encode(py, text, allowed_special, disallowed_special)
+        }
+
+        /// Like `encode`, as little-endian uint32 bytes (for numpy, no list in between).
+        #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
+        fn encode_to_bytes<'py>(
+            &self,
+            py: ::pyo3::Python<'py>,
+            text: &str,
+            allowed_special: Option<Vec<String>>,
+            disallowed_special: Option<Vec<String>>,
+        ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyBytes>> {
+            self.seam
+                .encode_to_bytes(py, text, allowed_special, disallowed_special)
+        }
+
+        /// How many tokens `text` encodes to.
+        #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
+        fn count(
+            &self,
+            py: ::pyo3::Python<'_>,
+            text: &str,
+            allowed_special: Option<Vec<String>>,
+            disallowed_special: Option<Vec<String>>,
+        ) -> ::pyo3::PyResult<usize> {
+            self.seam.count(py, text, allowed_special, disallowed_special)
+        }
+
+        /// Encodes many texts on `num_threads` threads (see `py::seam`).
+        #[pyo3(signature = (texts, allowed_special=None, num_threads=1, disallowed_special=None))]
+        fn encode_batch<'py>(
+            &self,
+            py: ::pyo3::Python<'py>,
+            texts: Vec<Bound<'py, ::pyo3::types::PyString>>,
+            allowed_special: Option<Vec<String>>,
+            num_threads: usize,
+            disallowed_special: Option<Vec<String>>,
+        ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
+            let seam = &self.seam;
+            seam.encode_batch(py, texts, allowed_special, num_threads, disallowed_special)
+        }
+
+        /// Encodes many texts into one flat array of ids and offsets (see `py::seam`).
+        #[pyo3(signature = (texts, allowed_special=None, num_threads=1, disallowed_special=None))]
+        fn encode_batch_to_bytes<'py>(
+            &self,
+            py: ::pyo3::Python<'py>,
+            texts: Vec<Bound<'py, ::pyo3::types::PyString>>,
+            allowed_special: Option<Vec<String>>,
+            num_threads: usize,
+            disallowed_special: Option<Vec<String>>,
+        ) -> ::pyo3::PyResult<(Bound<'py, ::pyo3::types::PyByteArray>, Bound<'py, ::pyo3::types::PyBytes>)> {
+            let seam = &self.seam;
+            seam.encode_batch_to_bytes(py, texts, allowed_special, num_threads, disallowed_special)
+        }
+
+        /// Streaming: the ids of the part of `text` later text cannot change, and how
+        /// many characters that part is (see `py::seam`).
+        #[pyo3(signature = (text, allowed_special, last, disallowed_special=None))]
+        fn encode_prefix(
+            &self,
+            py: ::pyo3::Python<'_>,
+            text: &str,
+            allowed_special: Option<Vec<String>>,
+            last: bool,
+            disallowed_special: Option<Vec<String>>,
+        ) -> ::pyo3::PyResult<(Vec<u32>, usize)> {
+            let seam = &self.seam;
+            seam.encode_prefix(py, text, allowed_special, last, disallowed_special)
+        }
+
+        /// Encodes the UTF-8 file at `path` into `out_path` as ids of `width` bytes
+        /// (see `py::seam`). Returns the number of tokens.
+        #[pyo3(signature = (path, out_path, width, allowed_special, disallowed_special, errors="strict", num_threads=1, progress=None, block_bytes=crate::io::shards::ENCODE_BLOCK_BYTES))]
+        #[allow(clippy::too_many_arguments)]
+        fn encode_file(
+            &self,
+            py: ::pyo3::Python<'_>,
+            path: &str,
+            out_path: &str,
+            width: usize,
+            allowed_special: Vec<String>,
+            disallowed_special: Vec<String>,
+            errors: &str,
+            num_threads: usize,
+            progress: Option<::pyo3::Py<::pyo3::PyAny>>,
+            block_bytes: usize,
+        ) -> ::pyo3::PyResult<u64> {
+            let (allowed, forbidden) = (allowed_special, disallowed_special);
+            self.seam.encode_file(
+                py, path, out_path, width, allowed, forbidden, errors, num_threads, progress,
+                block_bytes,
+            )
+        }
+        }
+    };
+}
+pub(crate) use pymethods_with_seam;

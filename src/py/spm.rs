@@ -4,10 +4,9 @@
 
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict};
 
-use super::seam::Seam;
-use crate::io::shards::ENCODE_BLOCK_BYTES;
+use super::seam::{pymethods_with_seam, Seam};
 use crate::pretok::SpecialMatcher;
 use crate::spm::{PieceType, SpmError, SpmModel};
 
@@ -36,8 +35,7 @@ fn type_name(kind: PieceType) -> &'static str {
     }
 }
 
-#[pymethods]
-impl SentencePieceModel {
+pymethods_with_seam!(SentencePieceModel {
     /// Loads the bytes of a `.model` file; `path` (for messages) names it. With
     /// `add_bos` / `add_eos` every text encodes between `<s>` and `</s>`.
     /// Raises ValueError naming the path and, for a corrupt file, the byte offset.
@@ -60,121 +58,6 @@ impl SentencePieceModel {
         })
     }
 
-    /// Encodes `text`: `allowed_special` are encoded as special tokens (None: none,
-    /// as in sentencepiece); any
-    /// of `disallowed_special` in the text raises ValueError.
-    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        self.seam
-            .encode(py, text, allowed_special, disallowed_special)
-    }
-
-    /// Like `encode`, as little-endian uint32 bytes (for numpy, no list in between).
-    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-    fn encode_to_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        self.seam
-            .encode_to_bytes(py, text, allowed_special, disallowed_special)
-    }
-
-    /// How many tokens `text` encodes to.
-    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-    fn count(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<usize> {
-        self.seam
-            .count(py, text, allowed_special, disallowed_special)
-    }
-
-    /// Encodes many texts on `num_threads` threads (see `py::seam`).
-    #[pyo3(signature = (texts, allowed_special=None, num_threads=1, disallowed_special=None))]
-    fn encode_batch<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<Bound<'py, PyString>>,
-        allowed_special: Option<Vec<String>>,
-        num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let seam = &self.seam;
-        seam.encode_batch(py, texts, allowed_special, num_threads, disallowed_special)
-    }
-
-    /// Encodes many texts into one flat array of ids and offsets (see `py::seam`).
-    #[pyo3(signature = (texts, allowed_special=None, num_threads=1, disallowed_special=None))]
-    fn encode_batch_to_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<Bound<'py, PyString>>,
-        allowed_special: Option<Vec<String>>,
-        num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyBytes>)> {
-        let seam = &self.seam;
-        seam.encode_batch_to_bytes(py, texts, allowed_special, num_threads, disallowed_special)
-    }
-
-    /// Streaming: the ids of the part of `text` later text cannot change, and how
-    /// many characters that part is (see `py::seam`).
-    #[pyo3(signature = (text, allowed_special, last, disallowed_special=None))]
-    fn encode_prefix(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        last: bool,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<(Vec<u32>, usize)> {
-        let seam = &self.seam;
-        seam.encode_prefix(py, text, allowed_special, last, disallowed_special)
-    }
-
-    /// Encodes the UTF-8 file at `path` into `out_path` as ids of `width` bytes
-    /// (see `py::seam`). Returns the number of tokens.
-    #[pyo3(signature = (path, out_path, width, allowed_special, disallowed_special, errors="strict", num_threads=1, progress=None, block_bytes=ENCODE_BLOCK_BYTES))]
-    #[allow(clippy::too_many_arguments)]
-    fn encode_file(
-        &self,
-        py: Python<'_>,
-        path: &str,
-        out_path: &str,
-        width: usize,
-        allowed_special: Vec<String>,
-        disallowed_special: Vec<String>,
-        errors: &str,
-        num_threads: usize,
-        progress: Option<Py<PyAny>>,
-        block_bytes: usize,
-    ) -> PyResult<u64> {
-        let (allowed, forbidden) = (allowed_special, disallowed_special);
-        self.seam.encode_file(
-            py,
-            path,
-            out_path,
-            width,
-            allowed,
-            forbidden,
-            errors,
-            num_threads,
-            progress,
-            block_bytes,
-        )
-    }
 
     /// Ids -> bytes: byte pieces as raw bytes, otherwise as `decode`.
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
@@ -302,7 +185,7 @@ impl SentencePieceModel {
     fn __len__(&self) -> usize {
         self.core().len()
     }
-}
+});
 
 impl SentencePieceModel {
     fn core(&self) -> &SpmModel {

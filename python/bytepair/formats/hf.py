@@ -53,6 +53,19 @@ def from_oniguruma(pattern: str) -> str:
     return pattern
 
 
+def added_token(i: int, content: str, special: bool = True) -> dict:
+    """An ``added_tokens`` entry: matched in the raw text as it is."""
+    return {
+        "id": i,
+        "content": content,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": special,
+    }
+
+
 def tokenizer_json(tok) -> dict:
     """The ``tokenizer.json`` document of a byte-level BPE tokenizer.
 
@@ -83,18 +96,7 @@ def tokenizer_json(tok) -> dict:
             "invert": False,
         }
         pre_tokenizer = {"type": "Sequence", "pretokenizers": [split, byte_level]}
-    added = [
-        {
-            "id": i,
-            "content": t,
-            "single_word": False,
-            "lstrip": False,
-            "rstrip": False,
-            "normalized": False,
-            "special": True,
-        }
-        for t, i in sorted(special_tokens.items(), key=lambda item: item[1])
-    ]
+    added = [added_token(i, t) for t, i in sorted(special_tokens.items(), key=lambda item: item[1])]
     return {
         "version": "1.0",
         "truncation": None,

@@ -97,16 +97,10 @@ def tokenizer_json(tok) -> dict:
         )
     pieces = model.pieces
     dummy = settings["add_dummy_prefix"]
+    from bytepair.formats.hf import added_token
+
     added = [
-        {
-            "id": i,
-            "content": piece,
-            "single_word": False,
-            "lstrip": False,
-            "rstrip": False,
-            "normalized": False,
-            "special": kind != "USER_DEFINED",
-        }
+        added_token(i, piece, special=kind != "USER_DEFINED")
         for i, (piece, _, kind) in enumerate(pieces)
         if kind in ("UNKNOWN", "CONTROL", "USER_DEFINED")
     ]
