@@ -146,8 +146,8 @@ impl<M: Model> Seam<M> {
         Ok((texts, allowed, disallowed))
     }
 
-    /// Encodes `text`: `allowed_special` are encoded as special tokens (None: all); any
-    /// Encodes `text`: `allowed_special` are encoded as special tokens (None: the seam's `all`); any
+    /// Encodes `text`: `allowed_special` are encoded as special tokens (None: the
+    /// seam's `all`); any of `disallowed_special` in the text raises ValueError.
     pub fn encode<'py>(
         &self,
         py: Python<'py>,
