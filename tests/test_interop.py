@@ -506,14 +506,6 @@ def test_unsupported_tokenizer_json_names_file_and_component(tmp_path, make, mes
 
 
 @pytest.mark.skipif(not SHARED, reason="BYTEPAIR_SHARED is not set: no path to the shared vocab")
-def test_shared_mistral_tokenizer_json_is_refused():
-    path = Path(SHARED) / "vocab/hf/mistral-7b-instruct-v0.3/tokenizer.json"
-    with pytest.raises(ValueError, match="not supported") as info:
-        bytepair.Tokenizer.from_hf(path)
-    assert str(path) in str(info.value)
-
-
-@pytest.mark.skipif(not SHARED, reason="BYTEPAIR_SHARED is not set: no path to the shared vocab")
 @pytest.mark.parametrize("name, pattern", [("cl100k_base", "cl100k"), ("o200k_base", "o200k")])
 def test_shared_tiktoken_files_encode_like_tiktoken(name, pattern):
     import tiktoken
