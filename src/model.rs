@@ -2,13 +2,13 @@
 //!
 //! The batch scheduler (`io::batch`), the file sharder (`io::shards`) and streaming
 //! (`io::stream`) only ever need to turn text into ids with a per-thread cache, and to
-//! know the model's pre-tokenizer (where text may be cut safely). That is this trait.
+//! know where text may be cut safely. That is this trait.
 //! Byte-level BPE ([`crate::bpe::Encoder`]) implements it; a further model kind (a
 //! SentencePiece-style code-point BPE with byte fallback) is a new module implementing
 //! it, not a branch inside the BPE encoder. Callers are generic over the trait, so the
 //! hot path is monomorphised: no dynamic dispatch, no extra indirection.
 
-use crate::pretok::{PreTokenizer, SpecialMatcher};
+use crate::pretok::SpecialMatcher;
 
 /// Why a text was not encoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +60,18 @@ pub fn check_disallowed(text: &str, disallowed: &SpecialMatcher) -> Result<(), E
     }
 }
 
+/// Where a model's text may be cut so that encoding the parts gives the ids of
+/// encoding it whole (`io::chunking`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SafeCuts {
+    /// At the edges of special tokens, and at newline cuts when `newlines` (byte-level
+    /// BPE: the pre-tokenizer never joins text across them).
+    AtSpecials { newlines: bool },
+    /// Nowhere: every text is encoded whole (SentencePiece: the dummy prefix and the
+    /// whitespace rules of the normalizer depend on where the text starts and ends).
+    Nowhere,
+}
+
 /// A model that encodes text to ids.
 pub trait Model: Sync {
     /// Per-thread state kept across the texts one thread encodes (BPE: the piece
@@ -72,8 +84,8 @@ pub trait Model: Sync {
     /// Returns a cache taken with [`Model::take_cache`], for later calls.
     fn give_back_cache(&self, cache: Self::Cache);
 
-    /// The pre-tokenizer: where text may be cut without changing its ids.
-    fn pretokenizer(&self) -> &PreTokenizer;
+    /// Where text may be cut without changing its ids.
+    fn safe_cuts(&self) -> SafeCuts;
 
     /// Appends the ids of `text` to `out`, treating the tokens of `specials` as special.
     fn encode_cached(
@@ -83,6 +95,24 @@ pub trait Model: Sync {
         cache: &mut Self::Cache,
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError>;
+
+    /// At least as many ids as `text` can encode to, without encoding it (sizes the
+    /// flat output of a batch). Byte-level BPE: one per byte at most.
+    fn most_ids(&self, text: &str) -> usize {
+        text.len()
+    }
+
+    /// How many ids `text` encodes to (by default: encodes it and counts).
+    fn count_cached(
+        &self,
+        text: &str,
+        specials: &SpecialMatcher,
+        cache: &mut Self::Cache,
+    ) -> Result<usize, EncodeError> {
+        let mut out = Vec::new();
+        self.encode_cached(text, specials, cache, &mut out)?;
+        Ok(out.len())
+    }
 
     /// Appends the ids of the units (pieces and special tokens) of `text` that end at
     /// or before `limit`, and returns where the last of them ends (0 if none): the

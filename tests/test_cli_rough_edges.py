@@ -305,3 +305,31 @@ def test_count_names_the_offset_of_invalid_utf8(tmp_path):
 def test_main_example_outputs_are_ignored_by_git():
     ignore = (Path(__file__).parent.parent / ".gitignore").read_text(encoding="utf-8")
     assert "/books.bin" in ignore and "/books.bytepair" in ignore
+
+
+def test_training_knobs_from_the_command_line(small, tmp_path):
+    corpus, _ = small
+    out = tmp_path / "k.bytepair"
+    r = run(
+        "train",
+        corpus,
+        "--vocab-size",
+        600,
+        "--max-token-length",
+        3,
+        "--min-frequency",
+        50,
+        "--reserved-special-tokens",
+        2,
+        "--pad-to-multiple-of",
+        128,
+        "-o",
+        out,
+    )
+    assert r.returncode == 0, r.stderr
+    tok = bytepair.load(out)
+    assert max(len(a + b) for a, b in tok.merges) <= 3
+    assert tok.vocab_size % 128 == 0 and "<|reserved_1|>" in tok.special_tokens
+    requested = 600 - 256 - 2
+    assert len(tok.merges) < requested  # 200 KB has few pairs occurring 50 times
+    assert "no pair occurs at least min_frequency=50 times" in r.stderr

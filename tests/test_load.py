@@ -1,19 +1,20 @@
-"""Loading rank files fast: the native ``.tiktoken`` parser against the Python reader,
-and tokenizers built straight in the core (vocab and merges made only when asked for)
-against tokenizers built the general way."""
+"""Loading rank files: what the ``.tiktoken`` parser accepts and how it words each
+fault, and tokenizers built straight in the core (vocab and merges made only when asked
+for) against tokenizers built the general way."""
 
 from __future__ import annotations
 
 import base64
 import os
-import re
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bytepair
-from bytepair import _core, encodings, formats
+from bytepair import encodings, formats
 from bytepair.tokenizer import Tokenizer
 
 from conftest import DATA, EOT
@@ -21,21 +22,29 @@ from conftest import DATA, EOT
 BUNDLED_FILES = ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
 
 
-def outcome(parse, data: bytes, path: str):
-    """("ok", items in order) or ("error", message) of a parse."""
+def outcome(data: bytes, path: str = "f"):
+    """("ok", items in order) or ("error", message) of parsing ``data``."""
     try:
-        return "ok", list(parse(data, path).items())
+        return "ok", list(formats.tiktoken.parse(data, path).items())
     except ValueError as e:
         return "error", str(e)
 
 
+def plain_parse(data: bytes) -> dict[bytes, int]:
+    """A reading of a well-formed file, independent of the one under test."""
+    ranks = {}
+    for line in data.splitlines():
+        if line.split():
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
 @pytest.mark.parametrize("file", BUNDLED_FILES)
-def test_native_parser_agrees_with_python_reader_on_bundled_files(file):
+def test_bundled_files_parse_as_a_plain_reading_does(file):
     data = encodings._bundled_data(file)
-    native = _core.parse_tiktoken(data)
-    python = formats.tiktoken._parse_tiktoken_py(data, file)
-    assert list(native.items()) == list(python.items())
-    assert formats.tiktoken.parse(data, file) == python
+    ranks = formats.tiktoken.parse(data, file)
+    assert list(ranks.items()) == list(plain_parse(data).items())
 
 
 def good_lines() -> list[bytes]:
@@ -43,80 +52,124 @@ def good_lines() -> list[bytes]:
     return lines + [b"YWI= 256", b"YWJj 257"]
 
 
-# (bad line inserted as line 7, does the native parser word the error itself?)
+def with_line_7(line: bytes) -> bytes:
+    lines = good_lines()
+    lines.insert(6, line)
+    return b"\n".join(lines) + b"\n"
+
+
+# A bad line inserted as line 7 of good_lines(), and the message (after "<path>, line ").
 MALFORMED = [
-    (b"!!!notbase64 300", False),  # not the base64 alphabet: the Python reader decides
-    (b"YWI 300", True),  # bad base64: missing padding
-    (b"YWJjZ 300", True),  # bad base64: 5 characters
-    (b"YWI=", True),  # missing rank
-    (b"YWI= ", True),  # missing rank, trailing space
-    (b"YWI= 300 9", True),  # one field too many
-    (b"YWI= x1", True),  # rank not an integer
-    (b"YWI= 3=", True),
-    (b"AA== 300", True),  # duplicate token
-    (b"YWJj 300", True),  # a token a later line repeats: the error is on that line
-    (b"YWI= 3", True),  # duplicate rank
-    (b"YWI= -3", False),
-    (b"YWI= +300", False),  # int() takes the sign: accepted by the Python reader
-    (b"YWI= 1_0", False),
-    (b"YWI=\t300", False),
-    (b"YWI= 300\x0c", False),
-    (b"\xc3\xa9 300", False),  # non-ASCII
-    (b"YR== 300", False),  # unused base64 bits set: Python ignores them
-    (b"YQ=== 300", False),
-    (b"=YQ= 300", False),
-    (b"YQ==YQ== 300", False),
-    (b"YWI= 99999999999999999999", False),
+    (b"!!!notbase64 300", "7: '!!!notbase64' is not valid base64"),
+    (b"YWI 300", "7: 'YWI' is not valid base64"),  # missing padding
+    (b"YWJjZ 300", "7: 'YWJjZ' is not valid base64"),  # 5 characters
+    (b"YQ= 300", "7: 'YQ=' is not valid base64"),  # 2 characters need "=="
+    (b"YWJ== 300", "7: 'YWJ==' is not valid base64"),  # 3 characters take one "="
+    (b"YQ=== 300", "7: 'YQ===' is not valid base64"),
+    (b"== 300", "7: '==' is not valid base64"),  # padding alone
+    (b"=YQ= 300", "7: '=YQ=' is not valid base64"),
+    (b"YQ==YQ== 300", "7: 'YQ==YQ==' is not valid base64"),
+    (b"\xc3\xa9 300", "7: '\u00e9' is not valid base64"),  # non-ASCII
+    (b"\xff\xfe 300", "7: '\ufffd\ufffd' is not valid base64"),  # not UTF-8
+    (b"YWI=", "7: expected 'base64-token rank', got 'YWI='"),  # missing rank
+    (b"YWI= ", "7: expected 'base64-token rank', got 'YWI= '"),  # trailing space
+    (b"YWI= 300 9", "7: expected 'base64-token rank', got 'YWI= 300 9'"),
+    (b"YWI= x1", "7: rank 'x1' is not a non-negative integer"),
+    (b"YWI= 3=", "7: rank '3=' is not a non-negative integer"),
+    (b"YWI= -3", "7: rank '-3' is not a non-negative integer"),
+    # Accepted by the old fast path (Python's int() takes them), not by the format:
+    (b"YWI= +300", "7: rank '+300' is not a non-negative integer"),
+    (b"YWI= 1_0", "7: rank '1_0' is not a non-negative integer"),
+    (b"YWI= \xef\xbc\x93", "7: rank '\uff13' is not a non-negative integer"),  # fullwidth 3
+    (b"eHk= 4294967295", "7: rank '4294967295' is too large: ranks go up to 4294967294"),
+    (
+        b"eHk= 99999999999999999999",
+        "7: rank '99999999999999999999' is too large: ranks go up to 4294967294",
+    ),
+    (b"AA== 300", "7: token b'\\x00' was already given on line 1"),  # duplicate token
+    (b"YWJj 300", "259: token b'abc' was already given on line 7"),  # repeated later
+    (b"YR== 300", "99: token b'a' was already given on line 7"),  # YQ== is a too
+    (b"eHk= 3", "7: rank 3 was already given on line 4"),  # duplicate rank
 ]
 
 
-@pytest.mark.parametrize("bad_line, native_words_it", MALFORMED)
-def test_native_parser_agrees_with_python_reader_on_malformed_lines(bad_line, native_words_it):
-    lines = good_lines()
-    lines.insert(6, bad_line)
-    data = b"\n".join(lines) + b"\n"
+@pytest.mark.parametrize("bad_line, message", MALFORMED)
+def test_malformed_line_is_an_error_naming_file_and_line(bad_line, message):
     path = "dir/bad.tiktoken"
-    expected = outcome(formats.tiktoken._parse_tiktoken_py, data, path)
-    assert outcome(formats.tiktoken.parse, data, path) == expected
-    try:
-        _core.parse_tiktoken(data)
-    except ValueError as e:
-        deferred = e.args == ("unsure",)
-        assert deferred != native_words_it
-        if not deferred:
-            assert expected[0] == "error"
-            assert str(formats.tiktoken._tiktoken_error(e.args, data, path)) == expected[1]
-            assert re.match(rf"{path}, line (7|259): ", expected[1])
-    else:
-        assert expected[0] == "ok" and not native_words_it
+    assert outcome(with_line_7(bad_line), path) == ("error", f"{path}, line {message}")
+
+
+# Unusual lines that are well-formed, and the token and rank they give.
+UNUSUAL = [
+    (b"eHk=\t300", (b"xy", 300)),  # tab between the fields
+    (b"eHk= 300\x0c", (b"xy", 300)),  # form feed after
+    (b"\x1feHk=\xe3\x80\x80300\xc2\x85", (b"xy", 300)),  # Python's str.split() spaces
+    (b"eHl= 300", (b"xy", 300)),  # spare bits set in the last character: ignored
+    (b"eHl6= 300", (b"xyz", 300)),  # padding after a full group
+    (b"eHl6== 300", (b"xyz", 300)),
+    (b"eHk= 0000300", (b"xy", 300)),  # leading zeros
+    (b"eHk= 4294967294", (b"xy", 4294967294)),  # the largest rank
+]
+
+
+@pytest.mark.parametrize("line, entry", UNUSUAL)
+def test_unusual_but_well_formed_line_is_read(line, entry):
+    kind, items = outcome(with_line_7(line))
+    assert kind == "ok" and items[6] == entry and len(items) == 259
 
 
 @pytest.mark.parametrize(
-    "data",
+    "data, expected",
     [
-        b"",
-        b"\n\n",
-        b"AA== 0\r\nAQ== 1\r\n",  # CRLF
-        b"AA== 0\rAQ== 1\r",  # CR
-        b"AA== 0\n\n   \nAQ== 1",  # blank lines, no final newline
-        b"  AA==   0  \nAQ== 1\n",  # spaces around and between fields
-        b"AA== 0\r\n\r\nAA== 1\r\n",  # duplicate token after a blank CRLF line
-        b"AA== 0\r\rAQ== 0\n",  # duplicate rank: line numbers count the empty line
-        b"AA== 7\nAQ== 007\n",  # leading zeros
-        b"AA== 5\nAQ== 3\n",  # ranks out of order, with gaps
+        (b"", ("ok", [])),
+        (b"\n\n", ("ok", [])),
+        (b"AA== 0\r\nAQ== 1\r\n", ("ok", [(b"\x00", 0), (b"\x01", 1)])),  # CRLF
+        (b"AA== 0\rAQ== 1\r", ("ok", [(b"\x00", 0), (b"\x01", 1)])),  # CR
+        (b"AA== 0\n\n   \nAQ== 1", ("ok", [(b"\x00", 0), (b"\x01", 1)])),  # blank, no final \n
+        (b"  AA==   0  \nAQ== 1\n", ("ok", [(b"\x00", 0), (b"\x01", 1)])),  # spaces
+        (b"AA== 5\nAQ== 3\n", ("ok", [(b"\x00", 5), (b"\x01", 3)])),  # out of order, gaps
+        (
+            b"AA== 0\r\n\r\nAA== 1\r\n",  # duplicate token after a blank CRLF line
+            ("error", "f, line 3: token b'\\x00' was already given on line 1"),
+        ),
+        (
+            b"AA== 0\r\rAQ== 0\n",  # duplicate rank: line numbers count the empty line
+            ("error", "f, line 3: rank 0 was already given on line 1"),
+        ),
+        (b"AA== 7\nAQ== 007\n", ("error", "f, line 2: rank 7 was already given on line 1")),
     ],
 )
-def test_native_parser_agrees_on_line_ends_blank_lines_and_spacing(data):
-    assert outcome(formats.tiktoken.parse, data, "f") == outcome(
-        formats.tiktoken._parse_tiktoken_py, data, "f"
+def test_line_ends_blank_lines_and_spacing(data, expected):
+    assert outcome(data) == expected
+
+
+@st.composite
+def well_formed_files(draw) -> bytes:
+    """A random well-formed file: random tokens and ranks, line ends, blank lines and
+    spacing."""
+    tokens = draw(st.lists(st.binary(min_size=1, max_size=12), unique=True, max_size=40))
+    ranks = draw(
+        st.lists(st.integers(0, 2**32 - 2), unique=True, min_size=len(tokens), max_size=len(tokens))
     )
-    try:
-        _core.parse_tiktoken(data)
-    except ValueError as e:
-        assert e.args != ("unsure",)  # all plain form: the native parser decides
+    spaces = st.sampled_from([b" ", b"  ", b"\t", b" \t "])
+    lines = []
+    for token, rank in zip(tokens, ranks):
+        lead = draw(st.sampled_from([b"", b" ", b"\t"]))
+        zeros = b"0" * draw(st.integers(0, 2))
+        lines.append(lead + base64.b64encode(token) + draw(spaces) + zeros + b"%d" % rank)
+        if draw(st.booleans()):
+            lines.append(draw(st.sampled_from([b"", b" ", b"\t \t"])))
+    ends = [draw(st.sampled_from([b"\n", b"\r\n", b"\r"])) for _ in lines]
+    return b"".join(line + end for line, end in zip(lines, ends))
 
 
-def test_native_errors_name_file_and_line_for_crlf_files(tmp_path):
+@settings(max_examples=300, deadline=None)
+@given(well_formed_files())
+def test_well_formed_files_parse_as_a_plain_reading_does(data):
+    assert list(formats.tiktoken.parse(data, "f").items()) == list(plain_parse(data).items())
+
+
+def test_errors_name_file_and_line_for_crlf_files(tmp_path):
     path = tmp_path / "crlf.tiktoken"
     lines = good_lines()
     lines.insert(9, b"AA== 400")
@@ -126,10 +179,10 @@ def test_native_errors_name_file_and_line_for_crlf_files(tmp_path):
 
 
 def eager_encoding(name: str) -> Tokenizer:
-    """The bundled encoding built the general way: Python reader, merges_from_ranks,
+    """The bundled encoding built the general way: parse, merges_from_ranks,
     Tokenizer(vocab, merges, ...)."""
     file, pattern, specials = encodings._ENCODINGS[name]
-    ranks = formats.tiktoken._parse_tiktoken_py(encodings._bundled_data(file), file)
+    ranks = formats.tiktoken.parse(encodings._bundled_data(file), file)
     vocab = {rank: token for token, rank in ranks.items()}
     return Tokenizer(vocab, formats.tiktoken.merges_from_ranks(ranks), specials, pattern)
 
@@ -201,7 +254,7 @@ def test_lazy_tokenizer_round_trips_through_files(tmp_path):
 def test_from_tiktoken_fast_and_general_ways_agree(tmp_path, specials):
     path = tmp_path / "s.tiktoken"
     path.write_bytes(b"\n".join(good_lines()) + b"\n")
-    ranks = formats.tiktoken._parse_tiktoken_py(path.read_bytes(), str(path))
+    ranks = formats.tiktoken.parse(path.read_bytes(), str(path))
     try:
         eager = Tokenizer(
             {r: t for t, r in ranks.items()},
@@ -225,6 +278,43 @@ def test_from_tiktoken_fast_and_general_ways_agree(tmp_path, specials):
     assert tok.vocab == eager.vocab and tok.merges == eager.merges
     assert list(tok.vocab) == list(eager.vocab)
     assert tok.special_tokens == eager.special_tokens
+
+
+@pytest.mark.parametrize(
+    "specials, message",
+    [
+        ({EOT: 256}, f"special token {EOT!r} has id 256, which the vocabulary gives to b'ab'"),
+        (
+            {EOT: 258, "<|pad|>": 258},
+            "special token '<|pad|>' has id 258, which the vocabulary gives to b'<|endoftext|>'",
+        ),
+        # The same bytes share the id, which takes the token from the merges or bytes.
+        ({"ab": 256}, "merge #0 (b'a', b'b') uses b'ab', which is not in the vocabulary"),
+        (["a"], "merge #0 (b'a', b'b') uses b'a', which is not in the vocabulary"),
+        (
+            ["x"],
+            "the vocabulary has no token for the single byte 0x78; byte-level BPE needs "
+            "all 256 bytes",
+        ),
+    ],
+)
+def test_special_ids_held_by_other_tokens_are_errors_naming_the_file(tmp_path, specials, message):
+    path = tmp_path / "s.tiktoken"
+    path.write_bytes(b"\n".join(good_lines()) + b"\n")
+    with pytest.raises(ValueError) as info:
+        bytepair.Tokenizer.from_tiktoken(path, "gpt2", specials)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_merges_from_ranks_words_bad_tables():
+    ranks = {bytes([b]): b for b in range(256)}
+    with pytest.raises(ValueError, match=r"^tokens b'a' and b'ab' have the same rank 97$"):
+        formats.tiktoken.merges_from_ranks(ranks | {b"ab": 97})
+    with pytest.raises(ValueError, match=r"^token b'ab' has rank -1, outside 0\.\.4294967294$"):
+        formats.tiktoken.merges_from_ranks(ranks | {b"ab": -1})
+    del ranks[b"a"]
+    with pytest.raises(ValueError, match=r"^the single byte b'a' has no rank"):
+        formats.tiktoken.merges_from_ranks(ranks)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

@@ -212,7 +212,8 @@ def test_edge_cases_match_sentencepiece(trained_pairs, text):
 def test_bos_and_eos_are_added_as_sentencepiece_adds_them(trained_pairs):
     for ours, theirs in trained_pairs.values():
         for bos, eos in [(True, False), (False, True), (True, True)]:
-            got = ours.encode("a b", add_bos=bos, add_eos=eos)
+            with_options = SentencePieceModel.from_bytes(ours.to_bytes(), add_bos=bos, add_eos=eos)
+            got = with_options.encode("a b")
             assert got == theirs.encode("a b", add_bos=bos, add_eos=eos)
 
 

@@ -14,7 +14,6 @@ from bytepair.encodings import (
 )
 from bytepair.formats import load
 from bytepair.patterns import PATTERNS
-from bytepair.shards import open_shards, write_shards
 from bytepair.streaming import StreamDecoder
 from bytepair.tokenizer import Tokenizer
 from bytepair.training import (
@@ -24,6 +23,7 @@ from bytepair.training import (
     train_from_counts,
     train_from_iterator,
 )
+from bytepair.training_spm import train_sentencepiece
 
 __all__ = [
     "PATTERNS",
@@ -40,6 +40,16 @@ __all__ = [
     "train_bpe",
     "train_from_counts",
     "train_from_iterator",
+    "train_sentencepiece",
     "write_shards",
 ]
 __version__ = "0.2.0"
+
+
+def __getattr__(name: str):
+    # Shard files need numpy: imported on first use, so `import bytepair` stays quick.
+    if name in ("open_shards", "write_shards"):
+        from bytepair import shards
+
+        return getattr(shards, name)
+    raise AttributeError(f"module 'bytepair' has no attribute {name!r}")

@@ -178,7 +178,8 @@ class Tokenizer:
 
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
-        """The merges in rank order, as pairs of bytes (a copy)."""
+        """The merges in rank order, as pairs of bytes (a copy); AttributeError for a
+        model kind without merges (SentencePiece merges by piece score)."""
         return list(self._model.merges)
 
     @property
@@ -227,6 +228,11 @@ class Tokenizer:
         if len(self._model.special_tokens) > 3:
             specials += ", ..."
         name = f" name={self.name}" if self.name else ""
+        if self._model.kind != "bpe":
+            return (
+                f"<Tokenizer{name} kind={self._model.kind} vocab_size={self.vocab_size} "
+                f"special_tokens=[{specials}]>"
+            )
         return (
             f"<Tokenizer{name} vocab_size={self.vocab_size} merges={self._model.merge_count} "
             f"pattern={pattern_name(self.pattern)} special_tokens=[{specials}]>"

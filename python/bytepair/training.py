@@ -135,6 +135,15 @@ def _options(
     )
 
 
+def _options_of(args: dict) -> _Options:
+    """:func:`_options` from an entry point's ``locals()`` (they share these names)."""
+    names = (
+        "vocab_size", "special_tokens", "pattern", "num_threads", "progress", "min_frequency",
+        "max_token_length", "reserved_special_tokens", "pad_to_multiple_of",
+    )  # fmt: skip
+    return _options(*(args[name] for name in names))
+
+
 def _learn(counter, opts: _Options, stats: dict) -> Tokenizer:
     start = time.perf_counter()
     with Progress(opts.progress, total=opts.num_merges, desc="merging", unit="merges") as bar:
@@ -316,17 +325,7 @@ def train(
     >>> tok = train("corpus.txt", 10_000, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
     """
     check_engine(engine)
-    opts = _options(
-        vocab_size,
-        special_tokens,
-        pattern,
-        num_threads,
-        progress,
-        min_frequency,
-        max_token_length,
-        reserved_special_tokens,
-        pad_to_multiple_of,
-    )
+    opts = _options_of(locals())
     corpus = open_sources(
         inputs,
         text_field=text_field,
@@ -426,17 +425,7 @@ def train_from_iterator(
     >>> tok.merges
     [(b'o', b'w'), (b'l', b'ow')]
     """
-    opts = _options(
-        vocab_size,
-        special_tokens,
-        pattern,
-        num_threads,
-        progress,
-        min_frequency,
-        max_token_length,
-        reserved_special_tokens,
-        pad_to_multiple_of,
-    )
+    opts = _options_of(locals())
     counter = _core.PreTokenCounter(opts.pattern, opts.specials, opts.num_threads)
     if isinstance(texts, str):
         texts = [texts]
@@ -471,17 +460,7 @@ def train_from_counts(
     >>> tok.merges
     [(b'o', b'w'), (b'l', b'ow')]
     """
-    opts = _options(
-        vocab_size,
-        special_tokens,
-        pattern,
-        num_threads,
-        progress,
-        min_frequency,
-        max_token_length,
-        reserved_special_tokens,
-        pad_to_multiple_of,
-    )
+    opts = _options_of(locals())
     counter = _core.PreTokenCounter(opts.pattern, opts.specials, opts.num_threads)
     items = counts.items() if isinstance(counts, Mapping) else counts
     start = time.perf_counter()

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use super::cache::{CachePool, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
-use crate::model::{EncodeError, Model};
+use crate::model::{EncodeError, Model, SafeCuts};
 use crate::packed::{packed, MAX_PACKED};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
@@ -80,9 +80,7 @@ impl Encoder {
 
     /// The number of tokens `text` encodes to, without keeping them.
     pub fn count(&self, text: &str, allowed: &SpecialMatcher) -> Result<usize, EncodeError> {
-        let mut n = 0;
-        self.with_cache(|cache| self.for_each_ids(text, allowed, cache, |_, ids| n += ids.len()))?;
-        Ok(n)
+        self.with_cache(|cache| self.count_cached(text, allowed, cache))
     }
 
     /// Calls `emit(end, ids)` with the ids of each unit of `text` (a piece or a special
@@ -171,8 +169,21 @@ impl Model for Encoder {
         self.caches.give_back(cache)
     }
 
-    fn pretokenizer(&self) -> &PreTokenizer {
-        &self.pre
+    fn safe_cuts(&self) -> SafeCuts {
+        SafeCuts::AtSpecials {
+            newlines: self.pre.newline_cuts_are_safe(),
+        }
+    }
+
+    fn count_cached(
+        &self,
+        text: &str,
+        specials: &SpecialMatcher,
+        cache: &mut PieceCache,
+    ) -> Result<usize, EncodeError> {
+        let mut n = 0;
+        self.for_each_ids(text, specials, cache, |_, ids| n += ids.len())?;
+        Ok(n)
     }
 
     fn encode_cached(

@@ -44,20 +44,17 @@ impl<'a> RankOf<'a> {
         }
     }
 
-    /// Adds a token; false if it was there already.
-    fn insert(&mut self, token: &'a [u8], rank: u32) -> bool {
+    /// Adds a token; the rank it had already, if any.
+    fn insert(&mut self, token: &'a [u8], rank: u32) -> Option<u32> {
         if let Some(slot) = Self::slot(token) {
-            let fresh = self.pairs[slot] == u32::MAX;
-            self.pairs[slot] = rank;
-            fresh
+            let old = std::mem::replace(&mut self.pairs[slot], rank);
+            (old != u32::MAX).then_some(old)
         } else if token.len() <= SMALL {
-            self.small.insert(small_key(token), rank).is_none()
+            self.small.insert(small_key(token), rank)
         } else if token.len() <= MAX_PACKED {
-            self.short
-                .insert(packed(token, 0, token.len()), rank)
-                .is_none()
+            self.short.insert(packed(token, 0, token.len()), rank)
         } else {
-            self.long.insert(token, rank).is_none()
+            self.long.insert(token, rank)
         }
     }
 
@@ -86,32 +83,102 @@ impl<'a> RankOf<'a> {
     }
 }
 
+/// The largest rank: `u32::MAX` stands for "no token" here and in the encoder.
+pub const MAX_RANK: u32 = u32::MAX - 1;
+
 /// Why a vocabulary has no merges.
 #[derive(Debug, PartialEq, Eq)]
 pub enum RecoverError {
-    /// The token of this rank also has a lower rank.
+    /// A rank past [`MAX_RANK`].
+    TooLarge {
+        token: Vec<u8>,
+        rank: u32,
+    },
+    /// Two tokens were given the same rank (`first` came first).
+    SameRank {
+        rank: u32,
+        first: Vec<u8>,
+        second: Vec<u8>,
+    },
+    /// The same token at two ranks.
     Duplicate {
+        token: Vec<u8>,
+        first: u32,
         rank: u32,
     },
     MissingByte(u8),
-    /// BPE with the lower ranks splits the token of this rank into `parts` parts, not 2.
+    /// BPE with the lower ranks splits `token` (of this rank) into `parts` parts, not 2.
     Unreachable {
+        token: Vec<u8>,
         rank: u32,
         parts: usize,
     },
 }
 
-/// `tokens[i]` is the token of rank `i` (`None` for a rank the file skips, e.g. a
-/// special token's). Returns `(rank, left rank, right rank)` for every multi-byte
-/// token, in rank order.
-pub fn recover_merges(tokens: &[Option<Vec<u8>>]) -> Result<Vec<(u32, u32, u32)>, RecoverError> {
+impl RecoverError {
+    /// The message, quoting bytes with `repr` (the bindings pass Python's `repr()`).
+    pub fn message(&self, repr: &dyn Fn(&[u8]) -> String) -> String {
+        match self {
+            RecoverError::TooLarge { token, rank } => format!(
+                "token {} has the rank {rank}; ranks go up to {MAX_RANK}",
+                repr(token)
+            ),
+            RecoverError::SameRank {
+                rank,
+                first,
+                second,
+            } => format!(
+                "tokens {} and {} have the same rank {rank}",
+                repr(first),
+                repr(second)
+            ),
+            RecoverError::Duplicate { token, first, rank } => {
+                format!("token {} has two ranks, {first} and {rank}", repr(token))
+            }
+            RecoverError::MissingByte(b) => format!(
+                "the single byte {} has no rank: a byte-level BPE vocabulary holds all 256 bytes",
+                repr(&[*b])
+            ),
+            RecoverError::Unreachable { token, rank, parts } => format!(
+                "token {} (rank {rank}) cannot be made by BPE from the tokens of lower rank: \
+                 they merge its bytes into {parts} parts, not 2",
+                repr(token)
+            ),
+        }
+    }
+}
+
+/// `entries` are `(token, rank)` in any order; ranks may skip numbers (a special
+/// token's) and be as large as `u32` goes: nothing here is sized by the largest rank.
+/// Returns `(rank, left rank, right rank)` for every multi-byte token, in rank order.
+pub fn recover_merges<T: AsRef<[u8]> + Sync>(
+    entries: &[(T, u32)],
+) -> Result<Vec<(u32, u32, u32)>, RecoverError> {
+    // In rank order; on equal ranks, in the given order (a stable sort).
+    let mut tokens: Vec<(u32, &[u8])> = entries.iter().map(|(t, r)| (*r, t.as_ref())).collect();
+    tokens.sort_by_key(|&(r, _)| r);
+    if let Some(&(rank, t)) = tokens.last().filter(|&&(r, _)| r > MAX_RANK) {
+        return Err(RecoverError::TooLarge {
+            token: t.to_vec(),
+            rank,
+        });
+    }
+    if let Some(w) = tokens.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(RecoverError::SameRank {
+            rank: w[0].0,
+            first: w[0].1.to_vec(),
+            second: w[1].1.to_vec(),
+        });
+    }
     let mut rank_of = RankOf::new();
     rank_of.small.reserve(tokens.len());
-    for (r, t) in tokens.iter().enumerate() {
-        if let Some(t) = t {
-            if !rank_of.insert(t.as_slice(), r as u32) {
-                return Err(RecoverError::Duplicate { rank: r as u32 });
-            }
+    for &(r, t) in &tokens {
+        if let Some(first) = rank_of.insert(t, r) {
+            return Err(RecoverError::Duplicate {
+                token: t.to_vec(),
+                first,
+                rank: r,
+            });
         }
     }
     for b in 0..=255u8 {
@@ -124,12 +191,18 @@ pub fn recover_merges(tokens: &[Option<Vec<u8>>]) -> Result<Vec<(u32, u32, u32)>
     // rank order is the one reported. Scoped threads, not rayon's global pool, which
     // would not survive a fork (a DataLoader worker loading an encoding).
     type Found = Option<Result<(u32, u32, u32), RecoverError>>;
-    let split_one = |r: usize, parts: &mut Vec<Part>| -> Found {
-        let t = tokens[r].as_deref().filter(|t| t.len() >= 2)?;
-        let r = r as u32;
+    let split_one = |i: usize, parts: &mut Vec<Part>| -> Found {
+        let (r, t) = tokens[i];
+        if t.len() < 2 {
+            return None;
+        }
         Some(match split(&rank_of, t, r, parts) {
             Ok((left, right)) => Ok((r, left, right)),
-            Err(parts) => Err(RecoverError::Unreachable { rank: r, parts }),
+            Err(parts) => Err(RecoverError::Unreachable {
+                token: t.to_vec(),
+                rank: r,
+                parts,
+            }),
         })
     };
     let threads = if tokens.len() >= 1 << 14 {
@@ -141,11 +214,12 @@ pub fn recover_merges(tokens: &[Option<Vec<u8>>]) -> Result<Vec<(u32, u32, u32)>
         let handles: Vec<_> = (0..threads)
             .map(|k| {
                 let split_one = &split_one;
+                let n = tokens.len();
                 s.spawn(move || {
                     let mut parts = Vec::new();
-                    (k..tokens.len())
+                    (k..n)
                         .step_by(threads)
-                        .map(|r| split_one(r, &mut parts))
+                        .map(|i| split_one(i, &mut parts))
                         .collect()
                 })
             })
@@ -157,7 +231,7 @@ pub fn recover_merges(tokens: &[Option<Vec<u8>>]) -> Result<Vec<(u32, u32, u32)>
     });
     let mut strides: Vec<_> = strides.into_iter().map(Vec::into_iter).collect();
     (0..tokens.len())
-        .filter_map(|r| strides[r % threads].next().expect("one result per token"))
+        .filter_map(|i| strides[i % threads].next().expect("one result per token"))
         .collect()
 }
 
@@ -235,31 +309,49 @@ fn split(
 mod tests {
     use super::*;
 
-    fn byte_tokens() -> Vec<Option<Vec<u8>>> {
-        (0..=255u8).map(|b| Some(vec![b])).collect()
+    fn byte_tokens() -> Vec<(Vec<u8>, u32)> {
+        (0..=255u8).map(|b| (vec![b], b as u32)).collect()
     }
 
     #[test]
     fn recovers_the_pair_each_token_was_made_from() {
         let mut tokens = byte_tokens();
-        tokens.push(Some(b"ab".to_vec())); // 256
-        tokens.push(Some(b"abc".to_vec())); // 257
-        tokens.push(None); // 258: a special token's rank
-        tokens.push(Some(b"abcab".to_vec())); // 259
+        tokens.push((b"abcab".to_vec(), 259)); // any order; 258 skipped (a special's)
+        tokens.push((b"ab".to_vec(), 256));
+        tokens.push((b"abc".to_vec(), 257));
         let merges = recover_merges(&tokens).unwrap();
         assert_eq!(merges, vec![(256, 97, 98), (257, 256, 99), (259, 257, 256)]);
     }
 
     #[test]
+    fn huge_ranks_need_no_table_of_their_size() {
+        let mut tokens = byte_tokens();
+        tokens.push((b"ab".to_vec(), MAX_RANK));
+        assert_eq!(recover_merges(&tokens).unwrap(), vec![(MAX_RANK, 97, 98)]);
+        tokens.push((b"bc".to_vec(), u32::MAX));
+        assert!(matches!(
+            recover_merges(&tokens),
+            Err(RecoverError::TooLarge { rank: u32::MAX, .. })
+        ));
+    }
+
+    #[test]
     fn unreachable_token_is_an_error() {
         let mut tokens = byte_tokens();
-        tokens.push(Some(b"abc".to_vec())); // no "ab" or "bc" below it
+        tokens.push((b"abc".to_vec(), 256)); // no "ab" or "bc" below it
+        let e = recover_merges(&tokens).unwrap_err();
         assert_eq!(
-            recover_merges(&tokens),
-            Err(RecoverError::Unreachable {
+            e,
+            RecoverError::Unreachable {
+                token: b"abc".to_vec(),
                 rank: 256,
                 parts: 3
-            })
+            }
+        );
+        assert_eq!(
+            e.message(&|b| format!("{b:?}")),
+            "token [97, 98, 99] (rank 256) cannot be made by BPE from the tokens of lower \
+             rank: they merge its bytes into 3 parts, not 2"
         );
     }
 
@@ -269,7 +361,8 @@ mod tests {
         let mut tokens = byte_tokens();
         for a in 1..=255u8 {
             for b in 0..=255u8 {
-                tokens.push(Some(vec![a, b]));
+                let rank = tokens.len() as u32;
+                tokens.push((vec![a, b], rank));
             }
         }
         let merges = recover_merges(&tokens).unwrap();
@@ -281,11 +374,12 @@ mod tests {
         );
         // Two tokens no merge can make (no pair starts with 0), on different threads.
         let first = tokens.len() as u32;
-        tokens.push(Some(vec![0, 0, 0]));
-        tokens.push(Some(vec![0, 1, 0]));
+        tokens.push((vec![0, 0, 0], first));
+        tokens.push((vec![0, 1, 0], first + 1));
         assert_eq!(
             recover_merges(&tokens),
             Err(RecoverError::Unreachable {
+                token: vec![0, 0, 0],
                 rank: first,
                 parts: 3
             })
@@ -293,9 +387,29 @@ mod tests {
     }
 
     #[test]
-    fn missing_byte_is_an_error() {
+    fn missing_byte_same_rank_and_repeated_token_are_errors() {
         let mut tokens = byte_tokens();
-        tokens[7] = None;
+        tokens.remove(7);
         assert_eq!(recover_merges(&tokens), Err(RecoverError::MissingByte(7)));
+        let mut tokens = byte_tokens();
+        tokens.push((b"ab".to_vec(), 5));
+        assert_eq!(
+            recover_merges(&tokens),
+            Err(RecoverError::SameRank {
+                rank: 5,
+                first: vec![5],
+                second: b"ab".to_vec()
+            })
+        );
+        let mut tokens = byte_tokens();
+        tokens.push((b"a".to_vec(), 300));
+        assert_eq!(
+            recover_merges(&tokens),
+            Err(RecoverError::Duplicate {
+                token: b"a".to_vec(),
+                first: 97,
+                rank: 300
+            })
+        );
     }
 }

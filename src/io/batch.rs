@@ -148,10 +148,10 @@ pub fn encode_flat<M: Model>(
     threads: usize,
     out: &mut [MaybeUninit<u8>],
 ) -> Result<Vec<u64>, EncodeError> {
-    let most_ids: usize = texts.iter().map(|t| t.len()).sum();
+    let most_ids: usize = texts.iter().map(|t| model.most_ids(t)).sum();
     assert!(
         out.len() >= most_ids * 4,
-        "the output holds 4 bytes per text byte"
+        "the output holds 4 bytes per id the model may give"
     );
     let mut offsets = Vec::with_capacity(texts.len() + 1);
     offsets.push(0u64);

@@ -4,6 +4,8 @@
 //! The file is read in blocks cut only at safe points (`blocks`), each block is split
 //! at safe points again and its parts are encoded on all threads, then written in
 //! order — so the ids equal encoding the whole file at once, in bounded memory.
+//! A model that has no safe cuts (`SafeCuts::Nowhere`: SentencePiece) reads the
+//! whole file as one block and encodes it as one text: exact, but held in memory.
 //! Reading and writing overlap the encoding.
 
 use std::collections::VecDeque;
@@ -12,7 +14,7 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use super::blocks::{for_each_block, ReadError, Utf8Errors};
 use super::chunking::split_evenly;
-use crate::model::Model;
+use crate::model::{Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
 /// What to do with special tokens found in the file.
@@ -60,7 +62,11 @@ pub fn encode_file<M: Model>(
         forbidden,
         cut_at,
     } = specials;
-    let newline_cuts = enc.pretokenizer().newline_cuts_are_safe();
+    let no_cuts = SpecialMatcher::new(&[]).expect("an empty matcher always builds");
+    let (cut_at, newline_cuts) = match enc.safe_cuts() {
+        SafeCuts::AtSpecials { newlines } => (cut_at, newlines),
+        SafeCuts::Nowhere => (&no_cuts, false),
+    };
     let threads = pool.current_num_threads().max(1);
     let min_part = (block_bytes / 16).max(1 << 16);
     // One cache per worker thread, kept warm across parts and blocks.

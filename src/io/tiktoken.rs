@@ -1,28 +1,39 @@
-//! Parsing tiktoken `.tiktoken` files (one `base64(token) rank` a line) natively.
+//! Parsing tiktoken `.tiktoken` files (one `base64(token) rank` a line): the one
+//! reader of the format, for `bytepair.formats.tiktoken` and the bundled encodings.
 //!
-//! The Python reader (`bytepair.formats`) defines what a valid file is and how each
-//! fault is worded. This parser gives the same answer for every file in its *plain*
-//! form — lines of base64 alphabet, `=` and spaces, canonical base64, decimal ranks —
-//! and says [`ParseError::Unsure`] for anything else (tabs, signs, non-ASCII bytes,
-//! unusual padding...), so the caller falls back to the Python reader for those rare
-//! files instead of this code second-guessing Python's `base64` and `int`.
+//! The grammar (what Python's `base64.b64decode(validate=True)` and `str.split()`
+//! accepted when the reader was Python):
+//!
+//! - lines end at `\n`, `\r\n` or `\r` (`bytes.splitlines`); line numbers count from 1;
+//! - each line is decoded as UTF-8 (bad bytes become U+FFFD, for error messages) and
+//!   split at runs of Python's whitespace (`str.split()`); no fields: a blank line,
+//!   skipped; else exactly two fields, the token and its rank;
+//! - the token is `[A-Za-z0-9+/]*` then padding: with `n` characters before the
+//!   padding, `n % 4 == 0` takes none, one or two `=` (but `=` alone is not a token),
+//!   `n % 4 == 2` takes exactly `==`, `n % 4 == 3` exactly `=`, `n % 4 == 1` is never
+//!   valid; bits left over in the last character are ignored (`YR==` is `a`);
+//! - the rank is ASCII digits (leading zeros allowed), at most [`MAX_RANK`];
+//! - no token and no rank twice.
+//!
+//! Every fault is worded here ([`ParseError::message`]), naming the file and the line;
+//! the bindings only supply Python's `repr()` for quoting.
 
 use rustc_hash::FxHashMap;
 
-use crate::bpe::ranks::{recover_merges, RecoverError};
+use crate::bpe::ranks::{recover_merges, RecoverError, MAX_RANK};
 use crate::bpe::Encoder;
 
-/// Why a file was not parsed. Line numbers count from 1, as `bytes.splitlines` does.
+/// Why a file was not parsed: the first faulty line, as [`parse`] reads them in order.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ParseError {
-    /// Not in the plain form: let the Python reader decide.
-    Unsure,
-    /// The line is not two fields.
-    Fields { line: usize },
+    /// The line is not two fields (`text`: the line, decoded).
+    Fields { line: usize, text: String },
     /// The first field is not valid base64.
-    Base64 { line: usize },
-    /// The second field is not a non-negative integer.
-    Rank { line: usize },
+    Base64 { line: usize, field: String },
+    /// The second field is not ASCII digits.
+    Rank { line: usize, field: String },
+    /// The rank is past [`MAX_RANK`].
+    RankTooLarge { line: usize, field: String },
     /// The token was given before, on line `first`.
     DuplicateToken {
         line: usize,
@@ -35,6 +46,61 @@ pub enum ParseError {
         first: usize,
         rank: u32,
     },
+}
+
+/// How messages quote text and bytes (the bindings pass Python's `repr()`).
+pub struct Quote<'a> {
+    pub text: &'a dyn Fn(&str) -> String,
+    pub bytes: &'a dyn Fn(&[u8]) -> String,
+}
+
+/// The first `n` characters of `s`.
+fn prefix(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
+}
+
+impl ParseError {
+    /// The faulty line's number.
+    pub fn line(&self) -> usize {
+        match self {
+            ParseError::Fields { line, .. }
+            | ParseError::Base64 { line, .. }
+            | ParseError::Rank { line, .. }
+            | ParseError::RankTooLarge { line, .. }
+            | ParseError::DuplicateToken { line, .. }
+            | ParseError::DuplicateRank { line, .. } => *line,
+        }
+    }
+
+    /// The message for the file at `path`.
+    pub fn message(&self, path: &str, quote: &Quote<'_>) -> String {
+        let what = match self {
+            ParseError::Fields { text, .. } => {
+                let text = (quote.text)(prefix(text, 80));
+                format!("expected 'base64-token rank', got {text}")
+            }
+            ParseError::Base64 { field, .. } => {
+                format!("{} is not valid base64", (quote.text)(prefix(field, 80)))
+            }
+            ParseError::Rank { field, .. } => {
+                let field = (quote.text)(prefix(field, 40));
+                format!("rank {field} is not a non-negative integer")
+            }
+            ParseError::RankTooLarge { field, .. } => {
+                let field = (quote.text)(prefix(field, 40));
+                format!("rank {field} is too large: ranks go up to {MAX_RANK}")
+            }
+            ParseError::DuplicateToken { first, token, .. } => {
+                let token = (quote.bytes)(token);
+                format!("token {token} was already given on line {first}")
+            }
+            ParseError::DuplicateRank { first, rank, .. } => {
+                format!("rank {rank} was already given on line {first}")
+            }
+        };
+        let line = self.line();
+        format!("{path}, line {line}: {what}")
+    }
 }
 
 /// The lines of `data` as `bytes.splitlines()` cuts them: at `\n`, `\r` and `\r\n`.
@@ -78,20 +144,18 @@ const fn decode_table() -> [u8; 256] {
 
 static DECODE: [u8; 256] = decode_table();
 
-/// Decodes canonical base64 (padded to a multiple of 4, unused bits zero). `Err(true)`:
-/// certainly invalid for Python too; `Err(false)`: not canonical, ask Python.
-fn decode_base64(s: &[u8]) -> Result<Vec<u8>, bool> {
+/// Decodes one token field by the grammar in the module header; `None`: not base64.
+fn decode_base64(s: &[u8]) -> Option<Vec<u8>> {
     let pad = s.iter().rev().take_while(|&&c| c == b'=').count();
     let body = &s[..s.len() - pad];
-    if body.contains(&b'=') || pad > 2 {
-        return Err(false);
-    }
-    if !s.len().is_multiple_of(4) {
-        // Without padding, a length that is not a multiple of 4 is always an error.
-        return Err(pad == 0);
-    }
-    if body.is_empty() {
-        return Err(false);
+    let valid_pad = match body.len() % 4 {
+        0 => pad <= 2 && !body.is_empty(),
+        2 => pad == 2,
+        3 => pad == 1,
+        _ => false,
+    };
+    if !valid_pad || body.iter().any(|&c| DECODE[c as usize] == INVALID) {
+        return None;
     }
     let mut out = Vec::with_capacity(body.len() / 4 * 3 + 2);
     let mut chunks = body.chunks_exact(4);
@@ -102,129 +166,128 @@ fn decode_base64(s: &[u8]) -> Result<Vec<u8>, bool> {
             | DECODE[c[3] as usize] as u32;
         out.extend_from_slice(&[(n >> 16) as u8, (n >> 8) as u8, n as u8]);
     }
-    let rest = chunks.remainder();
-    match rest.len() {
-        0 => {}
-        2 => {
-            let (a, b) = (DECODE[rest[0] as usize], DECODE[rest[1] as usize]);
-            if b & 0x0f != 0 {
-                return Err(false);
-            }
-            out.push(a << 2 | b >> 4);
-        }
-        3 => {
-            let (a, b, c) = (
-                DECODE[rest[0] as usize],
-                DECODE[rest[1] as usize],
-                DECODE[rest[2] as usize],
-            );
-            if c & 0x03 != 0 {
-                return Err(false);
-            }
-            out.push(a << 2 | b >> 4);
-            out.push(b << 4 | c >> 2);
-        }
-        _ => return Err(false), // "x===": more padding than data
+    // The last 2 or 3 characters carry 1 or 2 bytes; their spare bits are ignored.
+    let rest: Vec<u8> = chunks
+        .remainder()
+        .iter()
+        .map(|&c| DECODE[c as usize])
+        .collect();
+    if rest.len() >= 2 {
+        out.push(rest[0] << 2 | rest[1] >> 4);
     }
-    Ok(out)
+    if rest.len() == 3 {
+        out.push(rest[1] << 4 | rest[2] >> 2);
+    }
+    Some(out)
 }
 
-/// Parses a `.tiktoken` file: `(token, rank)` in file order. Blank lines are skipped;
-/// fields are separated by runs of spaces.
-pub fn parse(data: &[u8]) -> Result<Vec<(Vec<u8>, u32)>, ParseError> {
-    parse_lines(data, true)
+/// Python's `str.isspace()`: Unicode white space plus the ASCII separators
+/// U+001C..U+001F, which Rust's `char::is_whitespace` leaves out.
+fn is_python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
-/// [`parse`], checking that tokens are distinct only if `check_tokens` (a caller that
-/// finds repeats later anyway, as [`recover_merges`] does, skips a hash map of every
-/// token; the error it reports then may not be the first line's).
-fn parse_lines(data: &[u8], check_tokens: bool) -> Result<Vec<(Vec<u8>, u32)>, ParseError> {
-    if data.len() > u32::MAX as usize {
-        return Err(ParseError::Unsure);
-    }
-    let mut entries: Vec<(Vec<u8>, u32)> = Vec::with_capacity(data.len() / 12);
-    let mut line_of_token: FxHashMap<&[u8], usize> = FxHashMap::default();
-    if check_tokens {
-        line_of_token.reserve(data.len() / 12);
-    }
-    let mut line_of_rank: Vec<u32> = Vec::new(); // 0: not seen
-                                                 // A rank past the file's length (ranks are dense in real files) is left to the
-                                                 // Python reader, so a stray huge rank never makes a huge table here.
-    let max_rank = data.len().min(1 << 30) as u32;
-    for (index, line) in lines(data).enumerate() {
-        let lineno = index + 1;
-        if line
-            .iter()
-            .any(|&c| c != b' ' && c != b'=' && DECODE[c as usize] == INVALID)
-        {
-            return Err(ParseError::Unsure);
-        }
-        let mut fields = line.split(|&c| c == b' ').filter(|f| !f.is_empty());
-        let (token, rank) = match (fields.next(), fields.next(), fields.next()) {
-            (None, _, _) => continue,
-            (Some(token), Some(rank), None) => (token, rank),
-            _ => return Err(ParseError::Fields { line: lineno }),
-        };
-        let bytes = match decode_base64(token) {
-            Ok(b) => b,
-            Err(true) => return Err(ParseError::Base64 { line: lineno }),
-            Err(false) => return Err(ParseError::Unsure),
-        };
-        if rank.contains(&b'+') {
-            return Err(ParseError::Unsure); // int() takes a sign; the checked reader does not
-        }
-        if !rank.iter().all(u8::is_ascii_digit) {
-            return Err(ParseError::Rank { line: lineno });
-        }
-        let rank = match rank.iter().try_fold(0u32, |n, &d| {
-            n.checked_mul(10)?.checked_add((d - b'0') as u32)
-        }) {
-            Some(r) if r <= max_rank => r,
-            _ => return Err(ParseError::Unsure),
-        };
-        // The token's bytes live in `entries`; key the map by the base64 text instead,
-        // which is canonical, so equal tokens have equal text.
-        if check_tokens {
-            if let Some(&first) = line_of_token.get(token) {
-                return Err(ParseError::DuplicateToken {
-                    line: lineno,
-                    first,
-                    token: bytes,
-                });
-            }
-        }
-        let r = rank as usize;
-        if r >= line_of_rank.len() {
-            line_of_rank.resize((r + 1).max(line_of_rank.len() * 2), 0);
-        }
-        if line_of_rank[r] != 0 {
-            return Err(ParseError::DuplicateRank {
+/// One parsed line: `(token, rank)`, or `None` for a blank line.
+fn parse_line(line: &[u8], lineno: usize) -> Result<Option<(Vec<u8>, u32)>, ParseError> {
+    let text = String::from_utf8_lossy(line);
+    let mut fields = text.split(is_python_space).filter(|f| !f.is_empty());
+    let (token, rank) = match (fields.next(), fields.next(), fields.next()) {
+        (None, _, _) => return Ok(None),
+        (Some(token), Some(rank), None) => (token, rank),
+        _ => {
+            return Err(ParseError::Fields {
                 line: lineno,
-                first: line_of_rank[r] as usize,
-                rank,
+                text: text.into_owned(),
+            })
+        }
+    };
+    let bytes = decode_base64(token.as_bytes()).ok_or_else(|| ParseError::Base64 {
+        line: lineno,
+        field: token.to_string(),
+    })?;
+    if !rank.bytes().all(|d| d.is_ascii_digit()) {
+        return Err(ParseError::Rank {
+            line: lineno,
+            field: rank.to_string(),
+        });
+    }
+    let value = rank
+        .bytes()
+        .try_fold(0u32, |n, d| {
+            n.checked_mul(10)?.checked_add((d - b'0') as u32)
+        })
+        .filter(|&r| r <= MAX_RANK)
+        .ok_or_else(|| ParseError::RankTooLarge {
+            line: lineno,
+            field: rank.to_string(),
+        })?;
+    Ok(Some((bytes, value)))
+}
+
+/// `(token, rank)` in file order.
+pub type Entries = Vec<(Vec<u8>, u32)>;
+
+/// Parses a `.tiktoken` file: `(token, rank)` in file order, or the first faulty line.
+pub fn parse(data: &[u8]) -> Result<Entries, ParseError> {
+    let (entries, lines, fault) = parse_lines(data);
+    // Repeated tokens are looked for after the lines are read, in a map borrowing the
+    // tokens (no copy of each): the first repeat is the error if no other fault
+    // comes before it (on its own line, a repeated token is reported before a repeated
+    // rank, which `parse_lines` keeps the entry of).
+    let mut line_of_token: FxHashMap<&[u8], usize> = FxHashMap::default();
+    line_of_token.reserve(entries.len());
+    for ((token, _), &line) in entries.iter().zip(&lines) {
+        if fault.as_ref().is_some_and(|f| f.line() < line) {
+            break;
+        }
+        if let Some(&first) = line_of_token.get(&token[..]) {
+            return Err(ParseError::DuplicateToken {
+                line,
+                first,
+                token: token.clone(),
             });
         }
-        if check_tokens {
-            line_of_token.insert(token, lineno);
-        }
-        line_of_rank[r] = lineno as u32;
-        entries.push((bytes, rank));
+        line_of_token.insert(token, line);
     }
-    Ok(entries)
+    drop(line_of_token);
+    match fault {
+        Some(fault) => Err(fault),
+        None => Ok(entries),
+    }
 }
 
-/// `entries` indexed by rank (`None` for ranks the file skips).
-pub fn by_rank(entries: Vec<(Vec<u8>, u32)>) -> Vec<Option<Vec<u8>>> {
-    let len = entries
-        .iter()
-        .map(|&(_, r)| r as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let mut tokens = vec![None; len];
-    for (token, rank) in entries {
-        tokens[rank as usize] = Some(token);
+/// The entries up to the first fault other than a repeated token, their line numbers,
+/// and that fault (a repeated rank's entry is kept: its token may be repeated too).
+fn parse_lines(data: &[u8]) -> (Entries, Vec<usize>, Option<ParseError>) {
+    let mut entries: Entries = Vec::with_capacity(data.len() / 12);
+    let mut lines_of: Vec<usize> = Vec::with_capacity(data.len() / 12);
+    // Ranks of real files are dense: a table for ranks up to the file's length, a map
+    // beyond, so a stray huge rank costs one entry.
+    let mut line_of_rank: Vec<usize> = vec![0; data.len() / 4]; // 0: not seen
+    let mut line_of_huge_rank: FxHashMap<u32, usize> = FxHashMap::default();
+    for (index, line) in lines(data).enumerate() {
+        let lineno = index + 1;
+        let (token, rank) = match parse_line(line, lineno) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => continue,
+            Err(e) => return (entries, lines_of, Some(e)),
+        };
+        let seen = match line_of_rank.get_mut(rank as usize) {
+            Some(first) => std::mem::replace(first, lineno),
+            None => line_of_huge_rank.insert(rank, lineno).unwrap_or(0),
+        };
+        entries.push((token, rank));
+        lines_of.push(lineno);
+        if seen != 0 {
+            let fault = ParseError::DuplicateRank {
+                line: lineno,
+                first: seen,
+                rank,
+            };
+            return (entries, lines_of, Some(fault));
+        }
     }
-    tokens
+    (entries, lines_of, None)
 }
 
 /// Why [`load`] made no encoder.
@@ -232,42 +295,209 @@ pub fn by_rank(entries: Vec<(Vec<u8>, u32)>) -> Vec<Option<Vec<u8>>> {
 pub enum LoadError {
     Parse(ParseError),
     Recover(RecoverError),
-    /// A special token's id is also a rank: the general constructor sorts that out.
-    SpecialIsRank,
+    /// A special token's id holds other bytes (an ordinary token's, or another
+    /// special's).
+    SpecialId {
+        special: String,
+        id: u32,
+        holder: Vec<u8>,
+    },
+    /// Merge `n` (in rank order) needs `token`, whose id a special token shares.
+    MergeUsesSpecial {
+        n: usize,
+        left: Vec<u8>,
+        right: Vec<u8>,
+        token: Vec<u8>,
+    },
     Encoder(String),
 }
 
+impl LoadError {
+    /// The message for the file at `path`, quoting as [`ParseError::message`] does.
+    pub fn message(&self, path: &str, quote: &Quote<'_>) -> String {
+        let what = match self {
+            LoadError::Parse(e) => return e.message(path, quote),
+            LoadError::Recover(e) => e.message(quote.bytes),
+            LoadError::SpecialId {
+                special,
+                id,
+                holder,
+            } => format!(
+                "special token {} has id {id}, which the vocabulary gives to {}",
+                (quote.text)(special),
+                (quote.bytes)(holder)
+            ),
+            LoadError::MergeUsesSpecial {
+                n,
+                left,
+                right,
+                token,
+            } => format!(
+                "merge #{n} ({}, {}) uses {}, which is not in the vocabulary",
+                (quote.bytes)(left),
+                (quote.bytes)(right),
+                (quote.bytes)(token)
+            ),
+            LoadError::Encoder(message) => message.clone(),
+        };
+        format!("{path}: {what}")
+    }
+}
+
+/// Ids for `specials` (`None`: the rank of the same bytes, else the next free id), in
+/// the order given, a repeated name skipped. A special may share the id of the
+/// ordinary token with its own bytes; any other holder of its id is an error.
+fn assign_special_ids(
+    token_at: &FxHashMap<u32, &[u8]>,
+    specials: &[(String, Option<u32>)],
+) -> Result<Vec<(String, u32)>, LoadError> {
+    let mut rank_of: Option<FxHashMap<&[u8], u32>> = None;
+    let mut special_at: FxHashMap<u32, &str> = FxHashMap::default();
+    let mut next = token_at.keys().max().map_or(0, |&m| m as u64 + 1);
+    let mut assigned: Vec<(String, u32)> = Vec::with_capacity(specials.len());
+    for (name, id) in specials {
+        if special_at.values().any(|s| s == name) {
+            continue;
+        }
+        let id = match id {
+            Some(id) => *id,
+            None => {
+                let rank_of = rank_of.get_or_insert_with(|| {
+                    let mut m = FxHashMap::default();
+                    for (&r, &t) in token_at {
+                        m.entry(t)
+                            .and_modify(|l: &mut u32| *l = (*l).min(r))
+                            .or_insert(r);
+                    }
+                    m
+                });
+                match rank_of.get(name.as_bytes()) {
+                    Some(&r) => r,
+                    None => u32::try_from(next)
+                        .map_err(|_| LoadError::Encoder(format!("no id left for {name:?}")))?,
+                }
+            }
+        };
+        let holder = token_at
+            .get(&id)
+            .copied()
+            .or_else(|| special_at.get(&id).map(|s| s.as_bytes()));
+        if let Some(holder) = holder.filter(|&h| h != name.as_bytes()) {
+            return Err(LoadError::SpecialId {
+                special: name.clone(),
+                id,
+                holder: holder.to_vec(),
+            });
+        }
+        special_at.insert(id, name);
+        next = next.max(id as u64 + 1);
+        assigned.push((name.clone(), id));
+    }
+    Ok(assigned)
+}
+
 /// An encoder straight from the text of a `.tiktoken` file: ids are the ranks, the
-/// merges are recovered from them ([`recover_merges`]), `specials` get their own ids.
-/// What Python's `Tokenizer(ranks inverted, merges_from_ranks(ranks), specials, pattern)`
-/// builds, without the Python dicts in between. An error here is only the first
-/// one found: [`parse`] names the first faulty line.
+/// merges are recovered from them ([`recover_merges`]), `specials` get their ids
+/// ([`assign_special_ids`]). What Python's `Tokenizer(ranks inverted,
+/// merges_from_ranks(ranks), specials, pattern)` builds, without the Python dicts in
+/// between, with the same first error. Returns the specials with their ids, in order.
 pub fn load(
     data: &[u8],
-    specials: FxHashMap<String, u32>,
+    specials: &[(String, Option<u32>)],
     pattern: Option<&str>,
-) -> Result<Encoder, LoadError> {
-    // A repeated token makes recover_merges fail (Duplicate).
-    let tokens = by_rank(parse_lines(data, false).map_err(LoadError::Parse)?);
-    if specials
-        .values()
-        .any(|&id| tokens.get(id as usize).is_some_and(Option::is_some))
-    {
-        return Err(LoadError::SpecialIsRank);
+) -> Result<(Encoder, Vec<(String, u32)>), LoadError> {
+    // Repeated tokens are found by recover_merges (Duplicate), without a map here; any
+    // fault is then reported as parse() reports it: the first faulty line.
+    let first_fault = || LoadError::Parse(parse(data).expect_err("parse finds the fault"));
+    let (entries, _, fault) = parse_lines(data);
+    if fault.is_some() {
+        return Err(first_fault());
     }
-    let merges = recover_merges(&tokens).map_err(LoadError::Recover)?;
-    let vocab: FxHashMap<u32, Vec<u8>> = tokens
+    let merges = match recover_merges(&entries) {
+        Err(RecoverError::Duplicate { .. }) => return Err(first_fault()),
+        merges => merges.map_err(LoadError::Recover)?,
+    };
+    let token_at: FxHashMap<u32, &[u8]> = entries.iter().map(|(t, r)| (*r, t.as_slice())).collect();
+    let assigned = assign_special_ids(&token_at, specials)?;
+    let special_ids: FxHashMap<u32, ()> = assigned.iter().map(|&(_, id)| (id, ())).collect();
+    // A special sharing an ordinary token's id takes it over: a merge needing that
+    // token cannot be made.
+    if !special_ids.is_empty() {
+        for (n, &(rank, left, right)) in merges.iter().enumerate() {
+            if let Some(&taken) = [left, right, rank]
+                .iter()
+                .find(|id| special_ids.contains_key(id))
+            {
+                return Err(LoadError::MergeUsesSpecial {
+                    n,
+                    left: token_at[&left].to_vec(),
+                    right: token_at[&right].to_vec(),
+                    token: token_at[&taken].to_vec(),
+                });
+            }
+        }
+    }
+    let vocab: FxHashMap<u32, Vec<u8>> = entries
         .into_iter()
-        .enumerate()
-        .filter_map(|(rank, t)| Some((rank as u32, t?)))
+        .filter(|(_, r)| !special_ids.contains_key(r))
+        .map(|(t, r)| (r, t))
         .collect();
     let merges: Vec<(u32, u32, u32)> = merges.into_iter().map(|(r, a, b)| (a, b, r)).collect();
-    Encoder::new(vocab, &merges, specials, pattern).map_err(LoadError::Encoder)
+    let ids: FxHashMap<String, u32> = assigned.iter().cloned().collect();
+    let encoder = Encoder::new(vocab, &merges, ids, pattern).map_err(LoadError::Encoder)?;
+    Ok((encoder, assigned))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn debug(s: &str) -> String {
+        format!("{s:?}")
+    }
+
+    fn debug_bytes(b: &[u8]) -> String {
+        format!("{b:?}")
+    }
+
+    const QUOTE: Quote<'static> = Quote {
+        text: &debug,
+        bytes: &debug_bytes,
+    };
+
+    /// `parse`, as (token, rank) pairs or the error message for file `f`.
+    fn parsed(data: &[u8]) -> Result<Vec<(Vec<u8>, u32)>, String> {
+        parse(data).map_err(|e| e.message("f", &QUOTE))
+    }
+
+    fn b64(t: &[u8]) -> String {
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut s = String::new();
+        for c in t.chunks(3) {
+            let n = c
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
+            for i in 0..4 {
+                s.push(if i <= c.len() {
+                    alphabet[(n >> (18 - 6 * i) & 63) as usize] as char
+                } else {
+                    '='
+                });
+            }
+        }
+        s
+    }
+
+    /// The 256 bytes, "ab" (256) and "abc" (257), then `more` lines.
+    fn file(more: &str) -> Vec<u8> {
+        let mut text: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            text.extend(format!("{} {b}\n", b64(&[b])).bytes());
+        }
+        text.extend(format!("{} 256\n{} 257\n{more}", b64(b"ab"), b64(b"abc")).bytes());
+        text
+    }
 
     #[test]
     fn splits_lines_like_python_bytes_splitlines() {
@@ -279,113 +509,195 @@ mod tests {
     }
 
     #[test]
-    fn decodes_canonical_base64_only() {
-        assert_eq!(decode_base64(b"YWJj"), Ok(b"abc".to_vec()));
-        assert_eq!(decode_base64(b"YWI="), Ok(b"ab".to_vec()));
-        assert_eq!(decode_base64(b"YQ=="), Ok(b"a".to_vec()));
-        assert_eq!(decode_base64(b"AA=="), Ok(vec![0]));
-        assert_eq!(decode_base64(b"YWI"), Err(true));
-        assert_eq!(decode_base64(b"YWJjZ"), Err(true));
-        for unsure in [
-            &b"YR=="[..],
-            b"YWJ=",
-            b"YQ=",
-            b"YQ===",
-            b"=YQ=",
-            b"YQ==YQ==",
-            b"====",
+    fn decodes_base64_with_the_padding_python_accepted() {
+        let ok = |s: &str| decode_base64(s.as_bytes());
+        assert_eq!(ok("YWJj"), Some(b"abc".to_vec()));
+        assert_eq!(ok("YWJj="), Some(b"abc".to_vec()));
+        assert_eq!(ok("YWJj=="), Some(b"abc".to_vec()));
+        assert_eq!(ok("YWI="), Some(b"ab".to_vec()));
+        assert_eq!(ok("YQ=="), Some(b"a".to_vec()));
+        assert_eq!(ok("YR=="), Some(b"a".to_vec())); // spare bits ignored
+        assert_eq!(ok("YWJ="), Some(b"ab".to_vec()));
+        assert_eq!(ok("AA=="), Some(vec![0]));
+        for bad in [
+            "=", "==", "YWI", "YWJjZ", "YQ", "YQ=", "YQ===", "YWI==", "=YQ=", "YQ==YQ==", "Y",
+            "Y=", "Y==", "YW!=", "YWJjZ===",
         ] {
-            assert_eq!(decode_base64(unsure), Err(false), "{unsure:?}");
+            assert_eq!(ok(bad), None, "{bad}");
         }
     }
 
     #[test]
-    fn loads_an_encoder_or_says_why_not() {
-        let mut text: Vec<u8> = Vec::new();
-        let b64 = |t: &[u8]| {
-            let mut s = String::new();
-            for c in t.chunks(3) {
-                let n = c
-                    .iter()
-                    .enumerate()
-                    .fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
-                let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-                for i in 0..4 {
-                    s.push(if i <= c.len() {
-                        alphabet[(n >> (18 - 6 * i) & 63) as usize] as char
-                    } else {
-                        '='
-                    });
-                }
-            }
-            s
-        };
-        for b in 0..=255u8 {
-            text.extend(format!("{} {b}\n", b64(&[b])).bytes());
+    fn splits_fields_at_python_whitespace() {
+        assert!(is_python_space('\u{1f}') && is_python_space('\u{3000}'));
+        assert!(!is_python_space('\u{200b}') && !is_python_space('x'));
+        assert_eq!(
+            parsed(b"\tYQ==\x0b0\x1c\nYg==\xc2\xa01\xe2\x80\xa8"),
+            Ok(vec![(b"a".to_vec(), 0), (b"b".to_vec(), 1)])
+        );
+    }
+
+    #[test]
+    fn parses_in_file_order_skipping_blank_lines() {
+        assert_eq!(
+            parsed(b"YQ== 0\r\n\n \t \n  YWI=   5  \nYg== 001"),
+            Ok(vec![
+                (b"a".to_vec(), 0),
+                (b"ab".to_vec(), 5),
+                (b"b".to_vec(), 1)
+            ])
+        );
+        assert_eq!(parsed(b""), Ok(vec![]));
+        assert_eq!(
+            parsed(b"YQ== 4294967294"),
+            Ok(vec![(b"a".to_vec(), MAX_RANK)])
+        );
+    }
+
+    #[test]
+    fn names_the_first_faulty_line() {
+        let cases: [(&[u8], &str); 14] = [
+            (
+                b"YQ== 0\nYQ== 1",
+                "f, line 2: token [97] was already given on line 1",
+            ),
+            (
+                b"YQ== 0\nYR== 1",
+                "f, line 2: token [97] was already given on line 1",
+            ),
+            (
+                b"YQ== 0\n\nYg== 0",
+                "f, line 3: rank 0 was already given on line 1",
+            ),
+            (
+                b"YQ== 0\nYg==",
+                "f, line 2: expected 'base64-token rank', got \"Yg==\"",
+            ),
+            (
+                b"YQ== 0 1",
+                "f, line 1: expected 'base64-token rank', got \"YQ== 0 1\"",
+            ),
+            (
+                b"YQ== x1",
+                "f, line 1: rank \"x1\" is not a non-negative integer",
+            ),
+            (
+                b"YQ== +1",
+                "f, line 1: rank \"+1\" is not a non-negative integer",
+            ),
+            (
+                b"YQ== 1_0",
+                "f, line 1: rank \"1_0\" is not a non-negative integer",
+            ),
+            (b"YWI 1", "f, line 1: \"YWI\" is not valid base64"),
+            (b"\xc3\xa9 1", "f, line 1: \"\u{e9}\" is not valid base64"),
+            (
+                b"YQ== 4294967295",
+                "f, line 1: rank \"4294967295\" is too large: ranks go up to 4294967294",
+            ),
+            // The first fault in file order, whatever its kind; on one line, a repeated
+            // token before a repeated rank.
+            (
+                b"YQ== 0\nYg== 0\nYg== 1",
+                "f, line 2: rank 0 was already given on line 1",
+            ),
+            (
+                b"YQ== 0\nYQ== 0",
+                "f, line 2: token [97] was already given on line 1",
+            ),
+            (
+                b"YQ== 0\nYQ== 1\nYWI 2",
+                "f, line 2: token [97] was already given on line 1",
+            ),
+        ];
+        for (data, message) in cases {
+            assert_eq!(parsed(data), Err(message.to_string()), "{data:?}");
         }
-        text.extend(format!("{} 256\n{} 257\n", b64(b"ab"), b64(b"abc")).bytes());
-        let specials: FxHashMap<String, u32> = [("<|end|>".to_string(), 258)].into_iter().collect();
-        let e = load(&text, specials.clone(), None).unwrap();
+        let long = format!("{} 1 2", "A".repeat(100));
+        let e = parsed(long.as_bytes()).unwrap_err();
+        assert!(e.ends_with(&format!("got {:?}", &long[..80])), "{e}");
+    }
+
+    #[test]
+    fn loads_an_encoder_with_specials() {
+        let specials = [("<|end|>".to_string(), Some(258))];
+        let (e, ids) = load(&file(""), &specials, None).unwrap();
+        assert_eq!(ids, vec![("<|end|>".to_string(), 258)]);
         let all = e.all_specials().clone();
         assert_eq!(e.encode("abcab<|end|>", &all).unwrap(), vec![257, 256, 258]);
         assert_eq!(e.model().merge_pairs(), vec![(97, 98), (256, 99)]);
         assert_eq!(e.model().vocab_len(), 259);
-        // A special id that is a rank, a repeated token, a token BPE cannot make.
-        let clash: FxHashMap<String, u32> = [("x".to_string(), 256)].into_iter().collect();
-        assert!(matches!(
-            load(&text, clash, None),
-            Err(LoadError::SpecialIsRank)
-        ));
-        let mut repeated = text.clone();
-        repeated.extend(format!("{} 300\n", b64(b"ab")).bytes());
-        assert!(matches!(
-            load(&repeated, specials.clone(), None),
-            Err(LoadError::Recover(RecoverError::Duplicate { .. }))
-        ));
-        let mut unreachable = text.clone();
-        unreachable.extend(format!("{} 300\n", b64(b"xyz")).bytes());
-        assert!(matches!(
-            load(&unreachable, specials, None),
-            Err(LoadError::Recover(RecoverError::Unreachable {
-                rank: 300,
-                parts: 3
-            }))
-        ));
+        // No id: the next free one.
+        let specials = [
+            ("<|end|>".to_string(), None),
+            ("<|pad|>".to_string(), None),
+            ("<|end|>".to_string(), Some(7)), // repeated: the first one counts
+        ];
+        let (_, ids) = load(&file(""), &specials, None).unwrap();
+        let ids: Vec<u32> = ids.into_iter().map(|(_, id)| id).collect();
+        assert_eq!(ids, vec![258, 259]);
     }
 
     #[test]
-    fn parses_and_reports_lines() {
+    fn load_words_each_fault() {
+        let message = |more: &str, specials: &[(String, Option<u32>)]| {
+            load(&file(more), specials, None)
+                .err()
+                .unwrap()
+                .message("f", &QUOTE)
+        };
+        let special = |name: &str, id: u32| vec![(name.to_string(), Some(id))];
         assert_eq!(
-            parse(b"YQ== 0\r\n\n  YWI=   5  \nYg== 1").unwrap(),
-            vec![(b"a".to_vec(), 0), (b"ab".to_vec(), 5), (b"b".to_vec(), 1)]
+            message("YWI= 300\n", &[]),
+            "f, line 259: token [97, 98] was already given on line 257"
         );
-        assert_eq!(parse(b"YQ== 0\nYQ== 1"), {
-            Err(ParseError::DuplicateToken {
-                line: 2,
-                first: 1,
-                token: b"a".to_vec(),
-            })
-        });
         assert_eq!(
-            parse(b"YQ== 0\n\nYg== 0"),
-            Err(ParseError::DuplicateRank {
-                line: 3,
-                first: 1,
-                rank: 0
-            })
+            message("YWI= 300\nYWJ 301\n", &[]),
+            "f, line 259: token [97, 98] was already given on line 257"
         );
-        assert_eq!(parse(b"YQ== 0\nYg=="), Err(ParseError::Fields { line: 2 }));
-        assert_eq!(parse(b"YQ== 0 1"), Err(ParseError::Fields { line: 1 }));
-        assert_eq!(parse(b"YQ== x1"), Err(ParseError::Rank { line: 1 }));
-        assert_eq!(parse(b"YWI 1"), Err(ParseError::Base64 { line: 1 }));
-        for unsure in [
-            &b"YQ== +1"[..],
-            b"YQ==\t1",
-            b"YQ== -1",
-            b"!! 1",
-            b"YQ== 99999999999",
-        ] {
-            assert_eq!(parse(unsure), Err(ParseError::Unsure), "{unsure:?}");
-        }
+        assert_eq!(
+            message("eHl6 300\n", &[]),
+            "f: token [120, 121, 122] (rank 300) cannot be made by BPE from the tokens of \
+             lower rank: they merge its bytes into 3 parts, not 2"
+        );
+        assert_eq!(
+            message("", &special("<|x|>", 256)),
+            "f: special token \"<|x|>\" has id 256, which the vocabulary gives to [97, 98]"
+        );
+        let two = [
+            ("<|x|>".to_string(), Some(300)),
+            ("<|y|>".to_string(), Some(300)),
+        ];
+        assert_eq!(
+            message("", &two),
+            "f: special token \"<|y|>\" has id 300, which the vocabulary gives to \
+             [60, 124, 120, 124, 62]"
+        );
+        // A special with an ordinary token's bytes shares its id, taking it from the
+        // merges (or from the bytes): always an error, as the general constructor says.
+        assert_eq!(
+            message("", &[("x".to_string(), None)]),
+            "f: the vocabulary has no token for the single byte 0x78; byte-level BPE needs \
+             all 256 bytes"
+        );
+        assert_eq!(
+            message("", &special("ab", 256)),
+            "f: merge #0 ([97], [98]) uses [97, 98], which is not in the vocabulary"
+        );
+        let no_a: Vec<u8> = file("")
+            .split(|&c| c == b'\n')
+            .filter(|l| !l.starts_with(b"YQ=="))
+            .flat_map(|l| l.iter().chain(b"\n").copied())
+            .collect();
+        assert_eq!(
+            load(&no_a, &[], None).err().unwrap().message("f", &QUOTE),
+            "f: the single byte [97] has no rank: a byte-level BPE vocabulary holds all 256 bytes"
+        );
+    }
+
+    #[test]
+    fn a_huge_rank_costs_no_table_of_its_size() {
+        let (e, _) = load(&file("eHk= 4000000000\n"), &[], None).unwrap();
+        assert_eq!(e.model().max_id(), 4_000_000_000);
     }
 }

@@ -1,143 +1,33 @@
 //! `Encoder`: the BPE encoder over a fixed vocabulary, merges and special tokens.
 
-use std::mem::MaybeUninit;
-use std::sync::{Arc, Mutex, OnceLock};
-
 use pyo3::exceptions::PyKeyError;
-use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use rustc_hash::FxHashMap;
 
-use super::errors::{batch_error, encode_error, read_error, tiktoken_error, value_error};
-use super::{thread_pool, utf8_errors, Progress};
+use super::errors::{encode_error, load_error, value_error};
+use super::seam::{pymethods_with_seam, Seam};
 use crate::bpe::Encoder as CoreEncoder;
-use crate::io::batch::{encode_each, encode_flat, put_le, Specials};
-use crate::io::shards::{self, ENCODE_BLOCK_BYTES};
-use crate::io::stream;
-use crate::model::{check_disallowed, EncodeError};
-use crate::pretok::SpecialMatcher;
 
 #[pyclass(module = "bytepair._core", frozen)]
 pub struct Encoder {
-    core: CoreEncoder,
-    matchers: Mutex<FxHashMap<Vec<String>, Arc<SpecialMatcher>>>,
-    /// One Python int per id, made once: results share them instead of allocating an
-    /// int per token, which took a third of `encode`'s time.
-    ints: OnceLock<Vec<Py<PyAny>>>,
+    seam: Seam<CoreEncoder>,
 }
 
 impl Encoder {
     fn wrap(core: CoreEncoder) -> Self {
+        let (all, max_id) = (core.all_specials().clone(), core.model().max_id());
         Self {
-            core,
-            matchers: Mutex::new(FxHashMap::default()),
-            ints: OnceLock::new(),
+            seam: Seam::new(core, all, max_id),
         }
     }
 
-    /// `ids` as a Python list of ints.
-    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let ints = self.ints.get_or_init(|| {
-            (0..=self.core.model().max_id())
-                .map(|i| i.into_pyobject(py).unwrap().into_any().unbind())
-                .collect()
-        });
-        let len = ffi::Py_ssize_t::try_from(ids.len()).expect("list length fits isize");
-        // SAFETY: a new list of `len` slots, each set exactly once to a new (owned)
-        // reference before the list is seen by Python code.
-        unsafe {
-            // A long list starts as `[None] * len` rather than PyList_New's calloc: the
-            // stable ABI's PyList_SetItem reads each slot before writing it, and a read
-            // of never-touched memory maps the shared zero page, which the write must
-            // then replace — a page-table change that, while the batch's workers run
-            // on the other cores, interrupts every one of them to flush its TLB, once
-            // for each 4 KiB of the list. Writing the slots first (list repetition)
-            // takes ordinary page faults instead.
-            let list = if ids.len() >= 1024 {
-                let none = PyList::new(py, [py.None()])?;
-                ffi::PySequence_Repeat(none.as_ptr(), len)
-            } else {
-                ffi::PyList_New(len)
-            };
-            if list.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            let list = Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>();
-            for (i, &id) in ids.iter().enumerate() {
-                let item = match ints.get(id as usize) {
-                    Some(int) => int.clone_ref(py).into_ptr(),
-                    None => id.into_pyobject(py)?.into_ptr(),
-                };
-                ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, item);
-            }
-            Ok(list)
-        }
-    }
-
-    /// The matcher for `tokens` (`None`: all special tokens), cached.
-    fn matcher(&self, tokens: Option<Vec<String>>) -> PyResult<Arc<SpecialMatcher>> {
-        let Some(mut list) = tokens else {
-            return Ok(Arc::new(self.core.all_specials().clone()));
-        };
-        list.sort();
-        list.dedup();
-        let mut cache = self.matchers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = cache.get(&list) {
-            return Ok(m.clone());
-        }
-        let m = Arc::new(SpecialMatcher::new(&list).map_err(value_error)?);
-        if cache.len() > 64 {
-            cache.clear();
-        }
-        cache.insert(list, m.clone());
-        Ok(m)
-    }
-
-    /// Matchers for (`allowed_special`, `disallowed_special`); no list of disallowed
-    /// tokens means none.
-    fn matchers(
-        &self,
-        allowed: Option<Vec<String>>,
-        disallowed: Option<Vec<String>>,
-    ) -> PyResult<(Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
-        Ok((
-            self.matcher(allowed)?,
-            self.matcher(Some(disallowed.unwrap_or_default()))?,
-        ))
-    }
-
-    /// Checks `text` for disallowed tokens, then encodes it, without the GIL.
-    fn encode_checked(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        allowed: Option<Vec<String>>,
-        disallowed: Option<Vec<String>>,
-    ) -> PyResult<Vec<u32>> {
-        let (allowed, disallowed) = self.matchers(allowed, disallowed)?;
-        py.detach(|| {
-            check_disallowed(text, &disallowed)?;
-            self.core.encode(text, &allowed)
-        })
-        .map_err(|e| encode_error(py, e))
-    }
-
-    /// The texts of a batch as borrowed UTF-8 (not copied), and its matchers.
-    fn batch_args<'a>(
-        &self,
-        texts: &'a [Bound<'_, PyString>],
-        allowed: Option<Vec<String>>,
-        disallowed: Option<Vec<String>>,
-    ) -> PyResult<(Vec<&'a str>, Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
-        let texts = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        let (allowed, disallowed) = self.matchers(allowed, disallowed)?;
-        Ok((texts, allowed, disallowed))
+    fn core(&self) -> &CoreEncoder {
+        &self.seam.core
     }
 }
 
-#[pymethods]
-impl Encoder {
+pymethods_with_seam!(Encoder {
     #[new]
     #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
     fn new(
@@ -151,24 +41,26 @@ impl Encoder {
             .map_err(value_error)
     }
 
-    /// An encoder straight from the bytes of a `.tiktoken` file (see
-    /// `io::tiktoken::load`).
+    /// An encoder straight from the bytes of a `.tiktoken` file, and the special
+    /// tokens' ids in the order given (`io::tiktoken::load`): `special_tokens` are
+    /// `(token, id or None)` pairs; a fault is a ValueError naming `path`.
     #[staticmethod]
     fn from_tiktoken(
         py: Python<'_>,
         data: &[u8],
-        special_tokens: FxHashMap<String, u32>,
+        path: &str,
+        special_tokens: Vec<(String, Option<u32>)>,
         pattern: Option<&str>,
-    ) -> PyResult<Self> {
-        py.detach(|| crate::io::tiktoken::load(data, special_tokens, pattern))
-            .map(Self::wrap)
-            .map_err(|e| tiktoken_error(py, e))
+    ) -> PyResult<(Self, Vec<(String, u32)>)> {
+        py.detach(|| crate::io::tiktoken::load(data, &special_tokens, pattern))
+            .map(|(core, specials)| (Self::wrap(core), specials))
+            .map_err(|e| load_error(py, path, e))
     }
 
     /// Every token, special tokens included: {id: bytes} in id order.
     fn vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (id, bytes) in self.core.model().tokens() {
+        for (id, bytes) in self.core().model().tokens() {
             d.set_item(id, PyBytes::new(py, bytes))?;
         }
         Ok(d)
@@ -176,7 +68,7 @@ impl Encoder {
 
     /// The merges in rank order as pairs of bytes.
     fn merges<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let model = self.core.model();
+        let model = self.core().model();
         let bytes = |id: u32| PyBytes::new(py, model.token_bytes(id).unwrap_or_default());
         let pairs: Vec<_> = model
             .merge_pairs()
@@ -188,245 +80,31 @@ impl Encoder {
 
     /// Number of tokens, special tokens included.
     fn vocab_len(&self) -> usize {
-        self.core.model().vocab_len()
+        self.core().model().vocab_len()
     }
 
     /// Number of distinct merges.
     fn merge_count(&self) -> usize {
-        self.core.model().merge_count()
+        self.core().model().merge_count()
     }
 
     /// The largest token id.
     fn max_id(&self) -> u32 {
-        self.core.model().max_id()
+        self.core().model().max_id()
     }
 
-    /// Encodes `text`: `allowed_special` are encoded as special tokens (None: all); any
-    /// of `disallowed_special` in the text raises ValueError.
-    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
-        self.id_list(py, &ids)
-    }
-
-    /// Like `encode`, as little-endian uint32 bytes (for numpy, no list in between).
-    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-    fn encode_to_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
-        PyBytes::new_with(py, ids.len() * 4, |buf| {
-            put_le(buf, &ids);
-            Ok(())
-        })
-    }
-
-    /// How many tokens `text` encodes to.
-    #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-    fn count(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<usize> {
-        let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
-        py.detach(|| {
-            check_disallowed(text, &disallowed)?;
-            self.core.count(text, &allowed)
-        })
-        .map_err(|e| encode_error(py, e))
-    }
 
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         let ids = py
-            .detach(|| self.core.encode(text, self.core.no_specials()))
+            .detach(|| self.core().encode(text, self.core().no_specials()))
             .map_err(|e| encode_error(py, e))?;
-        self.id_list(py, &ids)
-    }
-
-    /// Encodes many texts on `num_threads` threads (`io::batch`); this thread turns
-    /// finished results into Python lists (the part that needs the GIL) while the
-    /// workers encode. The first text holding a disallowed token raises.
-    #[pyo3(signature = (texts, allowed_special=None, num_threads=1, disallowed_special=None))]
-    fn encode_batch<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<Bound<'py, PyString>>,
-        allowed_special: Option<Vec<String>>,
-        num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let (texts, allowed, disallowed) =
-            self.batch_args(&texts, allowed_special, disallowed_special)?;
-        let specials = Specials {
-            allowed: &allowed,
-            disallowed: &disallowed,
-        };
-        let mut lists: Vec<Option<Bound<'py, PyList>>> = texts.iter().map(|_| None).collect();
-        encode_each(
-            &self.core,
-            &texts,
-            specials,
-            num_threads,
-            |next| py.detach(next), // wait without the GIL
-            |i, ids| {
-                lists[i] = Some(self.id_list(py, &ids)?);
-                Ok(())
-            },
-        )
-        .map_err(|e| batch_error(py, e))?;
-        PyList::new(
-            py,
-            lists
-                .into_iter()
-                .map(|l| l.expect("every text was encoded")),
-        )
-    }
-
-    /// Encodes many texts on `num_threads` threads into one flat array: returns the ids
-    /// of all texts, one after another, as little-endian uint32 bytes (a bytearray, so
-    /// numpy's view of it is writable), and the `len(texts) + 1` offsets
-    /// (little-endian int64 bytes) where each text's ids start and the last ends.
-    ///
-    /// No Python object is made per token, so nothing needs the GIL. The bytearray is
-    /// allocated once at its largest possible size, uninitialised (`io::batch::
-    /// encode_flat` writes it in text order), and shrunk to what was written.
-    #[pyo3(signature = (texts, allowed_special=None, num_threads=1, disallowed_special=None))]
-    fn encode_batch_to_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<Bound<'py, PyString>>,
-        allowed_special: Option<Vec<String>>,
-        num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyBytes>)> {
-        let (texts, allowed, disallowed) =
-            self.batch_args(&texts, allowed_special, disallowed_special)?;
-        let specials = Specials {
-            allowed: &allowed,
-            disallowed: &disallowed,
-        };
-        let size: usize = texts.iter().map(|t| t.len()).sum::<usize>() * 4;
-        let py_size =
-            ffi::Py_ssize_t::try_from(size).map_err(|_| value_error("batch too large"))?;
-        // SAFETY: a new bytearray of `size` uninitialised bytes (not zeroed: its pages
-        // stay untouched until written), owned here until returned; no Python code sees
-        // it while the slice over its buffer is alive.
-        let (out, buf) = unsafe {
-            let out = Bound::from_owned_ptr_or_err(
-                py,
-                ffi::PyByteArray_FromStringAndSize(std::ptr::null(), py_size),
-            )?
-            .cast_into_unchecked::<PyByteArray>();
-            let ptr = ffi::PyByteArray_AsString(out.as_ptr()).cast::<MaybeUninit<u8>>();
-            (out, std::slice::from_raw_parts_mut(ptr, size))
-        };
-        let offsets = py
-            .detach(|| encode_flat(&self.core, &texts, specials, num_threads, buf))
-            .map_err(|e| encode_error(py, e))?;
-        let written = *offsets.last().expect("offsets end with the total") as ffi::Py_ssize_t * 4;
-        // SAFETY: shrinking our own bytearray to the bytes written.
-        if unsafe { ffi::PyByteArray_Resize(out.as_ptr(), written) } != 0 {
-            return Err(PyErr::fetch(py));
-        }
-        let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-        Ok((out, PyBytes::new(py, &offsets)))
-    }
-
-    /// Streaming (`io::stream`): encodes the part of `text` later text cannot change.
-    /// Returns the ids and how many characters (code points) of `text` were consumed.
-    #[pyo3(signature = (text, allowed_special, last, disallowed_special=None))]
-    fn encode_prefix(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        allowed_special: Option<Vec<String>>,
-        last: bool,
-        disallowed_special: Option<Vec<String>>,
-    ) -> PyResult<(Vec<u32>, usize)> {
-        let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
-        py.detach(|| {
-            let (ids, used) = stream::encode_prefix(&self.core, text, &allowed, &disallowed, last)?;
-            Ok::<_, EncodeError>((ids, text[..used].chars().count()))
-        })
-        .map_err(|e| encode_error(py, e))
-    }
-
-    /// Encodes the UTF-8 file at `path` into `out_path` as little-endian ids of `width`
-    /// bytes; `allowed_special` are encoded as specials, any of `disallowed_special`
-    /// in the file is an error. Returns the number of tokens.
-    #[pyo3(signature = (path, out_path, width, allowed_special, disallowed_special, errors="strict", num_threads=1, progress=None, block_bytes=ENCODE_BLOCK_BYTES))]
-    #[allow(clippy::too_many_arguments)]
-    fn encode_file(
-        &self,
-        py: Python<'_>,
-        path: &str,
-        out_path: &str,
-        width: usize,
-        allowed_special: Vec<String>,
-        disallowed_special: Vec<String>,
-        errors: &str,
-        num_threads: usize,
-        progress: Option<Py<PyAny>>,
-        block_bytes: usize,
-    ) -> PyResult<u64> {
-        let errors = utf8_errors(errors)?;
-        if width != 2 && width != 4 {
-            return Err(value_error("width must be 2 or 4 bytes"));
-        }
-        let both: Vec<String> = allowed_special
-            .iter()
-            .chain(&disallowed_special)
-            .cloned()
-            .collect();
-        let allowed = self.matcher(Some(allowed_special))?;
-        let forbidden = self.matcher(Some(disallowed_special))?;
-        let cut_at = self.matcher(Some(both))?;
-        let pool = thread_pool(num_threads)?;
-        // Appends: the caller may have written a header (e.g. .npy) first.
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(out_path)
-            .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("{out_path}: {e}")))?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let progress = Progress::new(progress);
-        let specials = shards::Specials {
-            allowed: &allowed,
-            forbidden: &forbidden,
-            cut_at: &cut_at,
-        };
-        let result = py.detach(|| {
-            shards::encode_file(
-                &self.core,
-                path,
-                &mut out,
-                width,
-                specials,
-                errors,
-                &pool,
-                block_bytes,
-                |done| progress.report(done),
-            )
-        });
-        result.map_err(|e| read_error(path, e, progress))
+        self.seam.id_list(py, &ids)
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
-        match py.detach(|| self.core.model().decode_bytes(&ids)) {
+        match py.detach(|| self.core().model().decode_bytes(&ids)) {
             Ok(b) => Ok(PyBytes::new(py, &b)),
             Err(id) => Err(PyKeyError::new_err(format!("unknown token id {id}"))),
         }
     }
-}
+});

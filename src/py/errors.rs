@@ -1,13 +1,15 @@
 //! The one mapping of the core's errors to Python exceptions. Messages are worded by
-//! the core; quoted text gets Python's own `repr()`.
+//! the core; quoted text and bytes get Python's own `repr()`.
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBytes, PyString};
 
 use super::Progress;
+use crate::bpe::ranks::RecoverError;
 use crate::io::batch::BatchError;
 use crate::io::blocks::ReadError;
+use crate::io::tiktoken::{LoadError, ParseError, Quote};
 use crate::model::EncodeError;
 
 pub fn value_error(message: impl Into<String>) -> PyErr {
@@ -46,46 +48,28 @@ pub fn read_error(path: &str, e: ReadError, progress: Progress) -> PyErr {
     }
 }
 
-/// A `.tiktoken` parse failure as ValueError args: ("unsure",) when the Python reader
-/// must decide, ("line", lineno) for a line the Python reader words, else
-/// ("duplicate_token", lineno, first lineno, token) / ("duplicate_rank", lineno, first
-/// lineno, rank).
-pub fn parse_error(py: Python<'_>, e: crate::io::tiktoken::ParseError) -> PyErr {
-    use crate::io::tiktoken::ParseError;
-    match e {
-        ParseError::Unsure => PyValueError::new_err(("unsure",)),
-        ParseError::Fields { line } | ParseError::Base64 { line } | ParseError::Rank { line } => {
-            PyValueError::new_err(("line", line))
-        }
-        ParseError::DuplicateToken { line, first, token } => PyValueError::new_err((
-            "duplicate_token",
-            line,
-            first,
-            pyo3::types::PyBytes::new(py, &token).unbind(),
-        )),
-        ParseError::DuplicateRank { line, first, rank } => {
-            PyValueError::new_err(("duplicate_rank", line, first, rank))
-        }
-    }
+/// Python's `repr()` of bytes.
+pub fn repr_bytes(py: Python<'_>, bytes: &[u8]) -> String {
+    PyBytes::new(py, bytes)
+        .repr()
+        .map_or_else(|_| format!("{bytes:?}"), |r| r.to_string())
 }
 
-pub fn recover_error(e: crate::bpe::ranks::RecoverError) -> PyErr {
-    use crate::bpe::ranks::RecoverError;
-    match e {
-        RecoverError::Duplicate { rank } => PyValueError::new_err(("duplicate", rank)),
-        RecoverError::MissingByte(b) => PyValueError::new_err(("missing_byte", b)),
-        RecoverError::Unreachable { rank, parts } => {
-            PyValueError::new_err(("unreachable", rank, parts))
-        }
-    }
+/// ValueError for a `.tiktoken` file at `path` that did not parse.
+pub fn parse_error(py: Python<'_>, path: &str, e: ParseError) -> PyErr {
+    load_error(py, path, LoadError::Parse(e))
 }
 
-pub fn tiktoken_error(py: Python<'_>, e: crate::io::tiktoken::LoadError) -> PyErr {
-    use crate::io::tiktoken::LoadError;
-    match e {
-        LoadError::Parse(e) => parse_error(py, e),
-        LoadError::Recover(e) => recover_error(e),
-        LoadError::SpecialIsRank => PyValueError::new_err(("unsure",)),
-        LoadError::Encoder(message) => PyValueError::new_err(message),
-    }
+/// ValueError for ranks that stand for no merges.
+pub fn recover_error(py: Python<'_>, e: RecoverError) -> PyErr {
+    value_error(e.message(&|b| repr_bytes(py, b)))
+}
+
+/// ValueError for a `.tiktoken` file at `path` that made no encoder.
+pub fn load_error(py: Python<'_>, path: &str, e: LoadError) -> PyErr {
+    let quote = Quote {
+        text: &|s| repr(py, s),
+        bytes: &|b| repr_bytes(py, b),
+    };
+    value_error(e.message(path, &quote))
 }

@@ -4,15 +4,18 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use super::errors::{parse_error, recover_error};
+use rustc_hash::FxHashMap;
 
-/// The contents of a `.tiktoken` file as {token: rank}, in file order. Failures raise
-/// ValueError with the args of `parse_error`.
+use super::errors::{parse_error, recover_error, repr_bytes, value_error};
+use crate::bpe::ranks::{recover_merges, MAX_RANK};
+
+/// The contents of a `.tiktoken` file as {token: rank}, in file order; a fault is a
+/// ValueError naming `path` and the line (`io::tiktoken` has the grammar).
 #[pyfunction]
-fn parse_tiktoken<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+fn parse_tiktoken<'py>(py: Python<'py>, data: &[u8], path: &str) -> PyResult<Bound<'py, PyDict>> {
     let entries = py
         .detach(|| crate::io::tiktoken::parse(data))
-        .map_err(|e| parse_error(py, e))?;
+        .map_err(|e| parse_error(py, path, e))?;
     let d = PyDict::new(py);
     for (token, rank) in entries {
         d.set_item(PyBytes::new(py, &token), rank)?;
@@ -20,14 +23,38 @@ fn parse_tiktoken<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
-/// Merges of a rank-only vocabulary: `tokens[rank]` (None for skipped ranks) →
-/// `(rank, left rank, right rank)` per multi-byte token, in rank order. Failures raise
-/// ValueError with args ("duplicate", rank), ("missing_byte", byte) or
-/// ("unreachable", rank, parts), for the Python side to word.
+/// The merges a {token: rank} table stands for, as `(left, right)` bytes in rank order
+/// (`bpe::ranks::recover_merges`); ValueError says which token is at fault.
 #[pyfunction]
-fn recover_merges(py: Python<'_>, tokens: Vec<Option<Vec<u8>>>) -> PyResult<Vec<(u32, u32, u32)>> {
-    py.detach(|| crate::bpe::ranks::recover_merges(&tokens))
-        .map_err(recover_error)
+fn merges_from_ranks<'py>(
+    py: Python<'py>,
+    ranks: &Bound<'py, PyDict>,
+) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    let mut entries: Vec<(Vec<u8>, u32)> = Vec::with_capacity(ranks.len());
+    for (token, rank) in ranks.iter() {
+        let token: Vec<u8> = token.extract()?;
+        let rank = rank
+            .extract::<u32>()
+            .ok()
+            .filter(|&r| r <= MAX_RANK)
+            .ok_or_else(|| {
+                value_error(format!(
+                    "token {} has rank {}, outside 0..{MAX_RANK}",
+                    repr_bytes(py, &token),
+                    rank.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                ))
+            })?;
+        entries.push((token, rank));
+    }
+    let triples = py
+        .detach(|| recover_merges(&entries))
+        .map_err(|e| recover_error(py, e))?;
+    let token_at: FxHashMap<u32, &[u8]> = entries.iter().map(|(t, r)| (*r, &t[..])).collect();
+    let bytes = |rank: u32| PyBytes::new(py, token_at[&rank]);
+    Ok(triples
+        .into_iter()
+        .map(|(_, left, right)| (bytes(left), bytes(right)))
+        .collect())
 }
 
 /// Offsets where the built-in patterns allow cutting text (`chunking::is_newline_cut`),
@@ -41,7 +68,7 @@ fn newline_cuts(data: &[u8]) -> Vec<usize> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(newline_cuts, m)?)?;
-    m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
+    m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(parse_tiktoken, m)?)?;
     Ok(())
 }

@@ -1,17 +1,20 @@
 //! Python binding of the SentencePiece model kind: `bytepair._core.SentencePieceModel`.
-//! Argument conversion and GIL handling only; the algorithm is in `spm/`.
+//! Argument conversion and GIL handling only; the algorithm is in `spm/`, the shared
+//! method set of every model kind in [`super::seam`].
 
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
+use super::seam::{pymethods_with_seam, Seam};
+use crate::pretok::SpecialMatcher;
 use crate::spm::{PieceType, SpmError, SpmModel};
 
 /// A SentencePiece BPE model (`tokenizer.model`), encoding and decoding as the
-/// `sentencepiece` library does.
+/// `sentencepiece` library does; its CONTROL pieces are its special tokens.
 #[pyclass(module = "bytepair._core", frozen)]
 pub struct SentencePieceModel {
-    core: SpmModel,
+    seam: Seam<SpmModel>,
 }
 
 fn error(e: SpmError) -> PyErr {
@@ -32,70 +35,104 @@ fn type_name(kind: PieceType) -> &'static str {
     }
 }
 
-#[pymethods]
-impl SentencePieceModel {
-    /// Loads the bytes of a `.model` file; `path` (for messages) names it.
+pymethods_with_seam!(SentencePieceModel {
+    /// Loads the bytes of a `.model` file; `path` (for messages) names it. With
+    /// `add_bos` / `add_eos` every text encodes between `<s>` and `</s>`.
     /// Raises ValueError naming the path and, for a corrupt file, the byte offset.
     #[staticmethod]
-    #[pyo3(signature = (data, path = "<bytes>"))]
-    fn from_bytes(py: Python<'_>, data: &[u8], path: &str) -> PyResult<Self> {
-        let core = py.detach(|| SpmModel::from_bytes(data));
+    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false))]
+    fn from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        path: &str,
+        add_bos: bool,
+        add_eos: bool,
+    ) -> PyResult<Self> {
+        let core = py.detach(|| SpmModel::from_bytes(data)?.with_options(add_bos, add_eos));
         let core = core.map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
-        Ok(Self { core })
-    }
-
-    /// Text -> ids, as `SentencePieceProcessor.encode(text, add_bos=, add_eos=)`.
-    #[pyo3(signature = (text, add_bos = false, add_eos = false))]
-    fn encode(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        add_bos: bool,
-        add_eos: bool,
-    ) -> PyResult<Vec<u32>> {
-        py.detach(|| self.core.encode(text, add_bos, add_eos))
-            .map_err(error)
-    }
-
-    /// Many texts -> ids, on `num_threads` threads.
-    #[pyo3(signature = (texts, add_bos = false, add_eos = false, num_threads = 1))]
-    fn encode_batch(
-        &self,
-        py: Python<'_>,
-        texts: Vec<String>,
-        add_bos: bool,
-        add_eos: bool,
-        num_threads: usize,
-    ) -> PyResult<Vec<Vec<u32>>> {
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        py.detach(|| {
-            self.core
-                .encode_batch(&texts, add_bos, add_eos, num_threads)
+        // `allowed_special=None` matches nothing, as sentencepiece does.
+        let none = SpecialMatcher::new(&[]).expect("an empty matcher always builds");
+        let max_id = core.len().saturating_sub(1) as u32;
+        Ok(Self {
+            seam: Seam::new(core, none, max_id),
         })
-        .map_err(error)
+    }
+
+
+    /// Ids -> bytes: byte pieces as raw bytes, otherwise as `decode`.
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = self.checked_ids(&ids)?;
+        let bytes = py
+            .detach(|| self.core().decode_bytes(&ids))
+            .map_err(error)?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// Ids -> text, as `SentencePieceProcessor.decode(ids)`; IndexError for an
     /// id outside the vocabulary.
     fn decode(&self, py: Python<'_>, ids: Vec<i64>) -> PyResult<String> {
-        let n = self.core.len();
-        let ids = ids
-            .iter()
-            .map(|&id| {
-                u32::try_from(id)
-                    .ok()
-                    .filter(|&i| (i as usize) < n)
-                    .ok_or(id)
-            })
-            .collect::<Result<Vec<u32>, i64>>()
-            .map_err(|id| {
-                PyIndexError::new_err(format!("id {id} is not in the vocabulary of {n}"))
-            })?;
-        py.detach(|| self.core.decode(&ids)).map_err(error)
+        let ids = self.checked_ids(&ids)?;
+        py.detach(|| self.core().decode(&ids)).map_err(error)
+    }
+
+    /// The largest id.
+    fn max_id(&self) -> u32 {
+        self.core().len().saturating_sub(1) as u32
+    }
+
+    /// Number of pieces.
+    fn vocab_len(&self) -> usize {
+        self.core().len()
+    }
+
+    /// The CONTROL pieces in id order: the special tokens.
+    fn control_pieces(&self) -> Vec<String> {
+        self.core().control_pieces()
+    }
+
+    /// The settings other formats need: normalizer (`name`, `add_dummy_prefix`,
+    /// `remove_extra_whitespaces`, `escape_whitespaces`, `has_charsmap`) and trainer
+    /// (`byte_fallback`, `treat_whitespace_as_suffix`, `unk_piece`, `bos_piece`,
+    /// `eos_piece`).
+    fn settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let proto = &self.core().proto;
+        let (trainer, normalizer) = (proto.trainer(), proto.normalizer_spec.clone());
+        let normalizer = normalizer.unwrap_or_default();
+        let d = PyDict::new(py);
+        d.set_item("name", normalizer.name())?;
+        d.set_item("add_dummy_prefix", normalizer.add_dummy_prefix())?;
+        d.set_item(
+            "remove_extra_whitespaces",
+            normalizer.remove_extra_whitespaces(),
+        )?;
+        d.set_item("escape_whitespaces", normalizer.escape_whitespaces())?;
+        d.set_item(
+            "has_charsmap",
+            !normalizer.precompiled_charsmap().is_empty(),
+        )?;
+        d.set_item("byte_fallback", trainer.byte_fallback())?;
+        d.set_item(
+            "treat_whitespace_as_suffix",
+            trainer.treat_whitespace_as_suffix(),
+        )?;
+        d.set_item("unk_piece", trainer.unk_piece())?;
+        d.set_item("bos_piece", trainer.bos_piece())?;
+        d.set_item("eos_piece", trainer.eos_piece())?;
+        Ok(d)
+    }
+
+    #[getter]
+    fn add_bos(&self) -> bool {
+        self.core().add_bos
+    }
+
+    #[getter]
+    fn add_eos(&self) -> bool {
+        self.core().add_eos
     }
 
     fn id_to_piece(&self, id: usize) -> PyResult<String> {
-        let entry = self.core.entries.get(id);
+        let entry = self.core().entries.get(id);
         let entry =
             entry.ok_or_else(|| PyIndexError::new_err(format!("id {id} is out of range")))?;
         Ok(entry.piece.clone())
@@ -103,12 +140,12 @@ impl SentencePieceModel {
 
     /// The id of `piece`, or the unknown id (as sentencepiece answers).
     fn piece_to_id(&self, piece: &str) -> u32 {
-        self.core.piece_to_id(piece)
+        self.core().piece_to_id(piece)
     }
 
     /// Every piece in id order: (piece, score, type name such as "NORMAL", "BYTE").
     fn pieces(&self) -> Vec<(String, f32, &'static str)> {
-        let entries = self.core.entries.iter();
+        let entries = self.core().entries.iter();
         entries
             .map(|e| (e.piece.clone(), e.score, type_name(e.kind)))
             .collect()
@@ -116,36 +153,57 @@ impl SentencePieceModel {
 
     /// The text as the model's normalizer rewrites it before encoding.
     fn normalize(&self, py: Python<'_>, text: &str) -> String {
-        py.detach(|| self.core.normalizer.normalize(text))
+        py.detach(|| self.core().normalizer.normalize(text))
     }
 
     /// The model serialized back to `.model` bytes (identical for a loaded,
     /// unchanged model).
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.core.proto.to_bytes())
+        PyBytes::new(py, &self.core().proto.to_bytes())
     }
 
     #[getter]
     fn vocab_size(&self) -> usize {
-        self.core.len()
+        self.core().len()
     }
 
     #[getter]
     fn unk_id(&self) -> u32 {
-        self.core.unk_id
+        self.core().unk_id
     }
 
     #[getter]
     fn bos_id(&self) -> Option<u32> {
-        self.core.bos_id
+        self.core().bos_id
     }
 
     #[getter]
     fn eos_id(&self) -> Option<u32> {
-        self.core.eos_id
+        self.core().eos_id
     }
 
     fn __len__(&self) -> usize {
-        self.core.len()
+        self.core().len()
+    }
+});
+
+impl SentencePieceModel {
+    fn core(&self) -> &SpmModel {
+        &self.seam.core
+    }
+
+    /// `ids` as u32, or IndexError naming the first outside the vocabulary.
+    fn checked_ids(&self, ids: &[i64]) -> PyResult<Vec<u32>> {
+        let n = self.core().len();
+        let id_of = |&id: &i64| {
+            u32::try_from(id)
+                .ok()
+                .filter(|&i| (i as usize) < n)
+                .ok_or(id)
+        };
+        ids.iter()
+            .map(id_of)
+            .collect::<Result<_, i64>>()
+            .map_err(|id| PyIndexError::new_err(format!("id {id} is not in the vocabulary of {n}")))
     }
 }

@@ -11,6 +11,10 @@
 //!   remove_extra_whitespaces every piece loses it until some text is written.
 //! - Finally the denormalizer, if the model has one, rewrites the text.
 //!
+//! [`SpmModel::decode_bytes`] is the same with byte pieces kept as raw bytes (what
+//! `Tokenizer.decode_bytes` returns; a model with a denormalizer gives the UTF-8 of
+//! `decode`, since its rules rewrite text).
+//!
 //! ```text
 //! ["▁Hello", "▁world", "<0xE2>", "<0x9C>", "<0x93>"] -> "Hello world✓"
 //! ```
@@ -23,7 +27,29 @@ use super::SpmError;
 impl SpmModel {
     /// Decodes ids to text; an id outside the vocabulary is an error.
     pub fn decode(&self, ids: &[u32]) -> Result<String, SpmError> {
-        let mut text = String::new();
+        let text = self.decode_with(ids, push_chars)?;
+        let text = String::from_utf8(text).expect("push_chars writes UTF-8");
+        Ok(match &self.denormalizer {
+            Some(d) => d.normalize(&text),
+            None => text,
+        })
+    }
+
+    /// Decodes ids to bytes, byte pieces as they are (see the module header).
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>, SpmError> {
+        if self.denormalizer.is_some() {
+            return self.decode(ids).map(String::into_bytes);
+        }
+        self.decode_with(ids, |text, bytes| text.append(bytes))
+    }
+
+    /// The pieces' surfaces joined; runs of byte pieces go through `push_bytes`.
+    fn decode_with(
+        &self,
+        ids: &[u32],
+        push_bytes: impl Fn(&mut Vec<u8>, &mut Vec<u8>),
+    ) -> Result<Vec<u8>, SpmError> {
+        let mut text = Vec::new();
         let mut bytes = Vec::new();
         let mut strip_dummy = true; // sentencepiece's `is_bos_ws`
         let mut dummy_seen = false;
@@ -47,22 +73,19 @@ impl SpmModel {
             dummy_seen = self.decode_piece(&entry.piece, id, strip_dummy, &mut text);
         }
         push_bytes(&mut text, &mut bytes);
-        Ok(match &self.denormalizer {
-            Some(d) => d.normalize(&text),
-            None => text,
-        })
+        Ok(text)
     }
 
     /// Appends the surface of one non-byte piece; returns whether it consumed
     /// the dummy-prefix space.
-    fn decode_piece(&self, piece: &str, id: u32, strip_dummy: bool, text: &mut String) -> bool {
+    fn decode_piece(&self, piece: &str, id: u32, strip_dummy: bool, text: &mut Vec<u8>) -> bool {
         match self.kind(id) {
             PieceType::Control => return false,
             PieceType::Unknown => {
                 if self.entries[id as usize].piece == piece {
-                    text.push_str(&self.unk_surface);
+                    text.extend_from_slice(self.unk_surface.as_bytes());
                 } else {
-                    text.push_str(piece);
+                    text.extend_from_slice(piece.as_bytes());
                 }
                 return false;
             }
@@ -77,23 +100,23 @@ impl SpmModel {
                 consumed = !self.remove_extra_whitespaces;
             }
         }
-        text.push_str(&piece.replace(SPACE_SYMBOL, " "));
+        text.extend_from_slice(piece.replace(SPACE_SYMBOL, " ").as_bytes());
         consumed
     }
 }
 
-/// Decodes the pending byte pieces into `text` (see the module header) and
-/// empties `bytes`.
-fn push_bytes(text: &mut String, bytes: &mut Vec<u8>) {
+/// Decodes the pending byte pieces into `text` as sentencepiece does (see the
+/// module header) and empties `bytes`.
+fn push_chars(text: &mut Vec<u8>, bytes: &mut Vec<u8>) {
     let mut rest = &bytes[..];
     while !rest.is_empty() {
         match utf8_char_len(rest) {
             Some(n) => {
-                text.push_str(std::str::from_utf8(&rest[..n]).unwrap());
+                text.extend_from_slice(&rest[..n]);
                 rest = &rest[n..];
             }
             None => {
-                text.push('\u{FFFD}');
+                text.extend_from_slice("\u{FFFD}".as_bytes());
                 rest = &rest[1..];
             }
         }

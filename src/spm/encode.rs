@@ -120,17 +120,6 @@ impl CachePool {
     }
 }
 
-/// Gives a worker's cache back to the pool when the worker is done.
-struct CacheGuard<'a>(&'a CachePool, Option<WordCache>);
-
-impl Drop for CacheGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(cache) = self.1.take() {
-            self.0.give_back(cache);
-        }
-    }
-}
-
 /// A symbol of the merge loop: a byte range of the text in a linked list.
 #[derive(Clone, Copy)]
 struct Symbol {
@@ -192,12 +181,7 @@ impl SpmModel {
         if add_bos {
             out.push(self.bos_id.ok_or_else(|| no_control("<s> (bos)"))?);
         }
-        let normalized = self.normalizer.normalize(text);
-        let start = out.len();
-        self.encode_normalized(&normalized, cache, &mut out);
-        if self.byte_ids.is_none() {
-            collapse_unknown_runs(&mut out, start, self.unk_id);
-        }
+        self.encode_segment(text, true, cache, &mut out);
         if add_eos {
             out.push(self.eos_id.ok_or_else(|| no_control("</s> (eos)"))?);
         }
@@ -212,41 +196,21 @@ impl SpmModel {
         ids
     }
 
-    /// Encodes many texts on `num_threads` threads (each worker with its own
-    /// warm cache); the result is in the order of `texts`.
-    pub fn encode_batch(
+    /// Appends the ids of `text` as sentencepiece encodes it, with the dummy prefix
+    /// only when `dummy_prefix` (see [`super::normalizer::Normalizer::normalize_with`]).
+    pub(super) fn encode_segment(
         &self,
-        texts: &[&str],
-        add_bos: bool,
-        add_eos: bool,
-        num_threads: usize,
-    ) -> Result<Vec<Vec<u32>>, SpmError> {
-        use rayon::prelude::*;
-        let threads = num_threads.max(1).min(texts.len().max(1));
-        if threads == 1 {
-            return texts
-                .iter()
-                .map(|t| self.encode(t, add_bos, add_eos))
-                .collect();
+        text: &str,
+        dummy_prefix: bool,
+        cache: &mut WordCache,
+        out: &mut Vec<u32>,
+    ) {
+        let normalized = self.normalizer.normalize_with(text, dummy_prefix);
+        let start = out.len();
+        self.encode_normalized(&normalized, cache, out);
+        if self.byte_ids.is_none() {
+            collapse_unknown_runs(out, start, self.unk_id);
         }
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
-        let pool =
-            pool.map_err(|e| SpmError::Invalid(format!("cannot start {threads} threads: {e}")))?;
-        pool.install(|| {
-            texts
-                .par_iter()
-                .map_init(
-                    || CacheGuard(&self.caches, Some(self.caches.take())),
-                    |guard, t| {
-                        let cache = guard
-                            .1
-                            .as_mut()
-                            .expect("a guard holds its cache until dropped");
-                        self.encode_with(t, add_bos, add_eos, cache)
-                    },
-                )
-                .collect()
-        })
     }
 
     /// Appends the ids of already-normalized text.
@@ -489,6 +453,6 @@ fn collapse_unknown_runs(ids: &mut Vec<u32>, start: usize, unk: u32) {
     ids.truncate(write);
 }
 
-fn no_control(what: &str) -> SpmError {
+pub(super) fn no_control(what: &str) -> SpmError {
     SpmError::Invalid(format!("the model has no {what} control piece"))
 }

@@ -14,7 +14,10 @@
 //! - [`normalizer`]: sentencepiece's normalization (dummy prefix, `▁`, whitespace);
 //! - [`model`]: the checked vocabulary;
 //! - [`encode`]: the merge loop, with a word cache where it is provably exact;
-//! - [`decode`]: ids back to text.
+//! - [`decode`]: ids back to text;
+//! - [`train`], [`train_merge`]: training, compatibly with sentencepiece's BPE trainer;
+//! - [`seam`]: the model seam ([`crate::model::Model`]): special tokens, `<s>`/`</s>`
+//!   options, batches, streaming and files.
 
 pub mod charsmap;
 pub mod decode;
@@ -22,6 +25,9 @@ pub mod encode;
 pub mod model;
 pub mod normalizer;
 pub mod proto;
+pub mod seam;
+pub mod train;
+pub mod train_merge;
 pub mod wire;
 
 #[cfg(test)]

@@ -39,6 +39,8 @@ pub struct SpmModel {
     pub normalizer: Normalizer,
     pub denormalizer: Option<Normalizer>,
     pub has_unused: bool,
+    /// Whether the normalizer has rules (a precompiled charsmap), which can lengthen text.
+    pub has_charsmap: bool,
     /// Characters that some mergeable piece has directly before / after the
     /// whitespace mark: the only places where a merge can cross a word boundary.
     pub joins_before_space: FxHashSet<char>,
@@ -60,6 +62,10 @@ pub struct SpmModel {
     pub reserved_shadows_mergeable: bool,
     /// Warm word caches for encoding.
     pub caches: CachePool,
+    /// Whether each text encoded through the model seam ([`crate::model::Model`])
+    /// starts with `<s>` / ends with `</s>` (see [`SpmModel::with_options`]).
+    pub add_bos: bool,
+    pub add_eos: bool,
 }
 
 /// `<0xNN>` (two upper-case hex digits) -> the byte, as sentencepiece spells it.
@@ -140,6 +146,7 @@ impl SpmModel {
             pairs,
             ascii_ids,
             has_unused: entries.iter().any(|e| e.kind == PieceType::Unused),
+            has_charsmap: !spec.precompiled_charsmap().is_empty(),
             bos_id: control(trainer.bos_piece()),
             eos_id: control(trainer.eos_piece()),
             unk_id: unk_id as u32,
@@ -157,8 +164,30 @@ impl SpmModel {
             add_dummy_prefix: spec.add_dummy_prefix(),
             remove_extra_whitespaces: spec.remove_extra_whitespaces(),
             caches: CachePool::default(),
+            add_bos: false,
+            add_eos: false,
             proto,
         })
+    }
+
+    /// The model with `<s>` before / `</s>` after every text it encodes through the
+    /// model seam; an error when the model has no such control piece.
+    pub fn with_options(mut self, add_bos: bool, add_eos: bool) -> Result<SpmModel, SpmError> {
+        if add_bos && self.bos_id.is_none() {
+            return Err(super::encode::no_control("<s> (bos)"));
+        }
+        if add_eos && self.eos_id.is_none() {
+            return Err(super::encode::no_control("</s> (eos)"));
+        }
+        (self.add_bos, self.add_eos) = (add_bos, add_eos);
+        Ok(self)
+    }
+
+    /// The CONTROL pieces, in id order: the model's special tokens.
+    pub fn control_pieces(&self) -> Vec<String> {
+        let entries = self.entries.iter();
+        let controls = entries.filter(|e| e.kind == PieceType::Control);
+        controls.map(|e| e.piece.clone()).collect()
     }
 
     /// sentencepiece's `PieceToId`: reserved pieces first, then mergeable ones,

@@ -138,6 +138,14 @@ impl Normalizer {
 
     /// Normalizes `input` as sentencepiece does.
     pub fn normalize(&self, input: &str) -> String {
+        self.normalize_with(input, self.add_dummy_prefix)
+    }
+
+    /// [`Normalizer::normalize`], with the dummy prefix only when `dummy_prefix` (and
+    /// the model adds one): text that continues after a special token gets none, as
+    /// Hugging Face's `prepend_scheme: "first"` does.
+    pub fn normalize_with(&self, input: &str, dummy_prefix: bool) -> String {
+        let dummy_prefix = dummy_prefix && self.add_dummy_prefix;
         let mut input = input.as_bytes();
         if self.remove_extra_whitespaces {
             input = self.skip_leading_spaces(input);
@@ -147,7 +155,7 @@ impl Normalizer {
         }
         let space = self.space();
         let mut out = Vec::with_capacity(input.len() + input.len() / 2 + 3);
-        if self.add_dummy_prefix && !self.treat_whitespace_as_suffix {
+        if dummy_prefix && !self.treat_whitespace_as_suffix {
             out.extend_from_slice(space);
         }
         self.rewrite_body(input, &mut out);
@@ -156,7 +164,7 @@ impl Normalizer {
                 out.truncate(out.len() - space.len());
             }
         }
-        if self.add_dummy_prefix && self.treat_whitespace_as_suffix {
+        if dummy_prefix && self.treat_whitespace_as_suffix {
             out.extend_from_slice(space);
         }
         // A charsmap could in principle hold replacements that are not UTF-8.

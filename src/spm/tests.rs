@@ -10,7 +10,7 @@ use PieceType::*;
 /// A BPE model: `<unk>`, `<s>`, `</s>`, the 256 byte pieces when
 /// `byte_fallback`, then `pieces`. The normalizer adds a dummy prefix and keeps
 /// whitespace as is.
-fn model(pieces: &[(&str, f32, PieceType)], byte_fallback: bool) -> SpmModel {
+pub(super) fn model(pieces: &[(&str, f32, PieceType)], byte_fallback: bool) -> SpmModel {
     SpmModel::from_proto(proto(pieces, byte_fallback, BPE)).unwrap()
 }
 

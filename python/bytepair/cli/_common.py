@@ -38,8 +38,8 @@ def add_tokenizer_options(
         action="append" if many else SingleValue,
         default=[] if many else None,
         help=f"the {what}: a bundled encoding (gpt2, cl100k_base, o200k_base, ...), a "
-        ".bytepair file, a tokenizer.json (or its folder), a .tiktoken file (with --pattern) "
-        "or a GPT-2 folder" + ("; repeatable" if many else ""),
+        ".bytepair file, a tokenizer.json (or its folder), a .tiktoken file (with --pattern), "
+        "a SentencePiece .model or a GPT-2 folder" + ("; repeatable" if many else ""),
     )
     p.add_argument(
         "--special",

@@ -57,6 +57,8 @@ def run(args) -> None:
     if report.corpora:
         print(f"; {report.corpus_tokens:,} tokens of text in {len(report.corpora)} file(s)", end="")
     print()
+    for note in report.notes:
+        print(f"  note: {note}")
     for reason, n in report.by_reason.items():
         meaning = REASONS[reason].replace("THRESHOLD", str(report.threshold))
         print(f"  {reason:<17} {n:>8,}  {meaning}")

@@ -29,7 +29,8 @@ def run(args) -> None:
     if plot_or_json(args, report, "zipf"):
         return
     v = report.vocab
-    print(f"{report.tokenizer}: {v.vocab_size:,} tokens ({v.merges:,} merges, {v.special} special)")
+    merges = "no merges" if v.merges is None else f"{v.merges:,} merges"
+    print(f"{report.tokenizer}: {v.vocab_size:,} tokens ({merges}, {v.special} special)")
     print("by kind:   " + ", ".join(f"{k} {n:,}" for k, n in v.by_kind.items() if n))
     print("by script: " + ", ".join(f"{k} {n:,}" for k, n in v.by_script.items()))
     print("by length (bytes): " + ", ".join(f"{k}: {n:,}" for k, n in v.by_length.items()))

@@ -92,8 +92,41 @@ def add_parser(sub) -> None:
         help="output format (default: from the output's suffix)",
     )
     add_engine_options(t, "counting")
+    t.add_argument(
+        "--model",
+        choices=["bpe", "sentencepiece"],
+        default="bpe",
+        help="bpe: byte-level BPE (default); sentencepiece: a SentencePiece BPE .model, "
+        "as spm_train --model_type=bpe makes it (lines of text files are the sentences)",
+    )
+    t.add_argument(
+        "--normalization",
+        default="nmt_nfkc",
+        help="with --model sentencepiece: identity, nmt_nfkc (default), nfkc, nmt_nfkc_cf, nfkc_cf",
+    )
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=run)
+
+
+def run_sentencepiece(args) -> None:
+    from bytepair.training_spm import train_sentencepiece
+
+    start = time.perf_counter()
+    data = train_sentencepiece(
+        args.corpus,
+        args.vocab_size,
+        output=args.output,
+        normalization=args.normalization,
+        user_defined_symbols=args.special,
+        num_threads=args.num_threads,
+        progress=show_progress(args),
+    )
+    secs = time.perf_counter() - start
+    print(
+        f"trained {args.output} (SentencePiece BPE, vocab size {args.vocab_size:,}, "
+        f"{len(data):,} bytes) in {secs:.2f} s",
+        file=sys.stderr,
+    )
 
 
 def run(args) -> None:
@@ -103,6 +136,8 @@ def run(args) -> None:
     from bytepair.sources import open_sources
     from bytepair.training import train
 
+    if args.model == "sentencepiece":
+        return run_sentencepiece(args)
     fmt = format_for_path(args.output, args.format)
     is_folder = fmt == "gpt2" or (fmt == "hf" and not args.output.endswith(".json"))
     check_output(args.output, is_folder, inputs=args.corpus)

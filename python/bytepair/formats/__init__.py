@@ -4,7 +4,10 @@
   merges in one readable JSON file;
 - :mod:`~bytepair.formats.tiktoken` — ``.tiktoken`` rank files (pattern and special
   tokens given separately);
-- :mod:`~bytepair.formats.hf` — Hugging Face ``tokenizer.json`` and its folder;
+- :mod:`~bytepair.formats.hf` — Hugging Face ``tokenizer.json`` and its folder (byte-level
+  BPE; the SentencePiece family in :mod:`~bytepair.formats.hf_sentencepiece`);
+- :mod:`~bytepair.formats.sentencepiece` — SentencePiece ``.model`` files (Llama 2,
+  Mistral);
 - :mod:`~bytepair.formats.gpt2` — GPT-2's ``vocab.json`` + ``merges.txt`` (or
   ``encoder.json`` + ``vocab.bpe``) folders;
 - :mod:`~bytepair.formats.pickling` — what ``pickle`` stores (our own format, never code).
@@ -22,11 +25,16 @@ import os
 from pathlib import Path
 
 from bytepair.formats import bytepair as bytepair_format
-from bytepair.formats import gpt2, hf, tiktoken
+from bytepair.formats import gpt2, hf, sentencepiece, tiktoken
 
 #: Format names, as ``format=`` and ``bytepair convert --to`` take them.
-FORMATS = ("bytepair", "tiktoken", "hf", "gpt2")
-_BY_SUFFIX = {".bytepair": "bytepair", ".tiktoken": "tiktoken", ".json": "hf"}
+FORMATS = ("bytepair", "tiktoken", "hf", "gpt2", "sentencepiece")
+_BY_SUFFIX = {
+    ".bytepair": "bytepair",
+    ".tiktoken": "tiktoken",
+    ".json": "hf",
+    ".model": "sentencepiece",
+}
 
 
 def _check_format(format: str | None) -> None:
@@ -52,6 +60,8 @@ def detect(path: str | os.PathLike) -> str:
         return "bytepair"
     if hf.sniff(head):
         return "hf"
+    if sentencepiece.sniff(head):
+        return "sentencepiece"
     if tiktoken.sniff(head):
         return "tiktoken"
     if head.lstrip().startswith(b"{") and path.name in ("vocab.json", "encoder.json"):
@@ -60,7 +70,7 @@ def detect(path: str | os.PathLike) -> str:
         return _BY_SUFFIX[path.suffix]
     raise ValueError(
         f"{path}: not a tokenizer file bytepair recognises (.bytepair, tokenizer.json, "
-        ".tiktoken, or a GPT-2/Hugging Face folder)"
+        ".tiktoken, a SentencePiece .model, or a GPT-2/Hugging Face folder)"
     )
 
 
@@ -81,10 +91,14 @@ def load(
     format: str | None = None,
     pattern: str | None = None,
     special_tokens=None,
+    add_bos: bool | None = None,
+    add_eos: bool | None = None,
 ):
     """A tokenizer from a bundled encoding name (``"cl100k_base"``), a ``.bytepair``
     file, a ``tokenizer.json`` (or a folder holding one), a ``.tiktoken`` file (give
-    ``pattern`` and ``special_tokens``: the format holds neither) or a GPT-2 folder.
+    ``pattern`` and ``special_tokens``: the format holds neither), a GPT-2 folder or a
+    SentencePiece ``.model``. ``add_bos`` / ``add_eos`` (SentencePiece models only) put
+    ``<s>`` / ``</s>`` around every text, overriding what the file says.
 
     >>> import bytepair
     >>> bytepair.load("gpt2").encode("hello")
@@ -95,10 +109,23 @@ def load(
     _check_format(format)
     path = Path(path_or_name)
     if isinstance(path_or_name, str) and path_or_name in list_encodings() and not path.exists():
+        if add_bos is not None or add_eos is not None:
+            raise ValueError(
+                f"{path_or_name}: add_bos and add_eos are options of SentencePiece models"
+            )
         return get_encoding(path_or_name)
     if not path.exists():
         raise FileNotFoundError(_unknown_name(str(path_or_name)))
     kind = format or detect(path)
+    tok = _read(path, kind, pattern, special_tokens)
+    if add_bos is None and add_eos is None:
+        return tok
+    if tok.model.kind != "sentencepiece":
+        raise ValueError(f"{path}: add_bos and add_eos are options of SentencePiece models")
+    return type(tok).from_model(tok.model.with_options(add_bos=add_bos, add_eos=add_eos))
+
+
+def _read(path: Path, kind: str, pattern, special_tokens):
     if kind == "tiktoken":
         given = tiktoken.MISSING if pattern is None else pattern
         return tiktoken.read(path, pattern=given, special_tokens=special_tokens)
@@ -108,6 +135,8 @@ def load(
         raise ValueError(f"{path}: a {kind} file holds its own pattern and special tokens")
     if kind == "hf":
         return hf.read(path)
+    if kind == "sentencepiece":
+        return sentencepiece.read(path)
     return bytepair_format.read(path)
 
 
@@ -124,8 +153,8 @@ def format_for_path(path: str | os.PathLike, format: str | None = None) -> str:
     if path.is_dir() or text.endswith(("/", os.sep)):
         return "gpt2"
     raise ValueError(
-        f"{path}: cannot tell the format from the name; use a .bytepair, .json or .tiktoken "
-        f"suffix, or pass the format ({', '.join(FORMATS)})"
+        f"{path}: cannot tell the format from the name; use a .bytepair, .json, .tiktoken or "
+        f".model suffix, or pass the format ({', '.join(FORMATS)})"
     )
 
 
@@ -142,5 +171,7 @@ def save(tok, path: str | os.PathLike, format: str | None = None, **options) -> 
         raise TypeError(f"the {kind} format takes no options ({', '.join(options)})")
     elif kind == "tiktoken":
         tiktoken.write(tok, path)
+    elif kind == "sentencepiece":
+        sentencepiece.write(tok, path)
     else:
         bytepair_format.write(tok, path)

@@ -16,10 +16,18 @@ loading it runs no code. Layout::
 Merges are ``"left right"`` in GPT-2's byte-to-unicode notation, in rank order: merge
 *i* is token 256 + *i*. A ``"vocab"`` object (``{token: id}``) is written only when the
 ids do not follow that layout (a vocabulary loaded from elsewhere).
+
+A SentencePiece model (``"model": "sentencepiece"``) is its ``.model`` bytes, which
+hold everything (pieces, scores, types, normalizer), as base64, and the options that
+file has no place for::
+
+    {"format": "bytepair", "version": 1, "model": "sentencepiece",
+     "add_bos": false, "add_eos": false, "sentencepiece_model": "<base64>"}
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -133,6 +141,8 @@ def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>"):
     from bytepair.models.bpe import canonical_vocab
     from bytepair.tokenizer import Tokenizer
 
+    if b'"model": "sentencepiece"' in raw[:4096]:
+        return _sentencepiece_from_text(raw, path)
     doc = loads(raw, path)
     vocab = doc["vocab"] if doc["vocab"] is not None else canonical_vocab(doc["merges"])
     try:
@@ -141,9 +151,37 @@ def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>"):
         raise ValueError(f"{path}: {e}") from None
 
 
+def _sentencepiece_from_text(raw: bytes, path):
+    from bytepair.formats import sentencepiece
+
+    doc = json.loads(raw)
+    if doc.get("version") != FORMAT_VERSION or "sentencepiece_model" not in doc:
+        raise ValueError(f'{path}: a sentencepiece .bytepair file needs "sentencepiece_model"')
+    try:
+        data = base64.b64decode(doc["sentencepiece_model"], validate=True)
+    except ValueError:
+        raise ValueError(f'{path}: "sentencepiece_model" is not base64') from None
+    options = {"add_bos": bool(doc.get("add_bos")), "add_eos": bool(doc.get("add_eos"))}
+    return sentencepiece.from_bytes(data, path, **options)
+
+
+def _sentencepiece_text(model) -> str:
+    doc = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "model": "sentencepiece",
+        "add_bos": model.add_bos,
+        "add_eos": model.add_eos,
+        "sentencepiece_model": base64.b64encode(model.to_bytes()).decode("ascii"),
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
 def to_text(tok) -> str:
-    """The ``.bytepair`` text of a byte-level BPE tokenizer."""
+    """The ``.bytepair`` text of a tokenizer (see the module docstring)."""
     model = tok.model
+    if model.kind == "sentencepiece":
+        return _sentencepiece_text(model)
     if model.kind != "bpe":
         raise ValueError(f"the .bytepair format holds byte-level BPE models, not {model.kind!r}")
     special_ids = set(model.special_tokens.values())

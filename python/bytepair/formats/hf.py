@@ -1,9 +1,8 @@
 """Hugging Face files: ``tokenizer.json`` for byte-level BPE models (read and
-write), and the folder ``transformers.AutoTokenizer.from_pretrained`` loads
+write; the SentencePiece family is in ``hf_sentencepiece``), and the folder ``transformers.AutoTokenizer.from_pretrained`` loads
 (``tokenizer.json`` + ``tokenizer_config.json`` + ``special_tokens_map.json``).
 
-A component bytepair cannot reproduce exactly (a normalizer, a SentencePiece-style
-model, byte fallback, ...) is refused with an error naming the file and component,
+A component bytepair cannot reproduce exactly (a normalizer, ...) is refused with an error naming the file and component,
 never silently changed.
 """
 
@@ -16,6 +15,7 @@ import warnings
 from pathlib import Path
 
 from bytepair._files import atomic_write
+from bytepair.formats import hf_sentencepiece
 from bytepair.formats.byte_table import str_to_token, token_to_str
 from bytepair.formats.gpt2 import json_bytes, token_strings
 
@@ -53,6 +53,19 @@ def from_oniguruma(pattern: str) -> str:
     return pattern
 
 
+def added_token(i: int, content: str, special: bool = True) -> dict:
+    """An ``added_tokens`` entry: matched in the raw text as it is."""
+    return {
+        "id": i,
+        "content": content,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": special,
+    }
+
+
 def tokenizer_json(tok) -> dict:
     """The ``tokenizer.json`` document of a byte-level BPE tokenizer.
 
@@ -83,18 +96,7 @@ def tokenizer_json(tok) -> dict:
             "invert": False,
         }
         pre_tokenizer = {"type": "Sequence", "pretokenizers": [split, byte_level]}
-    added = [
-        {
-            "id": i,
-            "content": t,
-            "single_word": False,
-            "lstrip": False,
-            "rstrip": False,
-            "normalized": False,
-            "special": True,
-        }
-        for t, i in sorted(special_tokens.items(), key=lambda item: item[1])
-    ]
+    added = [added_token(i, t) for t, i in sorted(special_tokens.items(), key=lambda item: item[1])]
     return {
         "version": "1.0",
         "truncation": None,
@@ -143,6 +145,8 @@ def config_files(
     special token in ``added_tokens_decoder``, and the roles transformers reads
     (``eos_token`` defaults to ``<|endoftext|>`` when the tokenizer has it)."""
     specials = tok.special_tokens
+    if tok.model.kind == "sentencepiece":  # <unk> is a piece of its own kind, not CONTROL
+        specials[tok.model.id_to_piece(tok.model.unk_id)] = tok.model.unk_id
     roles = {"bos_token": bos_token, "eos_token": eos_token, "unk_token": unk_token}
     roles["pad_token"] = pad_token
     for role, token in list(roles.items()):
@@ -188,7 +192,8 @@ def write(tok, path: str | os.PathLike, **options) -> None:
     """A ``.json`` path gets ``tokenizer.json`` alone; any other path is a folder
     (created if needed) with ``tokenizer.json`` and the two config files."""
     path = Path(path)
-    doc = tokenizer_json(tok)
+    spm = tok.model.kind == "sentencepiece"
+    doc = hf_sentencepiece.tokenizer_json(tok) if spm else tokenizer_json(tok)
     if path.suffix == ".json":
         if options:
             raise ValueError(
@@ -199,6 +204,8 @@ def write(tok, path: str | os.PathLike, **options) -> None:
         return
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"{path}: exists and is not a folder")
+    if spm:
+        options = {"eos_token": None, **hf_sentencepiece.config_roles(tok), **options}
     config = config_files(tok, **options)
     path.mkdir(parents=True, exist_ok=True)
     atomic_write(path / "tokenizer.json", json_bytes(doc))
@@ -220,8 +227,25 @@ def _components(node: dict | None, key: str) -> list[dict]:
     return [node]
 
 
+def load_doc(path: Path) -> dict:
+    """The parsed ``tokenizer.json`` (ValueError naming the file when it is not one)."""
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path}: not a tokenizer.json file (invalid UTF-8 at byte {e.start})"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"{path}: not a valid JSON file: {e.msg} at line {e.lineno}, column {e.colno}"
+        ) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
+        raise ValueError(f'{path}: not a Hugging Face tokenizer.json file (no "model" object)')
+    return doc
+
+
 def read_tokenizer_json(
-    path: str | os.PathLike,
+    path: str | os.PathLike, doc: dict | None = None
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int], str | None]:
     """Reads a Hugging Face ``tokenizer.json`` of a byte-level BPE model (GPT-2, RoBERTa,
     Llama 3, files written by :func:`write`...).
@@ -238,15 +262,7 @@ def read_tokenizer_json(
     def fail(message: str):
         return ValueError(f"{path}: {message}")
 
-    try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise fail(f"not a tokenizer.json file (invalid UTF-8 at byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise fail(f"not a valid JSON file: {e.msg} at line {e.lineno}, column {e.colno}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
-        raise fail('not a Hugging Face tokenizer.json file (no "model" object)')
-
+    doc = load_doc(path) if doc is None else doc
     model = doc["model"]
     # Files from old versions of tokenizers (GPT-2's) have no "type"; vocab + merges is BPE.
     model_type = model.get("type", "BPE" if "merges" in model else None)
@@ -379,7 +395,10 @@ def read(path: str | os.PathLike):
     path = Path(path)
     if path.is_dir():
         path = path / "tokenizer.json"
-    vocab, merges, special_tokens, pattern = read_tokenizer_json(path)
+    doc = load_doc(path)
+    if hf_sentencepiece.is_sentencepiece(doc):
+        return hf_sentencepiece.from_doc(doc, path)
+    vocab, merges, special_tokens, pattern = read_tokenizer_json(path, doc)
     try:
         return Tokenizer(vocab, merges, special_tokens, pattern)
     except ValueError as e:

@@ -65,22 +65,9 @@ class BPE:
         return model
 
     def _assign_special_ids(self, special_tokens) -> dict[str, int]:
-        if special_tokens is None:
-            return {}
-        if isinstance(special_tokens, str):
-            raise TypeError("special_tokens must be a list of strings, not a single string")
-        items = (
-            special_tokens.items()
-            if isinstance(special_tokens, dict)
-            else ((t, None) for t in special_tokens)
-        )
         specials: dict[str, int] = {}
         by_bytes = None
-        for t, i in items:
-            if not isinstance(t, str) or not t:
-                raise ValueError(f"special token {t!r}: special tokens are non-empty strings")
-            if t in specials:
-                continue
+        for t, i in special_items(special_tokens):
             token = t.encode("utf-8")
             if i is None:
                 if by_bytes is None:
@@ -89,9 +76,6 @@ class BPE:
                 if i is None:
                     i = max(self.vocab, default=-1) + 1
                     by_bytes[token] = i
-            i = int(i)
-            if not 0 <= i < 2**32:
-                raise ValueError(f"special token {t!r} has id {i}, outside 0..2**32-1")
             if self.vocab.setdefault(i, token) != token:
                 raise ValueError(
                     f"special token {t!r} has id {i}, which the vocabulary gives to "
@@ -174,3 +158,30 @@ def canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:
     for n, (a, b) in enumerate(merges):
         vocab[256 + n] = a + b
     return vocab
+
+
+def special_items(special_tokens) -> list[tuple[str, int | None]]:
+    """``special_tokens`` (None, a list of strings or a dict ``{token: id}``) as
+    ``(token, id or None)`` pairs, checked, the first of a repeated token kept:
+    ``["<|a|>", "<|a|>"] -> [("<|a|>", None)]``."""
+    if special_tokens is None:
+        return []
+    if isinstance(special_tokens, str):
+        raise TypeError("special_tokens must be a list of strings, not a single string")
+    items = (
+        special_tokens.items()
+        if isinstance(special_tokens, dict)
+        else ((t, None) for t in special_tokens)
+    )
+    checked: dict[str, int | None] = {}
+    for t, i in items:
+        if not isinstance(t, str) or not t:
+            raise ValueError(f"special token {t!r}: special tokens are non-empty strings")
+        if t in checked:
+            continue
+        if i is not None:
+            i = int(i)
+            if not 0 <= i < 2**32:
+                raise ValueError(f"special token {t!r} has id {i}, outside 0..2**32-1")
+        checked[t] = i
+    return list(checked.items())

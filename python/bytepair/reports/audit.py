@@ -75,6 +75,8 @@ class Audit:
     embeddings: str | None
     by_reason: dict[str, int]
     candidates: list[Candidate]
+    #: Checks that do not apply to this tokenizer, and why.
+    notes: list[str] = field(default_factory=list)
 
     def with_reason(self, reason: str) -> list[Candidate]:
         """The candidates with this reason, ranked (by distance for embeddings, by how
@@ -124,7 +126,7 @@ def audit(
         c.reasons.append(reason)
         return c
 
-    lowest = _lowest_ids(ordinary)
+    lowest = _lowest_ids(ordinary, tok)
     never = _tokenizer_reasons(tok, ordinary, lowest, flag)
 
     counts = None
@@ -175,13 +177,27 @@ def audit(
         None if source is None else str(source),
         by_reason,
         candidates,
+        _notes(tok),
     )
 
 
-def _lowest_ids(ordinary: dict[int, bytes]) -> dict[bytes, int]:
-    """bytes -> the id encoding gives them (the lowest, where bytes repeat)."""
+def _notes(tok) -> list[str]:
+    if tok.model.kind == "bpe":
+        return []
+    return [
+        f"a {tok.model.kind} model has no merges: the checks 'unreachable', 'split by "
+        "pattern' and 'absorbed' are skipped"
+    ]
+
+
+def _lowest_ids(ordinary: dict[int, bytes], tok) -> dict[bytes, int]:
+    """bytes -> the id encoding gives them (the lowest, where bytes repeat; for
+    SentencePiece a byte piece only where no other piece has the bytes)."""
+    fallback = set()
+    if tok.model.kind == "sentencepiece":
+        fallback = {i for i, (_, _, kind) in enumerate(tok.model.pieces) if kind == "BYTE"}
     lowest: dict[bytes, int] = {}
-    for i in sorted(ordinary, reverse=True):
+    for i in sorted(ordinary, key=lambda i: (i in fallback, i), reverse=True):
         lowest[ordinary[i]] = i
     return lowest
 
@@ -189,16 +205,17 @@ def _lowest_ids(ordinary: dict[int, bytes]) -> dict[bytes, int]:
 def _tokenizer_reasons(tok, ordinary, lowest, flag) -> set[int]:
     """Flags what the tokenizer alone shows; returns the ids it never produces."""
     never: set[int] = set()
-    merges = tok.model.merges
-    made = {a + b for a, b in merges}
-    unreachable = {merges[n][0] + merges[n][1] for n in unreachable_merges(merges)}
+    merges = tok.model.merges if tok.model.kind == "bpe" else None
+    if merges is not None:
+        made = {a + b for a, b in merges}
+        unreachable = {merges[n][0] + merges[n][1] for n in unreachable_merges(merges)}
     texts: dict[int, str] = {}
     for i, token in sorted(ordinary.items()):
         if lowest[token] != i:
             flag(i, "duplicate").duplicate_of = lowest[token]
             never.add(i)
             continue
-        if len(token) > 1 and (token in unreachable or token not in made):
+        if merges is not None and len(token) > 1 and (token in unreachable or token not in made):
             flag(i, "unreachable")
             never.add(i)
         if NEVER_IN_UTF8.intersection(token):
@@ -212,6 +229,8 @@ def _tokenizer_reasons(tok, ordinary, lowest, flag) -> set[int]:
             continue
         if i not in never:
             texts[i] = text
+    if merges is None:
+        return never
     # Encoding a reachable token's own text with the pattern: one token, or the
     # pre-tokenizer cut it (it can still occur inside a longer piece).
     ids = list(texts)
@@ -228,7 +247,7 @@ def _corpus_reasons(tok, ordinary, lowest, counts, threshold, never, found, flag
     # Each occurrence of a token built by merge (a, b) built one a and one b; parents
     # come later in merge order, so one pass from the last merge down adds them up.
     triples = []
-    for a, b in tok.model.merges:
+    for a, b in tok.model.merges if tok.model.kind == "bpe" else ():
         parent = lowest.get(a + b)
         if parent is not None and parent not in never:
             triples.append((parent, lowest[a], lowest[b]))

@@ -42,7 +42,7 @@ class TokenRow:
 @dataclass
 class VocabStats:
     vocab_size: int
-    merges: int
+    merges: int | None  # None: a model without merges (SentencePiece)
     special: int
     by_length: dict[int, int]
     by_kind: dict[str, int]
@@ -122,7 +122,7 @@ def vocab_stats(tok) -> VocabStats:
     longest = sorted((i for i in vocab if i not in specials), key=lambda i: (-len(vocab[i]), i))
     return VocabStats(
         vocab_size=tok.vocab_size,
-        merges=len(tok.model.merges),
+        merges=len(tok.model.merges) if tok.model.kind == "bpe" else None,
         special=len(specials),
         by_length=dict(sorted(by_length.items())),
         by_kind=dict(by_kind),

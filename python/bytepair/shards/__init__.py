@@ -18,8 +18,19 @@ from bytepair.shards.one_file import (
     id_width,
     npy_header,
 )
-from bytepair.shards.reader import Shards, open_shards
-from bytepair.shards.writer import write_shards
+
+# The reader and writer need numpy; they are imported when first used, so that
+# `import bytepair` stays quick for programs that only encode.
+_LAZY = {"Shards": "reader", "open_shards": "reader", "write_shards": "writer"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"bytepair.shards.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'bytepair.shards' has no attribute {name!r}")
+
 
 __all__ = [
     "NPY_HEADER_BYTES",

@@ -83,10 +83,14 @@ def encode_view(tok, text: str, **special_options) -> dict:
     ids = tok.encode(text, **special_options)
     special_ids = set(tok.special_tokens.values())
     starts = char_starts(text)
+    # Where each token falls in the text: its bytes, or (SentencePiece) what it adds
+    # to the decoded text, which drops the dummy-prefix space.
+    surfaces = getattr(tok.model, "surfaces", None)
+    placed = surfaces(ids) if surfaces else [tok.decode_single_token_bytes(i) for i in ids]
     tokens, at = [], 0
-    for i in ids:
+    for i, surface in zip(ids, placed):
         data = tok.decode_single_token_bytes(i)
-        start, end = byte_to_char_span(starts, at, at + len(data))
+        start, end = byte_to_char_span(starts, at, at + len(surface))
         try:
             shown, partial = data.decode("utf-8"), False
         except UnicodeDecodeError:
@@ -102,11 +106,11 @@ def encode_view(tok, text: str, **special_options) -> dict:
                 "start": start,
                 "end": end,
                 "byte_start": at,
-                "byte_end": at + len(data),
+                "byte_end": at + len(surface),
                 "merge": None if special else merge_of(tok, data),
             }
         )
-        at += len(data)
+        at += len(surface)
     return {"ids": ids, "count": len(ids), "chars": len(text), "bytes": at, "tokens": tokens}
 
 

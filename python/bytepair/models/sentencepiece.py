@@ -1,0 +1,173 @@
+"""SentencePiece BPE as data (Llama 2, Mistral): pieces with scores and types, the
+normalizer, and the compiled model that encodes and decodes exactly as the
+``sentencepiece`` library does (``bytepair._core.SentencePieceModel``).
+
+Unlike byte-level BPE there are no merges and no pattern: the normalized text
+("▁" for each space, one in front: the dummy prefix) is merged character by
+character, the adjacent pair whose concatenation is the highest-scoring piece
+first; a character without a piece becomes its UTF-8 bytes (``<0x0A>``...).
+
+How it fits the one ``Tokenizer``:
+
+- ``special_tokens`` are the CONTROL pieces (``<s>``, ``</s>``, ``[INST]``...), under
+  the same policy as BPE: text spelling one raises unless allowed; an allowed one
+  becomes its id (sentencepiece itself never matches them; Hugging Face does). Only
+  the text before the first of them gets the dummy prefix, as in HF.
+- USER_DEFINED pieces are not special tokens: they are always matched, as
+  sentencepiece matches them (``user_defined``).
+- ``add_bos`` / ``add_eos`` are model options, set when loading
+  (``bytepair.load(path, add_bos=True)``) or with :meth:`with_options`: every text
+  encodes between ``<s>`` and ``</s>`` — in ``encode``, batches, numpy and files.
+- ``vocab`` maps each id to the bytes the piece stands for out of context: "▁" is a
+  space, ``<0x0A>`` is b"\\n", a control or unknown piece is its spelling.
+  ``decode`` is sentencepiece's: it drops the dummy-prefix space, writes nothing
+  for control pieces and " ⁇ " for ``<unk>``.
+- A text is encoded whole: no cut inside a text is exact in general (the dummy
+  prefix and the whitespace rules depend on where a text starts and ends), so
+  ``encode_iterable`` holds the text until its end and ``encode_file`` encodes a
+  file as one text.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from bytepair import _core
+
+#: The whitespace mark of normalized text.
+SPACE = "\u2581"
+
+
+def piece_bytes(piece: str, kind: str) -> bytes:
+    """The bytes a piece stands for: "▁" -> space, ``<0xNN>`` -> that byte.
+
+    >>> piece_bytes("\u2581the", "NORMAL"), piece_bytes("<0x0A>", "BYTE")
+    (b' the', b'\\n')
+    """
+    if kind == "BYTE":
+        return bytes([int(piece[3:5], 16)])
+    if kind in ("CONTROL", "UNKNOWN"):
+        return piece.encode("utf-8")
+    return piece.replace(SPACE, " ").encode("utf-8")
+
+
+class SentencePiece:
+    """A SentencePiece BPE model: ``SentencePiece.from_bytes(open("tokenizer.model",
+    "rb").read())``."""
+
+    kind = "sentencepiece"
+    pattern = None
+    merge_count = None
+
+    def __init__(self, core: _core.SentencePieceModel) -> None:
+        self.core = core
+
+    @classmethod
+    def from_bytes(
+        cls, data: bytes, path: str = "<bytes>", *, add_bos: bool = False, add_eos: bool = False
+    ) -> SentencePiece:
+        """The model in a ``.model`` file's bytes; ``path`` names it in errors."""
+        return cls(_core.SentencePieceModel.from_bytes(data, str(path), add_bos, add_eos))
+
+    def to_bytes(self) -> bytes:
+        """The ``.model`` bytes (identical to the file a loaded model came from)."""
+        return self.core.to_bytes()
+
+    def with_options(self, *, add_bos: bool | None = None, add_eos: bool | None = None):
+        """The same model with other ``add_bos`` / ``add_eos`` (a new model)."""
+        bos = self.add_bos if add_bos is None else add_bos
+        eos = self.add_eos if add_eos is None else add_eos
+        return SentencePiece.from_bytes(self.to_bytes(), add_bos=bos, add_eos=eos)
+
+    @property
+    def add_bos(self) -> bool:
+        return self.core.add_bos
+
+    @property
+    def add_eos(self) -> bool:
+        return self.core.add_eos
+
+    @cached_property
+    def pieces(self) -> list[tuple[str, float, str]]:
+        """Every piece in id order: (piece, score, type), type one of NORMAL, UNKNOWN,
+        CONTROL, USER_DEFINED, UNUSED, BYTE."""
+        return self.core.pieces()
+
+    @cached_property
+    def special_tokens(self) -> dict[str, int]:
+        """The CONTROL pieces -> ids."""
+        return {p: i for i, (p, _, kind) in enumerate(self.pieces) if kind == "CONTROL"}
+
+    @cached_property
+    def user_defined(self) -> dict[str, int]:
+        """The USER_DEFINED pieces -> ids (always matched in text)."""
+        return {p: i for i, (p, _, kind) in enumerate(self.pieces) if kind == "USER_DEFINED"}
+
+    @cached_property
+    def vocab(self) -> dict[int, bytes]:
+        """id -> the bytes of the piece (see the module docstring)."""
+        return {i: piece_bytes(p, kind) for i, (p, _, kind) in enumerate(self.pieces)}
+
+    @property
+    def merges(self):
+        raise AttributeError(
+            "a SentencePiece model has no merges: it merges pieces by score (see model.pieces)"
+        )
+
+    @property
+    def vocab_size(self) -> int:
+        return self.core.vocab_len()
+
+    @property
+    def max_token_value(self) -> int:
+        return self.core.max_id()
+
+    @property
+    def bos_id(self) -> int | None:
+        return self.core.bos_id
+
+    @property
+    def eos_id(self) -> int | None:
+        return self.core.eos_id
+
+    @property
+    def unk_id(self) -> int:
+        return self.core.unk_id
+
+    def token_bytes(self, token: int) -> bytes:
+        try:
+            return self.vocab[token]
+        except KeyError:
+            raise KeyError(f"unknown token id {token}") from None
+
+    def surfaces(self, ids: list[int]) -> list[bytes]:
+        """What each id adds to ``decode_bytes(ids)``: its bytes, but nothing for a
+        control piece and without the dummy-prefix space on the first piece
+        (Mistral: ``<s> ▁Hello ▁world`` -> ``[b"", b"Hello", b" world"]``)."""
+        out, first = [], self.core.settings()["add_dummy_prefix"]
+        for i in ids:
+            data = b"" if self.pieces[i][2] == "CONTROL" else self.token_bytes(i)
+            if first and data:
+                data, first = data.removeprefix(b" "), False
+            out.append(data)
+        return out
+
+    def normalize(self, text: str) -> str:
+        """The text as the normalizer rewrites it before merging (" a" -> "▁▁a")."""
+        return self.core.normalize(text)
+
+    def decode(self, ids) -> str:
+        """Ids -> text exactly as ``SentencePieceProcessor.decode``."""
+        return self.core.decode(list(ids))
+
+    def piece_to_id(self, piece: str) -> int:
+        return self.core.piece_to_id(piece)
+
+    def id_to_piece(self, token: int) -> str:
+        return self.core.id_to_piece(token)
+
+    def with_special_tokens(self, special_tokens) -> SentencePiece:
+        raise ValueError(
+            "a SentencePiece model's special tokens are its CONTROL pieces; add pieces "
+            "when training it (control_symbols=...)"
+        )

@@ -1,0 +1,686 @@
+//! Training a SentencePiece BPE model compatibly with sentencepiece's trainer
+//! (`spm_train --model_type=bpe`): same pieces in the same order, same scores and
+//! types, for the same corpus and options.
+//!
+//! sentencepiece keeps every sentence in memory and counts on one thread. We read
+//! the files in blocks and count *distinct words* on `num_threads` threads —
+//! which is all its BPE trainer looks at: it splits the normalized sentences at
+//! `▁` and merges the words' counts before learning. The steps, as it does them:
+//! 1. lines: empty ones, ones longer than `max_sentence_length` bytes and ones
+//!    holding `▅` (its own marker for unknown characters) are skipped;
+//! 2. normalize each line; the text of every reserved piece (`<unk>`, `<s>`, byte
+//!    pieces, control and user-defined symbols) becomes a boundary (U+001F);
+//! 3. split at `▁` into words (or keep whole lines, `split_by_whitespace=false`);
+//! 4. the alphabet: the most frequent characters until `character_coverage` of
+//!    all characters is covered; the others become `▅`, never part of a piece;
+//! 5. learn pieces ([`super::train_merge`]) and list them after the reserved
+//!    pieces, then the alphabet by frequency; a piece's score is minus its rank.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::normalizer::{Normalizer, PrefixMatcher};
+use super::proto::{ModelProto, NormalizerSpec, Piece, PieceType, TrainerSpec, BPE};
+use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
+use super::wire::{Field, Message, Value};
+use crate::io::blocks::{for_each_block, ReadError, Utf8Errors};
+use crate::pretok::SpecialMatcher;
+
+/// sentencepiece's training options (same names, same meanings).
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    pub vocab_size: usize,
+    pub character_coverage: f32,
+    pub byte_fallback: bool,
+    /// `name` and `precompiled_charsmap` (empty for identity); the whitespace
+    /// flags below override the spec's.
+    pub normalizer: NormalizerSpec,
+    pub add_dummy_prefix: bool,
+    pub remove_extra_whitespaces: bool,
+    pub validity: Validity,
+    pub user_defined_symbols: Vec<String>,
+    pub control_symbols: Vec<String>,
+    pub unk_id: i32,
+    pub bos_id: i32,
+    pub eos_id: i32,
+    pub pad_id: i32,
+    pub unk_piece: String,
+    pub bos_piece: String,
+    pub eos_piece: String,
+    pub pad_piece: String,
+    pub max_sentence_length: usize,
+    /// The first this many sentences only (0: all), as sentencepiece with
+    /// `shuffle_input_sentence=false`.
+    pub input_sentence_size: u64,
+    pub num_threads: usize,
+}
+
+impl TrainOptions {
+    /// sentencepiece's defaults with identity normalization.
+    pub fn new(vocab_size: usize) -> TrainOptions {
+        TrainOptions {
+            vocab_size,
+            character_coverage: 0.9995,
+            byte_fallback: false,
+            normalizer: identity_spec(),
+            add_dummy_prefix: true,
+            remove_extra_whitespaces: true,
+            validity: Validity {
+                max_piece_length: 16,
+                split_by_unicode_script: true,
+                split_by_number: true,
+                split_by_whitespace: true,
+                split_digits: false,
+                treat_whitespace_as_suffix: false,
+                allow_whitespace_only_pieces: false,
+            },
+            user_defined_symbols: Vec::new(),
+            control_symbols: Vec::new(),
+            unk_id: 0,
+            bos_id: 1,
+            eos_id: 2,
+            pad_id: -1,
+            unk_piece: "<unk>".into(),
+            bos_piece: "<s>".into(),
+            eos_piece: "</s>".into(),
+            pad_piece: "<pad>".into(),
+            max_sentence_length: 4192,
+            input_sentence_size: 0,
+            num_threads: 1,
+        }
+    }
+}
+
+/// The normalizer spec of `normalization_rule_name="identity"`.
+pub fn identity_spec() -> NormalizerSpec {
+    let mut m = Message::default();
+    m.set(1, Value::Bytes(b"identity".to_vec()));
+    NormalizerSpec(m)
+}
+
+/// The reserved pieces by id: special pieces, then control and user-defined
+/// symbols and byte pieces in the lowest free ids (sentencepiece's `InitMetaPieces`).
+fn meta_pieces(o: &TrainOptions) -> Result<Vec<Option<(String, PieceType)>>, String> {
+    let mut slots: Vec<Option<(String, PieceType)>> = vec![None; o.vocab_size];
+    let specials = [
+        (o.unk_id, &o.unk_piece, "unk_id"),
+        (o.bos_id, &o.bos_piece, "bos_id"),
+        (o.eos_id, &o.eos_piece, "eos_id"),
+        (o.pad_id, &o.pad_piece, "pad_id"),
+    ];
+    if o.unk_id < 0 {
+        return Err("unk_id must be set (>= 0): sentencepiece requires <unk>".into());
+    }
+    for (id, piece, name) in specials {
+        if id < 0 {
+            continue;
+        }
+        let slot = slots.get_mut(id as usize).ok_or_else(|| {
+            format!(
+                "{name}={id} is outside the vocabulary (vocab_size={})",
+                o.vocab_size
+            )
+        })?;
+        if slot.is_some() {
+            return Err(format!(
+                "{name}={id} is already the id of another special piece"
+            ));
+        }
+        let kind = if id == o.unk_id {
+            PieceType::Unknown
+        } else if *piece == o.unk_piece {
+            return Err(format!("{name}: the piece {piece:?} is already <unk>'s"));
+        } else {
+            PieceType::Control
+        };
+        *slot = Some((piece.clone(), kind));
+    }
+    let bytes: Vec<String> = if o.byte_fallback {
+        (0..=255u8).map(|b| format!("<0x{b:02X}>")).collect()
+    } else {
+        Vec::new()
+    };
+    let symbols = (o.control_symbols.iter().map(|s| (s, PieceType::Control)))
+        .chain(
+            o.user_defined_symbols
+                .iter()
+                .map(|s| (s, PieceType::UserDefined)),
+        )
+        .chain(bytes.iter().map(|s| (s, PieceType::Byte)));
+    let mut seen = std::collections::HashSet::new();
+    let mut free = 0;
+    for (w, kind) in symbols {
+        if !seen.insert(w.as_str()) {
+            return Err(format!("{w:?} is defined twice among the reserved symbols"));
+        }
+        if *w == o.unk_piece {
+            return Err(format!(
+                "{w:?} is <unk>: it cannot be a control or user-defined symbol"
+            ));
+        }
+        let special = [
+            (o.bos_id, &o.bos_piece),
+            (o.eos_id, &o.eos_piece),
+            (o.pad_id, &o.pad_piece),
+        ]
+        .into_iter()
+        .find(|(id, p)| *id >= 0 && *p == w);
+        if let Some((id, _)) = special {
+            if let Some(slot) = &mut slots[id as usize] {
+                slot.1 = kind;
+            }
+            continue;
+        }
+        while free < slots.len() && slots[free].is_some() {
+            free += 1;
+        }
+        if free == slots.len() {
+            return Err(format!(
+                "vocab_size={} is too small for the reserved pieces",
+                o.vocab_size
+            ));
+        }
+        slots[free] = Some((w.clone(), kind));
+    }
+    Ok(slots)
+}
+
+/// Lines → normalized words and their counts.
+struct WordCounter<'o> {
+    opts: &'o TrainOptions,
+    normalizer: Normalizer,
+    reserved: Option<PrefixMatcher>,
+}
+
+type Counts = FxHashMap<String, u64>;
+
+impl WordCounter<'_> {
+    /// Counts the words of one line into `counts`; false if the line is skipped.
+    fn add_line(&self, line: &str, counts: &mut Counts) -> bool {
+        if line.is_empty() || line.len() > self.opts.max_sentence_length || line.contains(UNK_CHAR)
+        {
+            return false;
+        }
+        let mut text = self.normalizer.normalize(line);
+        if let Some(m) = self.reserved.as_ref().filter(|m| m.find(&text).is_some()) {
+            text = replace_all(m, &text);
+        }
+        if text.is_empty() {
+            return true;
+        }
+        if !self.opts.validity.split_by_whitespace {
+            *counts.entry(text).or_insert(0) += 1;
+            return true;
+        }
+        for word in split_words(&text, self.opts.validity.treat_whitespace_as_suffix) {
+            match counts.get_mut(word) {
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(word.to_string(), 1);
+                }
+            }
+        }
+        true
+    }
+
+    fn add_text(&self, text: &str, counts: &mut Counts) {
+        for line in text.split_terminator('\n') {
+            self.add_line(line, counts);
+        }
+    }
+}
+
+/// Every reserved piece's text in `text` becomes the boundary (leftmost,
+/// longest first, as sentencepiece's `PrefixMatcher::GlobalReplace`).
+fn replace_all(m: &PrefixMatcher, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((start, end)) = m.find(rest) {
+        out.push_str(&rest[..start]);
+        out.push(BOUNDARY_CHAR);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Words as sentencepiece's trainer splits them: each `▁` starts a word (ends
+/// one, with `treat_whitespace_as_suffix`).
+pub fn split_words(text: &str, suffix: bool) -> Vec<&str> {
+    let mut words = Vec::new();
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if c != SPACE {
+            continue;
+        }
+        if suffix {
+            let end = i + c.len_utf8();
+            words.push(&text[start..end]);
+            start = end;
+        } else if i > start {
+            words.push(&text[start..i]);
+            start = i;
+        }
+    }
+    if start < text.len() {
+        words.push(&text[start..]);
+    }
+    words
+}
+
+/// Why training failed.
+#[derive(Debug)]
+pub enum TrainError {
+    Read { path: String, error: ReadError },
+    Invalid(String),
+    Interrupted,
+}
+
+impl std::fmt::Display for TrainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrainError::Read { path, error } => write!(f, "{path}: {error}"),
+            TrainError::Invalid(why) => f.write_str(why),
+            TrainError::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for TrainError {}
+
+/// What training reports as it goes: bytes read so far, then pieces learned so far.
+pub trait TrainProgress: Sync {
+    fn bytes_read(&self, _n: u64) -> bool {
+        true
+    }
+    fn pieces(&self, _n: usize) -> bool {
+        true
+    }
+}
+
+impl TrainProgress for () {}
+
+/// Trains a model on the lines of `paths`.
+pub fn train_files(
+    paths: &[String],
+    opts: &TrainOptions,
+    progress: &dyn TrainProgress,
+) -> Result<ModelProto, TrainError> {
+    let slots = meta_pieces(opts).map_err(TrainError::Invalid)?;
+    let counts = count_words(paths, opts, &slots, progress)?;
+    let model = train_from_words(counts, opts, slots, progress)?;
+    let mut model = model;
+    let spec = model
+        .trainer_spec
+        .as_mut()
+        .expect("set by train_from_words");
+    let inputs = paths.iter().map(|p| Field {
+        number: 1,
+        value: Value::Bytes(p.as_bytes().to_vec()),
+    });
+    spec.0.fields.splice(0..0, inputs);
+    Ok(model)
+}
+
+fn count_words(
+    paths: &[String],
+    opts: &TrainOptions,
+    slots: &[Option<(String, PieceType)>],
+    progress: &dyn TrainProgress,
+) -> Result<Counts, TrainError> {
+    let spec = whitespace_spec(opts);
+    let normalizer = Normalizer::new(&spec, opts.validity.treat_whitespace_as_suffix, None)
+        .map_err(TrainError::Invalid)?;
+    let reserved: Vec<&str> = slots.iter().flatten().map(|(p, _)| p.as_str()).collect();
+    let counter = WordCounter {
+        opts,
+        normalizer,
+        reserved: PrefixMatcher::new(&reserved),
+    };
+    let no_specials = SpecialMatcher::new(&[]).map_err(TrainError::Invalid)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.num_threads.max(1))
+        .build()
+        .map_err(|e| TrainError::Invalid(format!("cannot start threads: {e}")))?;
+    let mut total = Counts::default();
+    let per_thread: Vec<Mutex<Counts>> = (0..pool.current_num_threads())
+        .map(|_| Mutex::new(Counts::default()))
+        .collect();
+    let mut taken: u64 = 0;
+    let mut read: u64 = 0;
+    let limit = opts.input_sentence_size;
+    let stop = AtomicBool::new(false);
+    for path in paths {
+        let result = for_each_block(
+            path,
+            &no_specials,
+            true,
+            Utf8Errors::Strict,
+            8 << 20,
+            |text, _| {
+                if limit > 0 {
+                    // The first `limit` sentences: in order, on this thread.
+                    for line in text.split_terminator('\n') {
+                        if taken >= limit {
+                            return Err(ReadError::Interrupted);
+                        }
+                        taken += u64::from(counter.add_line(line, &mut total));
+                    }
+                } else {
+                    // Each thread counts into its own table, merged once at the end.
+                    let parts = split_at_lines(text, pool.current_num_threads() * 4);
+                    pool.install(|| {
+                        parts.par_iter().for_each(|part| {
+                            let i = rayon::current_thread_index().unwrap_or(0);
+                            let mut counts =
+                                per_thread[i].lock().unwrap_or_else(|e| e.into_inner());
+                            counter.add_text(part, &mut counts);
+                        })
+                    });
+                }
+                read += text.len() as u64;
+                if !progress.bytes_read(read) {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(ReadError::Interrupted);
+                }
+                Ok(())
+            },
+        );
+        match result {
+            Ok(()) => {}
+            Err(ReadError::Interrupted) if !stop.load(Ordering::Relaxed) => break,
+            Err(ReadError::Interrupted) => return Err(TrainError::Interrupted),
+            Err(error) => {
+                return Err(TrainError::Read {
+                    path: path.clone(),
+                    error,
+                })
+            }
+        }
+    }
+    for counts in per_thread {
+        merge_counts(
+            &mut total,
+            counts.into_inner().unwrap_or_else(|e| e.into_inner()),
+        );
+    }
+    Ok(total)
+}
+
+fn merge_counts(total: &mut Counts, part: Counts) {
+    if total.is_empty() {
+        *total = part;
+        return;
+    }
+    for (w, n) in part {
+        *total.entry(w).or_insert(0) += n;
+    }
+}
+
+/// `text` in about `n` parts, each ending after a `\n` (or at the end).
+fn split_at_lines(text: &str, n: usize) -> Vec<&str> {
+    let mut parts = Vec::with_capacity(n);
+    let step = text.len() / n.max(1) + 1;
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + step).min(text.len());
+        end = match text.as_bytes()[end..].iter().position(|&b| b == b'\n') {
+            Some(i) => end + i + 1,
+            None => text.len(),
+        };
+        parts.push(&text[start..end]);
+        start = end;
+    }
+    parts
+}
+
+/// The normalizer spec written to the model: the rule's name and charsmap with
+/// the options' whitespace flags.
+fn whitespace_spec(opts: &TrainOptions) -> NormalizerSpec {
+    let mut m = opts.normalizer.0.clone();
+    m.set(3, Value::Varint(u64::from(opts.add_dummy_prefix)));
+    m.set(4, Value::Varint(u64::from(opts.remove_extra_whitespaces)));
+    m.set(5, Value::Varint(1));
+    NormalizerSpec(m)
+}
+
+/// The alphabet: characters by count (descending, then code point) until
+/// `character_coverage` of all characters is covered; the boundary counts toward
+/// coverage but is never a piece.
+fn alphabet(words: &Counts, coverage: f32) -> Vec<(char, u64)> {
+    let mut chars: FxHashMap<char, u64> = FxHashMap::default();
+    let mut all: u64 = 0;
+    for (w, &n) in words {
+        for c in w.chars() {
+            if c == '\0' || c == ' ' {
+                continue;
+            }
+            *chars.entry(c).or_insert(0) += n;
+            all += n;
+        }
+    }
+    let mut sorted: Vec<(char, u64)> = chars.into_iter().collect();
+    sorted.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut required = Vec::new();
+    let mut covered: u64 = 0;
+    for (c, n) in sorted {
+        // sentencepiece computes the share in double and compares it as a float.
+        let share = (covered as f64 / all as f64) as f32;
+        if share >= coverage {
+            break;
+        }
+        covered += n;
+        if c != BOUNDARY_CHAR {
+            required.push((c, n));
+        }
+    }
+    required
+}
+
+/// Learns a model from distinct normalized words and their counts.
+fn train_from_words(
+    counts: Counts,
+    opts: &TrainOptions,
+    slots: Vec<Option<(String, PieceType)>>,
+    progress: &dyn TrainProgress,
+) -> Result<ModelProto, TrainError> {
+    if counts.is_empty() {
+        return Err(TrainError::Invalid(
+            "no sentences to train on (every line was empty, too long or held '▅')".into(),
+        ));
+    }
+    let required = alphabet(&counts, opts.character_coverage);
+    let num_reserved = slots.iter().flatten().count();
+    if required.len() + num_reserved > opts.vocab_size {
+        return Err(TrainError::Invalid(format!(
+            "vocab_size={} is smaller than the alphabet and reserved pieces ({} + {}): \
+             increase vocab_size or decrease character_coverage",
+            opts.vocab_size,
+            required.len(),
+            num_reserved
+        )));
+    }
+    let known: rustc_hash::FxHashSet<char> = required.iter().map(|&(c, _)| c).collect();
+    let mut words: Counts = FxHashMap::default();
+    for (w, n) in counts {
+        if w.chars().all(|c| known.contains(&c)) {
+            *words.entry(w).or_insert(0) += n;
+        } else {
+            let w: String = w
+                .chars()
+                .map(|c| if known.contains(&c) { c } else { UNK_CHAR })
+                .collect();
+            *words.entry(w).or_insert(0) += n;
+        }
+    }
+    let mut words: Vec<(String, u64)> = words.into_iter().collect();
+    words.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+
+    let num_pieces = opts.vocab_size - num_reserved - required.len();
+    let learned = learn_pieces(&words, num_pieces, &opts.validity, |n| progress.pieces(n));
+    let learned = match learned {
+        Ok(p) if p.len() < num_pieces => return Err(TrainError::Interrupted),
+        Ok(p) => p,
+        Err(e) => {
+            return Err(TrainError::Invalid(format!(
+                "vocab_size={} is too high for this corpus: only {} pieces could be learned \
+                 (set vocab_size <= {})",
+                opts.vocab_size,
+                e.pieces,
+                e.pieces + num_reserved + required.len()
+            )))
+        }
+    };
+    drop(words);
+
+    let ranked = learned
+        .into_iter()
+        .chain(required.iter().map(|(c, _)| c.to_string()));
+    let mut ranked = ranked.enumerate();
+    let mut pieces = Vec::with_capacity(opts.vocab_size);
+    let mut seen = std::collections::HashSet::new();
+    for slot in slots {
+        let piece = match slot {
+            Some((p, kind)) => Piece::new(&p, 0.0, kind),
+            None => {
+                let (rank, p) = ranked.next().expect("counted above");
+                Piece::new(&p, -(rank as f32), PieceType::Normal)
+            }
+        };
+        if !seen.insert(piece.piece.clone()) {
+            return Err(TrainError::Invalid(format!(
+                "the piece {:?} was learned and is also reserved",
+                piece.piece
+            )));
+        }
+        pieces.push(piece);
+    }
+    Ok(ModelProto {
+        pieces,
+        trainer_spec: Some(trainer_spec(opts)),
+        normalizer_spec: Some(whitespace_spec(opts)),
+        denormalizer_spec: None,
+        other: Vec::new(),
+    })
+}
+
+/// The trainer spec written to the model (what encoding reads, and the options).
+fn trainer_spec(o: &TrainOptions) -> TrainerSpec {
+    let v = &o.validity;
+    let int = |number, x: i64| Field {
+        number,
+        value: Value::Varint(x as u64),
+    };
+    let flag = |number, b: bool| int(number, i64::from(b));
+    let text = |number, s: &str| Field {
+        number,
+        value: Value::Bytes(s.as_bytes().to_vec()),
+    };
+    let float = |number, x: f32| Field {
+        number,
+        value: Value::Fixed32(x.to_bits()),
+    };
+    let mut fields = vec![
+        int(3, i64::from(BPE)),
+        int(4, o.vocab_size as i64),
+        float(10, o.character_coverage),
+        int(11, o.input_sentence_size as i64),
+        int(16, o.num_threads as i64),
+        int(18, o.max_sentence_length as i64),
+        flag(19, false),
+        int(20, v.max_piece_length as i64),
+        flag(21, v.split_by_unicode_script),
+        flag(22, v.split_by_whitespace),
+        flag(23, v.split_by_number),
+        flag(24, v.treat_whitespace_as_suffix),
+        flag(25, v.split_digits),
+        flag(26, v.allow_whitespace_only_pieces),
+    ];
+    fields.extend(o.control_symbols.iter().map(|s| text(30, s)));
+    fields.extend(o.user_defined_symbols.iter().map(|s| text(31, s)));
+    fields.extend([
+        flag(35, o.byte_fallback),
+        int(40, i64::from(o.unk_id)),
+        int(41, i64::from(o.bos_id)),
+        int(42, i64::from(o.eos_id)),
+        int(43, i64::from(o.pad_id)),
+        text(45, &o.unk_piece),
+        text(46, &o.bos_piece),
+        text(47, &o.eos_piece),
+        text(48, &o.pad_piece),
+    ]);
+    TrainerSpec(Message { fields })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_start_at_each_space_symbol() {
+        assert_eq!(split_words("▁a▁▁bc", false), ["▁a", "▁", "▁bc"]);
+        assert_eq!(split_words("a▁b▁", true), ["a▁", "b▁"]);
+    }
+
+    #[test]
+    fn reserved_pieces_become_boundaries() {
+        let m = PrefixMatcher::new(&["<s>", "<sep>"]).unwrap();
+        assert_eq!(replace_all(&m, "a<sep>b<s>"), "a\u{1f}b\u{1f}");
+    }
+
+    #[test]
+    fn reserved_ids_follow_sentencepiece() {
+        let mut o = TrainOptions::new(10);
+        o.control_symbols = vec!["<c>".into()];
+        o.user_defined_symbols = vec!["<u>".into(), "</s>".into()];
+        let slots = meta_pieces(&o).unwrap();
+        let names: Vec<_> = slots
+            .iter()
+            .flatten()
+            .map(|(p, k)| (p.as_str(), *k))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("<unk>", PieceType::Unknown),
+                ("<s>", PieceType::Control),
+                ("</s>", PieceType::UserDefined),
+                ("<c>", PieceType::Control),
+                ("<u>", PieceType::UserDefined),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tiny_corpus_learns_its_frequent_pairs_first() {
+        let mut counts = Counts::default();
+        counts.insert("▁ab".into(), 3);
+        counts.insert("▁abc".into(), 2);
+        let o = TrainOptions::new(3 + 4 + 3);
+        let slots = meta_pieces(&o).unwrap();
+        let model = train_from_words(counts, &o, slots, &()).unwrap();
+        let pieces: Vec<_> = model
+            .pieces
+            .iter()
+            .map(|p| (p.piece.as_str(), p.score()))
+            .collect();
+        assert_eq!(
+            pieces,
+            [
+                ("<unk>", 0.0),
+                ("<s>", 0.0),
+                ("</s>", 0.0),
+                ("ab", -0.0),
+                ("▁ab", -1.0),
+                ("▁abc", -2.0),
+                ("a", -3.0),
+                ("b", -4.0),
+                ("▁", -5.0),
+                ("c", -6.0),
+            ]
+        );
+    }
+}

@@ -1,0 +1,524 @@
+//! The merge loop of sentencepiece's BPE trainer, reproduced: same pieces, same
+//! order, from the same distinct words.
+//!
+//! sentencepiece does not simply merge the most frequent pair each step. Its
+//! rules, which we keep because they decide the pieces:
+//! - Candidates are an *active set*: every 100 pieces it is rebuilt as the most
+//!   frequent pair symbols (at least 1000, or 5% of all symbols it knows, chars
+//!   included); in between, a pair joins the set when a merge creates a new
+//!   occurrence of it. The best is the most frequent *active* pair; ties go to
+//!   the shorter piece (in characters), then the smaller string (UTF-8 bytes).
+//! - A pair is identified by its two symbols, so the same string can arise by
+//!   different paths ("aa"+"a", "a"+"aa"). When a chosen pair's string is already
+//!   a piece, the pair is dropped *without merging its occurrences*, and the step
+//!   yields no piece.
+//! - A pair whose string is not a valid piece (too long, mixing scripts, a `▁`
+//!   inside, ...) is never a candidate ([`Validity`]).
+//! - A pair's count is the sum of the word counts of its recorded occurrences;
+//!   occurrences are recorded when a merge makes them and dropped lazily when a
+//!   neighbour's merge breaks them.
+//!
+//! Unlike sentencepiece, which rescans the whole active set every step, we keep
+//! the active pairs in a max-heap with lazy invalidation: an entry is stale when
+//! its pair left the set or its count changed (every change pushes a new entry).
+//! Where sentencepiece's choice depends on its hash table's iteration order (which
+//! pairs of equal count make the cut at a rebuild), we take the shorter, then
+//! smaller, then older pair — the one documented difference.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::rc::Rc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use unicode_script::{Script, UnicodeScript};
+
+/// The word-space character `▁`.
+pub const SPACE: char = '\u{2581}';
+/// What sentencepiece's trainer writes for characters outside the alphabet.
+pub const UNK_CHAR: char = '\u{2585}';
+/// What reserved pieces' text becomes in training text: a boundary (U+001F, the
+/// unit separator, in sentencepiece 0.2.3; older releases used `\t`).
+pub const BOUNDARY_CHAR: char = '\u{1f}';
+
+const REMOVED: u32 = u32::MAX;
+const NO_SYMBOL: u32 = u32::MAX;
+/// Rebuild the active set every this many pieces.
+const REBUILD_EVERY: usize = 100;
+const MIN_ACTIVE: usize = 1000;
+const ACTIVE_RATIO: f32 = 0.05;
+
+/// Which strings may become pieces: sentencepiece's `IsValidSentencePiece`.
+#[derive(Debug, Clone)]
+pub struct Validity {
+    pub max_piece_length: usize,
+    pub split_by_unicode_script: bool,
+    pub split_by_number: bool,
+    pub split_by_whitespace: bool,
+    pub split_digits: bool,
+    pub treat_whitespace_as_suffix: bool,
+    pub allow_whitespace_only_pieces: bool,
+}
+
+/// A character's script class for the "one script per piece" rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Any,
+    Script(Script),
+}
+
+fn is_decimal_digit(c: char) -> bool {
+    c.is_ascii_digit() || ('\u{ff10}'..='\u{ff19}').contains(&c)
+}
+
+impl Validity {
+    /// True when `chars` may be a piece.
+    pub fn allows(&self, chars: &[char]) -> bool {
+        let n = chars.len();
+        if n == 0 || n > self.max_piece_length {
+            return false;
+        }
+        let all_space = chars.iter().all(|&c| c == SPACE);
+        let mut prev = Class::Any;
+        for (pos, &c) in chars.iter().enumerate() {
+            if c == UNK_CHAR || c == '\0' || c == BOUNDARY_CHAR || c == ' ' {
+                return false;
+            }
+            if c == SPACE {
+                if self.allow_whitespace_only_pieces && all_space {
+                    continue;
+                }
+                // `▁` starts a piece (ends it, as a suffix); without whitespace
+                // splitting it may also sit inside, but not at the far end.
+                let misplaced = if self.treat_whitespace_as_suffix {
+                    pos + 1 < n && (self.split_by_whitespace || pos == 0)
+                } else {
+                    pos > 0 && (self.split_by_whitespace || pos == n - 1)
+                };
+                if misplaced {
+                    return false;
+                }
+                continue;
+            }
+            let mut class = match script_of(c) {
+                Script::Hiragana | Script::Katakana | Script::Han => Class::Script(Script::Han),
+                _ if c == '\u{30fc}' => Class::Script(Script::Han),
+                Script::Inherited => prev,
+                s => Class::Script(s),
+            };
+            if is_decimal_digit(c) {
+                if !self.split_by_number {
+                    class = Class::Any;
+                }
+                if self.split_digits && n > 1 {
+                    return false;
+                }
+            }
+            if self.split_by_unicode_script
+                && class != Class::Any
+                && prev != Class::Any
+                && prev != class
+            {
+                return false;
+            }
+            prev = class;
+        }
+        true
+    }
+}
+
+/// The script sentencepiece assigns: unassigned code points count as Common.
+fn script_of(c: char) -> Script {
+    match c.script() {
+        Script::Unknown => Script::Common,
+        s => s,
+    }
+}
+
+/// A character or a pair of symbols.
+struct Symbol {
+    text: Rc<str>,
+    chars: u32,
+    is_unk: bool,
+    /// For a pair: its two symbols; `NO_SYMBOL` for a character.
+    left: u32,
+    right: u32,
+    /// Count over `positions`, 0 meaning "to recount" (as in sentencepiece).
+    freq: u64,
+    /// Recorded occurrences: `word << 32 | left << 16 | right`, in merge order.
+    positions: Vec<u64>,
+    in_cache: bool,
+    active: bool,
+    /// Already in `dirty`.
+    queued: bool,
+}
+
+impl Symbol {
+    fn is_pair(&self) -> bool {
+        self.left != NO_SYMBOL
+    }
+}
+
+/// A heap entry: count, then shorter, then smaller string, then older.
+type Entry = (u64, Reverse<u32>, Reverse<Rc<str>>, Reverse<u32>);
+
+/// The distinct words (as symbol ids, `REMOVED` where merged away) and counts.
+struct Words {
+    symbols: Vec<u32>,
+    starts: Vec<usize>,
+    counts: Vec<u64>,
+}
+
+impl Words {
+    fn word(&self, w: usize) -> &[u32] {
+        &self.symbols[self.starts[w]..self.starts[w + 1]]
+    }
+    fn at(&self, w: usize, i: usize) -> u32 {
+        self.symbols[self.starts[w] + i]
+    }
+    fn set(&mut self, w: usize, i: usize, s: u32) {
+        self.symbols[self.starts[w] + i] = s;
+    }
+    fn next(&self, w: usize, i: usize) -> Option<usize> {
+        let word = self.word(w);
+        (i + 1..word.len()).find(|&j| word[j] != REMOVED)
+    }
+    fn prev(&self, w: usize, i: usize) -> Option<usize> {
+        let word = self.word(w);
+        (0..i).rev().find(|&j| word[j] != REMOVED)
+    }
+}
+
+fn encode_pos(w: usize, l: usize, r: usize) -> u64 {
+    ((w as u64) << 32) | ((l as u64) << 16) | r as u64
+}
+
+fn decode_pos(p: u64) -> (usize, usize, usize) {
+    (
+        (p >> 32) as usize,
+        ((p >> 16) & 0xffff) as usize,
+        (p & 0xffff) as usize,
+    )
+}
+
+/// Why the loop stopped before `num_pieces`.
+#[derive(Debug, PartialEq)]
+pub struct Exhausted {
+    pub pieces: usize,
+}
+
+struct Trainer<'v> {
+    validity: &'v Validity,
+    symbols: Vec<Symbol>,
+    chars: FxHashMap<char, u32>,
+    pairs: FxHashMap<(u32, u32), u32>,
+    invalid: FxHashSet<(u32, u32)>,
+    /// Symbols in sentencepiece's cache (chars and live pairs): sizes the active set.
+    cache_len: usize,
+    words: Words,
+    heap: BinaryHeap<Entry>,
+    /// Active pairs whose count may have changed since their last heap entry.
+    dirty: Vec<u32>,
+}
+
+/// Learns up to `num_pieces` merged pieces from distinct `words` (each a string of
+/// characters, `UNK_CHAR` for characters outside the alphabet) and their counts,
+/// in the order sentencepiece lists its words (count descending, then string).
+/// Returns the pieces in order; `Err` when candidates ran out first.
+pub fn learn_pieces(
+    words: &[(String, u64)],
+    num_pieces: usize,
+    validity: &Validity,
+    mut progress: impl FnMut(usize) -> bool,
+) -> Result<Vec<String>, Exhausted> {
+    let mut t = Trainer::new(words, validity)?;
+    let mut pieces = Vec::with_capacity(num_pieces);
+    let mut seen: FxHashSet<Rc<str>> = FxHashSet::default();
+    while pieces.len() < num_pieces {
+        if pieces.len() % REBUILD_EVERY == 0 {
+            if !progress(pieces.len()) {
+                break;
+            }
+            t.rebuild_active();
+        }
+        let Some(best) = t.pop_best() else {
+            return Err(Exhausted {
+                pieces: pieces.len(),
+            });
+        };
+        let text = t.symbols[best as usize].text.clone();
+        if seen.insert(text.clone()) {
+            pieces.push(text.to_string());
+            t.merge(best);
+        }
+        t.forget(best);
+    }
+    Ok(pieces)
+}
+
+impl<'v> Trainer<'v> {
+    fn new(words: &[(String, u64)], validity: &'v Validity) -> Result<Self, Exhausted> {
+        let mut t = Trainer {
+            validity,
+            symbols: Vec::new(),
+            chars: FxHashMap::default(),
+            pairs: FxHashMap::default(),
+            invalid: FxHashSet::default(),
+            cache_len: 0,
+            words: Words {
+                symbols: Vec::new(),
+                starts: vec![0],
+                counts: Vec::with_capacity(words.len()),
+            },
+            heap: BinaryHeap::new(),
+            dirty: Vec::new(),
+        };
+        for (word, count) in words {
+            for c in word.chars() {
+                let id = t.char_symbol(c);
+                t.words.symbols.push(id);
+            }
+            t.words.starts.push(t.words.symbols.len());
+            t.words.counts.push(*count);
+        }
+        for w in 0..words.len() {
+            let n = t.words.word(w).len();
+            if n > 0xffff {
+                // sentencepiece records positions in 16 bits and refuses longer ones.
+                return Err(Exhausted { pieces: 0 });
+            }
+            for i in 1..n {
+                t.add_pair(w, i - 1, i);
+            }
+        }
+        Ok(t)
+    }
+
+    fn new_symbol(&mut self, text: Rc<str>, chars: u32, left: u32, right: u32, unk: bool) -> u32 {
+        let id = self.symbols.len() as u32;
+        self.symbols.push(Symbol {
+            text,
+            chars,
+            is_unk: unk,
+            left,
+            right,
+            freq: 0,
+            positions: Vec::new(),
+            in_cache: true,
+            active: false,
+            queued: false,
+        });
+        self.cache_len += 1;
+        id
+    }
+
+    fn char_symbol(&mut self, c: char) -> u32 {
+        if let Some(&id) = self.chars.get(&c) {
+            return id;
+        }
+        let id = self.new_symbol(c.to_string().into(), 1, NO_SYMBOL, NO_SYMBOL, c == UNK_CHAR);
+        self.chars.insert(c, id);
+        id
+    }
+
+    /// The live pair symbol of `(a, b)`, made if it is a valid piece.
+    fn pair_symbol(&mut self, a: u32, b: u32) -> Option<u32> {
+        if let Some(&id) = self.pairs.get(&(a, b)) {
+            return Some(id);
+        }
+        let (sa, sb) = (&self.symbols[a as usize], &self.symbols[b as usize]);
+        if sa.is_unk || sb.is_unk || self.invalid.contains(&(a, b)) {
+            return None;
+        }
+        let chars: Vec<char> = sa.text.chars().chain(sb.text.chars()).collect();
+        if !self.validity.allows(&chars) {
+            self.invalid.insert((a, b));
+            return None;
+        }
+        let text: Rc<str> = format!("{}{}", sa.text, sb.text).into();
+        let id = self.new_symbol(text, chars.len() as u32, a, b, false);
+        self.pairs.insert((a, b), id);
+        Some(id)
+    }
+
+    /// Records the occurrence of the pair at `(l, r)` in word `w`; makes it active.
+    fn add_pair(&mut self, w: usize, l: usize, r: usize) {
+        let (a, b) = (self.words.at(w, l), self.words.at(w, r));
+        if let Some(id) = self.pair_symbol(a, b) {
+            let s = &mut self.symbols[id as usize];
+            s.active = true;
+            s.positions.push(encode_pos(w, l, r));
+            if !s.queued {
+                s.queued = true;
+                self.dirty.push(id);
+            }
+        }
+    }
+
+    /// Marks the pair at `(l, r)` for recounting (unless it is `best`).
+    fn reset_pair(&mut self, w: usize, l: usize, r: usize, best: u32) {
+        let (a, b) = (self.words.at(w, l), self.words.at(w, r));
+        if let Some(id) = self.pair_symbol(a, b) {
+            let s = &mut self.symbols[id as usize];
+            if id != best {
+                s.freq = 0;
+                if !s.queued {
+                    s.queued = true;
+                    self.dirty.push(id);
+                }
+            }
+        }
+    }
+
+    /// Recounts a pair marked for it, dropping occurrences a merge broke.
+    fn compute_freq(&mut self, id: u32) {
+        let s = &self.symbols[id as usize];
+        if s.freq > 0 {
+            return;
+        }
+        let (a, b) = (s.left, s.right);
+        let mut positions = std::mem::take(&mut self.symbols[id as usize].positions);
+        let words = &self.words;
+        let mut freq = 0;
+        positions.retain(|&p| {
+            let (w, l, r) = decode_pos(p);
+            let live = words.at(w, l) == a && words.at(w, r) == b;
+            if live {
+                freq += words.counts[w];
+            }
+            live
+        });
+        let s = &mut self.symbols[id as usize];
+        s.positions = positions;
+        s.freq = freq;
+    }
+
+    fn entry(&self, id: u32) -> Entry {
+        let s = &self.symbols[id as usize];
+        (
+            s.freq,
+            Reverse(s.chars),
+            Reverse(s.text.clone()),
+            Reverse(id),
+        )
+    }
+
+    /// Rebuilds the active set: the most frequent live pairs.
+    fn rebuild_active(&mut self) {
+        let mut live: Vec<u32> = Vec::new();
+        for id in 0..self.symbols.len() as u32 {
+            let s = &mut self.symbols[id as usize];
+            s.active = false;
+            if s.in_cache && s.is_pair() {
+                live.push(id);
+            }
+        }
+        for &id in &live {
+            self.compute_freq(id);
+        }
+        let by_ratio = (self.cache_len as f32 * ACTIVE_RATIO) as usize;
+        let size = MIN_ACTIVE.max(by_ratio).min(live.len());
+        let chosen = self.most_frequent(live, size);
+        for &id in &self.dirty {
+            self.symbols[id as usize].queued = false;
+        }
+        self.dirty.clear();
+        let entries: Vec<Entry> = chosen.iter().map(|&id| self.entry(id)).collect();
+        for &id in &chosen {
+            self.symbols[id as usize].active = true;
+        }
+        self.heap = BinaryHeap::from(entries);
+    }
+
+    /// The `size` most frequent of `live`; among equal counts at the cut, the
+    /// shorter, smaller, older.
+    fn most_frequent(&self, mut live: Vec<u32>, size: usize) -> Vec<u32> {
+        if size >= live.len() {
+            return live;
+        }
+        if size == 0 {
+            return Vec::new();
+        }
+        let freq = |id: &u32| self.symbols[*id as usize].freq;
+        live.select_nth_unstable_by(size - 1, |a, b| freq(b).cmp(&freq(a)));
+        let cut = freq(&live[size - 1]);
+        let (mut chosen, rest): (Vec<u32>, Vec<u32>) =
+            live.into_iter().partition(|id| freq(id) > cut);
+        let mut ties: Vec<u32> = rest.into_iter().filter(|id| freq(id) == cut).collect();
+        let need = size - chosen.len();
+        if need < ties.len() {
+            let key = |id: &u32| {
+                let s = &self.symbols[*id as usize];
+                (s.chars, s.text.clone(), *id)
+            };
+            ties.select_nth_unstable_by_key(need - 1, key);
+            ties.truncate(need);
+        }
+        chosen.extend(ties);
+        chosen
+    }
+
+    /// The best active pair, if any.
+    fn pop_best(&mut self) -> Option<u32> {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &id in &dirty {
+            let s = &mut self.symbols[id as usize];
+            s.queued = false;
+            if s.active && s.in_cache {
+                self.compute_freq(id);
+                let e = self.entry(id);
+                self.heap.push(e);
+            }
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+        while let Some(e) = self.heap.pop() {
+            let id = e.3 .0;
+            let s = &self.symbols[id as usize];
+            if s.active && s.in_cache && s.freq == e.0 {
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Drops `best` from the cache and the active set.
+    fn forget(&mut self, best: u32) {
+        let s = &mut self.symbols[best as usize];
+        s.in_cache = false;
+        s.active = false;
+        s.positions = Vec::new();
+        let key = (s.left, s.right);
+        self.pairs.remove(&key);
+        self.cache_len -= 1;
+    }
+
+    /// Replaces every recorded occurrence of `best`, left to right.
+    fn merge(&mut self, best: u32) {
+        let mut positions = std::mem::take(&mut self.symbols[best as usize].positions);
+        positions.sort_unstable();
+        positions.dedup();
+        for &p in &positions {
+            let (w, l, r) = decode_pos(p);
+            // A previous occurrence of an overlapping pair ("aaa") took this one.
+            if self.words.at(w, l) == REMOVED {
+                continue;
+            }
+            let next = self.words.next(w, r);
+            let prev = self.words.prev(w, l);
+            if let Some(prev) = prev {
+                self.reset_pair(w, prev, l, best);
+            }
+            if let Some(next) = next {
+                self.reset_pair(w, r, next, best);
+            }
+            self.words.set(w, l, best);
+            self.words.set(w, r, REMOVED);
+            if let Some(prev) = prev {
+                self.add_pair(w, prev, l);
+            }
+            if let Some(next) = next {
+                self.add_pair(w, l, next);
+            }
+        }
+    }
+}
