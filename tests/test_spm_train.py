@@ -220,3 +220,16 @@ def test_the_cli_trains_a_sentencepiece_model(tmp_path):
     )
     expected = bytepair.train_sentencepiece(CORPUS, 800, normalization="identity", progress=False)
     assert pieces_of(out.read_bytes()) == pieces_of(expected)
+
+
+def test_an_unwritable_or_input_output_fails_before_training_and_leaves_nothing(tmp_path):
+    copy = tmp_path / "corpus.txt"
+    copy.write_bytes(CORPUS.read_bytes())
+    with pytest.raises(FileNotFoundError, match="the folder .* does not exist"):
+        bytepair.train_sentencepiece(copy, 500, output=tmp_path / "no" / "m.model")
+    with pytest.raises(ValueError, match="is also an input"):
+        bytepair.train_sentencepiece(copy, 500, output=copy)
+    assert copy.read_bytes() == CORPUS.read_bytes()
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        bytepair.train_sentencepiece(tmp_path, 500)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]

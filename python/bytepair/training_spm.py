@@ -25,6 +25,8 @@ import os
 from collections.abc import Iterable
 
 from bytepair import _core
+from bytepair._files import atomic_write, check_writable
+from bytepair._inputs import check_text_file
 from bytepair._progress import Progress, check_progress
 from bytepair.tokenizer import _threads
 
@@ -77,12 +79,11 @@ def train_sentencepiece(
     """
     check_progress(progress)
     paths = [os.fspath(files)] if isinstance(files, (str, os.PathLike)) else list(files)
-    paths = [os.fspath(p) for p in paths]
     if not paths:
         raise ValueError("no input files")
-    for p in paths:
-        if not os.path.isfile(p):
-            raise FileNotFoundError(f"{p}: no such file")
+    paths = [os.fspath(check_text_file(p)) for p in paths]
+    if output is not None:
+        check_writable(output, inputs=paths)  # before training, not after
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
         raise ValueError(f"vocab_size must be a positive integer, not {vocab_size!r}")
     if not 0.98 <= character_coverage <= 1.0:
@@ -131,8 +132,7 @@ def train_sentencepiece(
             on_pieces=pieces_bar.hook(),
         )
     if output is not None:
-        with open(output, "wb") as f:
-            f.write(data)
+        atomic_write(output, data)
     return data
 
 
