@@ -208,6 +208,7 @@ def test_reserved_tokens_and_padding_to_a_multiple():
 @pytest.mark.parametrize(
     "module",
     [
+        "bytepair._files",
         "bytepair.specials",
         "bytepair.patterns",
         "bytepair.formats.byte_table",

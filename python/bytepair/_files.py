@@ -60,6 +60,23 @@ def check_writable(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] 
     return path
 
 
+def temporary_name(path: str | os.PathLike) -> str:
+    """The name of a new temporary file beside ``path`` (``.NAME.xxxxxxxx.tmp``): a name
+    is chosen before its file exists, so that an interrupt at any moment leaves the
+    caller a name to remove. Create it with :func:`create_exclusive`.
+
+    >>> temporary_name("/data/out.bin").startswith("/data/.out.bin.")
+    True
+    """
+    path = Path(path)
+    return str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+
+
+def create_exclusive(tmp: str) -> int:
+    """Creates ``tmp`` (a :func:`temporary_name`), private, failing if it exists: an fd."""
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+
+
 @contextlib.contextmanager
 def temporary_output(path: str | os.PathLike) -> Iterator[str]:
     """Yields the name of a temporary file beside ``path``; on success it is renamed
@@ -68,12 +85,10 @@ def temporary_output(path: str | os.PathLike) -> Iterator[str]:
     Errors from the file system name ``path``, not the temporary name.
     """
     path = Path(path)
-    # The name is chosen before the file exists and the file is made inside the try, so
-    # an interrupt at any moment finds a name to remove.
-    tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp = temporary_name(path)
     try:
         try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.close(create_exclusive(tmp))
         except OSError as e:
             raise type(e)(e.errno, f"{path}: cannot write here ({e.strerror})") from None
         yield tmp

@@ -28,14 +28,19 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from bytepair._files import atomic_write, check_writable_folder, publish
+from bytepair._files import (
+    atomic_write,
+    check_writable_folder,
+    create_exclusive,
+    publish,
+    temporary_name,
+)
 from bytepair._progress import Progress, check_progress
 from bytepair.shards import manifest as mf
 from bytepair.shards.one_file import NPY_HEADER_BYTES, id_width, npy_header
@@ -164,8 +169,8 @@ class _Split:
         if self._file is None:
             # The name is recorded before the file exists, so an interrupt at any point
             # leaves abort() a name to remove (mkstemp's return could be lost to one).
-            self._tmp = str(Path(self.folder) / f".{self._path().name}.{secrets.token_hex(4)}.tmp")
-            fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            self._tmp = temporary_name(self._path())
+            fd = create_exclusive(self._tmp)
             self._file = os.fdopen(fd, "wb")
             if self.fmt == "npy":
                 self._file.write(bytes(NPY_HEADER_BYTES))
