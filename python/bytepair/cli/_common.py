@@ -116,17 +116,16 @@ def load_tokenizer(args, spec: str | None = None):
     specials = parse_specials(getattr(args, "special", []) or [])
     pattern = getattr(args, "pattern", None)
     path = Path(spec)
-    needs_specials = (
-        path.exists() and spec not in list_encodings() and detect(path) in ("tiktoken",)
-    )
-    if needs_specials:
+    # Detected once here and handed to load, which would otherwise read the head again.
+    kind = detect(path) if path.exists() and spec not in list_encodings() else None
+    if kind == "tiktoken":
         if pattern is None:
             raise ValueError(
                 f"{spec}: a .tiktoken file holds no pre-tokenizer pattern; pass --pattern "
                 "(gpt2, cl100k, o200k or a regex) and its special tokens with --special TOKEN=ID"
             )
-        return load(spec, pattern=pattern, special_tokens=specials)
-    tok = load(spec, pattern=pattern) if pattern and path.is_dir() else load(spec)
+        return load(spec, format=kind, pattern=pattern, special_tokens=specials)
+    tok = load(spec, format=kind, pattern=pattern if path.is_dir() else None)
     if specials:
         tok = tok.with_special_tokens(specials)
     return tok
