@@ -209,6 +209,7 @@ def test_reserved_tokens_and_padding_to_a_multiple():
     "module",
     [
         "bytepair._files",
+        "bytepair._display",
         "bytepair.specials",
         "bytepair.patterns",
         "bytepair.formats.byte_table",

@@ -136,19 +136,6 @@ def show_progress(args) -> bool | None:
     return False if getattr(args, "quiet", False) else None
 
 
-def printable(token: bytes) -> str:
-    """A token for people: text where it is text, ``\\n``/``\\t`` escapes, ``\\xNN`` for
-    bytes that are not whole UTF-8 characters."""
-    text = token.decode("utf-8", errors="backslashreplace")
-    out = []
-    for c in text:
-        if c.isprintable() or c == "\\":
-            out.append(c)
-        else:
-            out.append(c.encode("unicode_escape").decode("ascii"))
-    return '"' + "".join(out) + '"'
-
-
 def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 

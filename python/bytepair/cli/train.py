@@ -6,12 +6,12 @@ import sys
 import time
 from pathlib import Path
 
+from bytepair._display import printable
 from bytepair.cli._common import (
     add_engine_options,
     add_source_options,
     add_threads_option,
     plural,
-    printable,
     show_progress,
 )
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import regex
 
-from bytepair.cli._common import printable as _printable
+from bytepair._display import printable
 
 __all__ = ["KINDS", "NEVER_IN_UTF8", "printable", "script_of", "token_kind"]
 
@@ -39,19 +39,6 @@ SCRIPTS = (
     "Han Yi"
 ).split()
 _SCRIPT = regex.compile("|".join(f"(?P<{s}>\\p{{Script={s}}})" for s in SCRIPTS))
-
-
-def printable(token: bytes) -> str:
-    """A token for people (see ``cli._common.printable``), quick where it is plain text.
-
-    >>> print(printable(b"hi"), printable(b"\\n\\xe4"))
-    "hi" "\\n\\xe4"
-    """
-    try:
-        text = token.decode("utf-8")
-    except UnicodeDecodeError:
-        return _printable(token)
-    return f'"{text}"' if text.isprintable() else _printable(token)
 
 
 @lru_cache(maxsize=1 << 16)
