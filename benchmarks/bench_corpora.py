@@ -44,9 +44,10 @@ if task == "train":
                          engine=engine, ray_address=address)
     extra = {"merges": hashlib.sha256(repr(tok.merges).encode()).hexdigest()[:16]}
 else:
-    from bytepair.sources import open_sources
-    corpus = open_sources([path], special_tokens=["<|endoftext|>"], part_chars=None)
-    m = bytepair.write_shards(bytepair.get_encoding("cl100k_base"), corpus, out,
+    from bytepair.sources import open_sources, part_chars_for
+    tok = bytepair.get_encoding("cl100k_base")
+    corpus = open_sources([path], special_tokens=["<|endoftext|>"], part_chars=part_chars_for(tok))
+    m = bytepair.write_shards(tok, corpus, out,
                               progress=False, engine=engine, ray_address=address,
                               inputs=[{"path": s.name, "bytes": s.size} for s in corpus.sources])
     shards = json.dumps(m["shards"], sort_keys=True).encode()  # names, sizes, sha256s

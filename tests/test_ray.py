@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import bytepair
-from bytepair.sources import open_sources
+from bytepair.sources import _stream, open_sources
 
 from conftest import DATA, EOT
 
@@ -176,7 +176,8 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
 
 
 def shards_of(paths, out: Path, **options) -> dict[str, bytes]:
-    corpus = open_sources(paths, special_tokens=[EOT], part_chars=None)
+    # Long documents are read in parts locally (Ray's tasks read them whole).
+    corpus = open_sources(paths, special_tokens=[EOT], part_chars=400)
     options = {"shard_tokens": 3000, "progress": False, **options}
     inputs = [{"path": s.name, "bytes": s.size} for s in corpus.sources]
     bytepair.write_shards(bytepair.get_encoding("gpt2"), corpus, out, inputs=inputs, **options)
@@ -199,6 +200,7 @@ def test_ray_encoded_shards_are_the_local_bytes(
 
     monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)  # many tasks, on both nodes
     monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "7000")  # many batches per task
+    monkeypatch.setattr(_stream, "_RAW_CHUNK", 700)  # text read locally in small pieces
     paths = [inputs[kind], inputs["txt"]] if kind != "txt" else [inputs[kind]]
     local = shards_of(paths, tmp_path / "local", **options)
     connect(cluster)

@@ -361,3 +361,136 @@ def test_the_cli_refuses_to_resume_with_another_tokenizer(corpus, tmp_path):
     assert r.returncode == 1 and r.stderr.count("\n") == 1
     assert "the tokenizer was gpt2, now r50k_base" in r.stderr
     assert f"the inputs were [], now ['{path}']" in r.stderr
+
+
+# Long documents arrive in parts (sources cut them where the ids cannot change): the
+# writer frames only whole documents, so the folder is the one whole documents give.
+
+
+def long_documents_file(tmp_path, n: int = 12, seed: int = 4) -> Path:
+    path = tmp_path / "long.txt"
+    docs = make_documents(n, seed=seed, max_chars=20_000)
+    path.write_text(EOT.join(docs), encoding="utf-8")
+    return path
+
+
+class Parts:
+    """A corpus's parts, optionally interrupted before item ``stop``; records them."""
+
+    def __init__(self, path, part_chars, stop=None):
+        from bytepair.sources import open_sources
+
+        self.corpus = open_sources([path], special_tokens=[EOT], part_chars=part_chars)
+        self.stop, self.seen = stop, []
+
+    def parts(self):
+        for k, item in enumerate(self.corpus.parts()):
+            if k == self.stop:
+                raise Interrupt
+            self.seen.append(item)
+            yield item
+
+
+@pytest.fixture
+def small_reads(monkeypatch):
+    """Text read 700 bytes at a time and batches of 1,500 characters: documents of up
+    to 20,000 characters come in many parts, spread over many batches."""
+    from bytepair.sources import _stream
+
+    monkeypatch.setattr(_stream, "_RAW_CHUNK", 700)
+    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "1500")
+
+
+SHARD_OPTIONS = [
+    {"shard_tokens": 700},
+    {"shard_tokens": 900, "val_fraction": 0.3, "format": "npy", "bos": EOT},
+    {"shard_tokens": 800, "val_tokens": 6000, "eot": None, "bos": EOT},
+]
+
+
+@pytest.mark.parametrize("options", SHARD_OPTIONS, ids=["train", "val_fraction", "val_tokens"])
+def test_documents_in_parts_give_the_folder_of_whole_documents(
+    gpt2_tok, tmp_path, small_reads, options
+):
+    path = long_documents_file(tmp_path)
+    whole = Parts(path, None)
+    bytepair.write_shards(gpt2_tok, whole, tmp_path / "whole", progress=False, **options)
+    parted = Parts(path, 600)
+    bytepair.write_shards(gpt2_tok, parted, tmp_path / "parts", progress=False, **options)
+    assert sum(not last for _, last in parted.seen) > 50  # many documents came in parts
+    assert folder_bytes(tmp_path / "parts") == folder_bytes(tmp_path / "whole")
+    shards = bytepair.open_shards(tmp_path / "parts")
+    assert shards.manifest["splits"] == bytepair.open_shards(tmp_path / "whole").manifest["splits"]
+
+
+@pytest.mark.parametrize("options", SHARD_OPTIONS, ids=["train", "val_fraction", "val_tokens"])
+def test_a_run_interrupted_inside_a_long_document_resumes_to_the_same_bytes(
+    gpt2_tok, tmp_path, small_reads, options
+):
+    path = long_documents_file(tmp_path)
+    bytepair.write_shards(
+        gpt2_tok, Parts(path, None), tmp_path / "clean", progress=False, **options
+    )
+    clean = folder_bytes(tmp_path / "clean")
+    n_items = len(list(Parts(path, 600).corpus.parts()))
+    for stop in (7, n_items // 3, n_items // 2 + 1, n_items - 2):
+        out = tmp_path / f"cut{stop}"
+        with pytest.raises(Interrupt):
+            bytepair.write_shards(gpt2_tok, Parts(path, 600, stop), out, progress=False, **options)
+        assert (out / "resume-state.json").exists()
+        bytepair.write_shards(gpt2_tok, Parts(path, 600), out, progress=False, **options)
+        assert folder_bytes(out) == clean, stop
+
+
+def test_parts_are_joined_for_a_tokenizer_whose_ids_a_cut_could_change(tmp_path, small_reads):
+    path = long_documents_file(tmp_path, n=4)
+    custom = bytepair.train(path, 400, pattern=r"[^\n]+\n?|\n", progress=False)
+    encoded = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(custom, name)
+
+        def encode_batch_to_numpy(self, texts, **kwargs):
+            encoded.extend(texts)
+            return custom.encode_batch_to_numpy(texts, **kwargs)
+
+    parted = Parts(path, 600)
+    bytepair.write_shards(Recording(), parted, tmp_path / "o", eot=None, progress=False)
+    assert any(not last for _, last in parted.seen)
+    assert encoded == path.read_text("utf-8").split(EOT)  # whole documents only
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB is Linux's")
+def test_sharding_one_huge_document_holds_a_bounded_part_of_it(tmp_path):
+    """40 MB with no separator is one document: encoded in parts, it costs little more
+    memory than a small file does (whole, it cost about 8 bytes per character)."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    small, big = tmp_path / "small.txt", tmp_path / "big.txt"
+    small.write_text(text, encoding="utf-8")
+    with open(big, "w", encoding="utf-8") as f:
+        while f.tell() < 40 << 20:
+            f.write(text)
+    child = (
+        "import resource, sys, bytepair\n"
+        "from bytepair.sources import open_sources, part_chars_for\n"
+        "tok = bytepair.get_encoding('gpt2')\n"
+        "corpus = open_sources([sys.argv[1]], part_chars=part_chars_for(tok))\n"
+        "m = bytepair.write_shards(tok, corpus, sys.argv[2], progress=False)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, m['splits']['train'])\n"
+    )
+
+    def peak(path):
+        out = tmp_path / f"out-{path.stem}"
+        r = subprocess.run(
+            [sys.executable, "-c", child, str(path), str(out)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        rss, split = r.stdout.split(" ", 1)
+        return int(rss), split
+
+    base, _ = peak(small)
+    rss, split = peak(big)
+    assert "'documents': 1" in split
+    assert rss - base < 60 << 20, (base, rss)

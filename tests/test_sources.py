@@ -155,13 +155,16 @@ def test_text_is_split_at_special_tokens_or_at_doc_separator(tmp_path):
 
 def test_a_separator_split_across_read_chunks_is_still_found():
     pieces = iter(["ab<|end", "of", "text|>cd<", "|endoftext|", ">"])
-    assert list(split_documents(pieces, [EOT])) == ["ab", "cd"]
+    assert list(split_documents(pieces, [EOT])) == [("ab", True), ("cd", True)]
 
 
 def test_long_text_is_cut_only_where_no_pretoken_continues():
     text = (DATA / "corpus.en").read_text("utf-8")
     pieces = (text[i : i + 1000] for i in range(0, len(text), 1000))
-    parts = list(split_documents(pieces, [EOT], part_chars=2000))
+    items = list(split_documents(pieces, [EOT], part_chars=2000))
+    # One document, in parts: only the last says it ends there.
+    assert [last for _, last in items] == [False] * (len(items) - 1) + [True]
+    parts = [part for part, _ in items]
     assert "".join(parts) == text
     # A part is tried once 2000 chars are held, so it is never longer than 2000 + a piece.
     assert len(parts) > 30 and max(map(len, parts)) < 3000
@@ -205,6 +208,7 @@ def test_long_records_are_counted_in_parts_with_the_merges_of_the_whole(
     expected = bytepair.train_from_iterator(docs, 500, progress=False)
     monkeypatch.setattr(training, "_PART_CHARS", 3000)
     assert len(list(in_parts(text, 3000))) > 10
+    assert "".join(part for part, _ in in_parts(text, 3000)) == text
     assert bytepair.train(path, 500, progress=False).merges == expected.merges
     # Encoding (part_chars=None) keeps records whole; so do custom patterns.
     assert list(open_sources([path], part_chars=None)) == docs
@@ -491,3 +495,16 @@ def test_cli_count_reads_compressed_text_jsonl_and_folders(cli, tmp_path):
     assert out == (
         f"3\t{tmp_path / 'in' / 'a.txt.gz'}\n2\t{tmp_path / 'in' / 'b.jsonl'}\n5\ttotal\n"
     )
+
+
+def test_documents_are_read_in_parts_only_for_tokenizers_a_cut_cannot_change():
+    from bytepair.sources import Options, part_chars_for
+
+    for name in ("gpt2", "cl100k_base", "o200k_base"):
+        assert part_chars_for(bytepair.get_encoding(name)) == Options.part_chars
+    custom = bytepair.train_from_iterator(["a b\nc"] * 3, 260, pattern=r"\S+|\s", progress=False)
+    assert part_chars_for(custom) is None  # a custom pattern: newline cuts are not proven safe
+    newline_special = bytepair.train_from_iterator(
+        ["a b"], 260, special_tokens=["<|a\nb|>"], progress=False
+    )
+    assert part_chars_for(newline_special) is None  # a cut could split the special token

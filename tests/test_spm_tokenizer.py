@@ -287,3 +287,10 @@ def test_a_saved_hf_folder_loads_in_transformers_with_the_same_ids(mistral, tmp_
     ]
     assert [auto(line)["input_ids"] for line in lines] == tok.encode_batch(lines)
     assert auto.decode(tok.encode("Hello world"), skip_special_tokens=True) == "Hello world"
+
+
+def test_sentencepiece_documents_are_encoded_whole(small_model):
+    from bytepair.sources import part_chars_for
+
+    # The dummy prefix and the whitespace rules depend on where a text starts.
+    assert part_chars_for(bytepair.load(small_model)) is None

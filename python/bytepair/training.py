@@ -430,7 +430,7 @@ def train_from_iterator(
     if isinstance(texts, str):
         texts = [texts]
     elif is_dataset(texts):
-        texts = open_sources(texts, text_field=text_field)
+        texts = open_sources(texts, text_field=text_field, part_chars=_part_chars(opts))
     start = time.perf_counter()
     with Progress(progress, total=None, desc="counting") as bar:
         total = _count_documents(counter, texts, bar)

@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> None:
     from bytepair.cli._common import load_tokenizer
-    from bytepair.sources import open_sources
+    from bytepair.sources import open_sources, part_chars_for
     from bytepair.sources.text import TextSource
 
     tok = load_tokenizer(args)
@@ -37,6 +37,7 @@ def run(args) -> None:
         text_field=args.text_field,
         glob=args.glob,
         skip_bad_records=args.skip_bad_records,
+        part_chars=part_chars_for(tok),
     )
     total = 0
     for src in corpus.sources:

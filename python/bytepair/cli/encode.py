@@ -181,7 +181,7 @@ def run_shards(args) -> None:
     """``bytepair encode -t TOK FILES... -o OUT/``: a resumable folder of training shards."""
     from bytepair.cli._common import load_tokenizer
     from bytepair.shards import write_shards
-    from bytepair.sources import open_sources
+    from bytepair.sources import open_sources, part_chars_for
 
     if not args.files or "-" in args.files:
         raise ValueError("encoding to a shard folder needs input files (resuming re-reads them)")
@@ -195,7 +195,7 @@ def run_shards(args) -> None:
         special_tokens=[] if args.doc_separator else ["<|endoftext|>"],
         skip_bad_records=args.skip_bad_records,
         errors=args.errors,
-        part_chars=None,  # documents whole: each is encoded (and framed) as one
+        part_chars=part_chars_for(tok),  # long documents in parts where that is exact
     )
     specials = {"allow": {"allowed_special": "all"}, "disallow": {"disallowed_special": "all"}}
     try:

@@ -84,9 +84,10 @@ def units(corpus, part_bytes: int) -> list[tuple]:
                 f'{src.name}: engine="ray" reads files (each task opens its part); '
                 "pass file or folder paths"
             )
-        kw = _reading_options(src.options)
+        # Tasks encode whole documents (the writer frames each item as one).
+        kw = {**_reading_options(src.options), "part_chars": None}
         seps = [kw["doc_separator"]] if kw["doc_separator"] else kw["special_tokens"]
-        if isinstance(src, TextSource) and kw["part_chars"] is None and not src.compressed:
+        if isinstance(src, TextSource) and not src.compressed:
             sep = seps[0] if len(seps) == 1 else None
             parts = [("text", (s, e)) for _, s, e in document_parts(path, sep, part_bytes)]
         elif isinstance(src, JsonlSource) and not src.compressed:
@@ -113,19 +114,20 @@ def _parquet_metadata(src):
 def _documents(unit: tuple) -> tuple[Iterator[str], object]:
     """A unit's documents, and the ``Skips`` that counts its bad records."""
     from bytepair.sources import open_sources
+    from bytepair.sources.base import texts_of
     from bytepair.sources.text import split_documents
 
     kind, path, part, kw = unit
     if kind == "text":
         text = read_part(path, *part, kw["errors"])
         seps = [kw["doc_separator"]] if kw["doc_separator"] else kw["special_tokens"]
-        return split_documents(iter([text]), seps), None
+        return texts_of(split_documents(iter([text]), seps)), None
     corpus = open_sources([path], **kw)
     (src,) = corpus.sources
     if kind == "jsonl":
-        return src.documents_between(*part), corpus.skips
+        return texts_of(src.parts_between(*part)), corpus.skips
     if kind == "parquet":
-        return src.documents(row_groups=part), corpus.skips
+        return texts_of(src.parts(row_groups=part)), corpus.skips
     return src.documents(), corpus.skips
 
 

@@ -84,26 +84,51 @@ def in_val(index: int, fraction: float, seed: int) -> bool:
     return int.from_bytes(digest, "little") < fraction * 2.0**64
 
 
-def framed(ids: np.ndarray, offsets: np.ndarray, bos: int | None, eot: int | None, dtype):
-    """The batch's ids with ``bos`` before and ``eot`` after each document, and the
-    documents' new lengths.
+def framed(ids: np.ndarray, offsets: np.ndarray, firsts, lasts, bos, eot, dtype):
+    """The batch's ids with ``bos`` before each item that begins a document (``firsts``)
+    and ``eot`` after each that ends one (``lasts``), and the items' new lengths.
+    Memory: the output and one byte per token.
 
-    >>> ids, lengths = framed(np.array([5, 6, 7]), np.array([0, 2, 2, 3]), 1, 0, "<u2")
+    >>> ids, lengths = framed(np.array([5, 6, 7]), np.array([0, 2, 2, 3]),
+    ...                       [True] * 3, [True] * 3, 1, 0, "<u2")
     >>> ids.tolist(), lengths.tolist()
     ([1, 5, 6, 0, 1, 0, 1, 7, 0], [4, 2, 3])
+    >>> ids, lengths = framed(np.array([5, 6, 7]), np.array([0, 2, 3]),
+    ...                       [True, False], [False, True], 1, 0, "<u2")
+    >>> ids.tolist(), lengths.tolist()
+    ([1, 5, 6, 7, 0], [3, 2])
     """
-    extra = (bos is not None) + (eot is not None)
-    n = len(offsets) - 1
-    lengths = np.diff(offsets) + extra
-    starts = offsets[:-1] + np.arange(n) * extra  # where each document begins now
-    out = np.empty(int(lengths.sum()), dtype=dtype)
-    doc_of_token = np.repeat(np.arange(n), np.diff(offsets))
-    out[np.arange(len(ids)) + doc_of_token * extra + (bos is not None)] = ids
+    with_bos = np.asarray(firsts, dtype=bool) & (bos is not None)
+    with_eot = np.asarray(lasts, dtype=bool) & (eot is not None)
+    lengths = np.diff(offsets) + with_bos + with_eot
+    if not (with_bos.any() or with_eot.any()):
+        return ids.astype(dtype, copy=False), lengths
+    ends = np.cumsum(lengths)
+    bos_at, eot_at = (ends - lengths)[with_bos], (ends - 1)[with_eot]
+    out = np.empty(int(ends[-1]), dtype=dtype)
+    text = np.ones(len(out), dtype=bool)
+    text[bos_at] = False
+    text[eot_at] = False
+    out[text] = ids
     if bos is not None:
-        out[starts] = bos
+        out[bos_at] = bos
     if eot is not None:
-        out[starts + lengths - 1] = eot
+        out[eot_at] = eot
     return out, lengths
+
+
+def whole(parts: Iterable[tuple[str, bool]]) -> Iterator[str]:
+    """Documents that came in parts, joined.
+
+    >>> list(whole([("a", False), ("b", True), ("c", True)]))
+    ['ab', 'c']
+    """
+    held: list[str] = []
+    for text, last in parts:
+        held.append(text)
+        if last:
+            yield "".join(held)
+            held = []
 
 
 class _Split:
@@ -125,18 +150,30 @@ class _Split:
         self._written = 0  # tokens in the open shard
         self._starts: list[np.ndarray] = []  # offsets of documents from the open shard on
         self._resume_pending = False
+        # A document whose last part has not come yet: (index, token offset of its start).
+        self._open_doc: tuple[int, int] | None = None
 
     def _path(self, suffix: str = "") -> Path:
         ext = ".npy" if self.fmt == "npy" else ".bin"
         return self.folder / f"{self.name}_{len(self.shards):06d}{suffix or ext}"
 
-    def append(self, ids: np.ndarray, lengths: np.ndarray, doc_index: np.ndarray) -> None:
-        """Adds whole documents (ids framed, their lengths, their global indices)."""
+    def append(
+        self, ids: np.ndarray, lengths: np.ndarray, doc_index: np.ndarray, firsts, lasts
+    ) -> None:
+        """Adds items: whole documents or parts of one (ids framed, their lengths, their
+        documents' indices, whether each begins / ends its document)."""
         if not len(lengths):
             return
+        firsts, lasts = np.asarray(firsts, dtype=bool), np.asarray(lasts, dtype=bool)
         before = self.tokens + np.concatenate(([0], np.cumsum(lengths)[:-1]))
         after = before + lengths
-        self._starts.append(before[before >= self.committed])
+        starts = before[firsts]
+        self._starts.append(starts[starts >= self.committed])
+        # Where each item's document starts, and how many documents end before it.
+        first_item = np.maximum.accumulate(np.where(firsts, np.arange(len(firsts)), -1))
+        carried = self._open_doc[1] if self._open_doc else 0
+        doc_start = np.where(first_item >= 0, before[first_item.clip(0)], carried)
+        docs_before = self.documents + np.concatenate(([0], np.cumsum(lasts)[:-1]))
         # On a resume the first document may straddle a finished shard: drop its head.
         ids = ids[max(0, self.committed - self.tokens) :]
         if self._written == 0:
@@ -149,19 +186,23 @@ class _Split:
                 self._finish()
                 self._resume_pending = True
         if self._resume_pending and self._written:
-            # The open shard's first token lies in the first document ending past it.
+            # The open shard's first token lies in the first item ending past it.
             j = int(np.searchsorted(after, self.committed, side="right"))
-            self.resume = [int(doc_index[j]), int(before[j]), self.documents + j]
+            self.resume = [int(doc_index[j]), int(doc_start[j]), int(docs_before[j])]
             self._resume_pending = False
         self.tokens = int(after[-1])
-        self.documents += len(lengths)
+        self.documents += int(lasts.sum())
+        self._open_doc = None if lasts[-1] else (int(doc_index[-1]), int(doc_start[-1]))
 
     def checkpoint(self, next_doc: int) -> list[int] | None:
         """The resume point after a batch ending before document ``next_doc`` (None
         once the split can take no more documents)."""
         if self.closed:
             return None
-        if self._written == 0 and next_doc >= self.skip_before:
+        if self._written == 0 and self._open_doc is not None:
+            # A shard ended inside a document: resume at its start, dropping its head.
+            self.resume = [*self._open_doc, self.documents]
+        elif self._written == 0 and next_doc >= self.skip_before:
             self.resume = [next_doc, self.tokens, self.documents]
         return self.resume
 
@@ -208,6 +249,8 @@ class _Split:
         if self._written:
             self._finish()
         self.closed = True
+        # A closed split takes no more documents; a resumed run reads only its counts.
+        self.resume = [self.resume[0], self.tokens, self.documents]
 
     def abort(self) -> None:
         if self._file is not None:
@@ -254,9 +297,25 @@ def _corpus_of_files(documents):
     if not isinstance(documents, Corpus):
         raise TypeError(
             'engine="ray" needs the documents as files, opened with '
-            "bytepair.sources.open_sources(paths, part_chars=None): each task reads its part"
+            "bytepair.sources.open_sources(paths): each task reads its part"
         )
     return documents
+
+
+def _items(tok, documents, shuffle_docs: int | None) -> Iterator[tuple[str, bool]]:
+    """The documents as ``(text, last)`` items: long documents of a corpus in parts
+    (``Corpus.parts``) when the tokenizer gives the same ids for the parts as for the
+    whole (``sources.part_chars_for``), else whole; shuffled documents are whole."""
+    from bytepair.sources import part_chars_for
+
+    if hasattr(documents, "parts"):
+        parts = documents.parts()
+        if shuffle_docs is None and part_chars_for(tok) is not None:
+            return parts
+        documents = whole(parts)
+    if shuffle_docs is not None:
+        documents = shuffled(documents, shuffle_docs)
+    return ((doc, True) for doc in documents)
 
 
 def write_shards(
@@ -297,7 +356,7 @@ def write_shards(
       manifest and compared when resuming.
     - ``engine="ray"``: documents are encoded by Ray tasks (``ray_address``, or the
       cluster ``ray.init`` finds); ``documents`` must then be files opened with
-      ``bytepair.sources.open_sources(..., part_chars=None)``, which the tasks read
+      ``bytepair.sources.open_sources(...)``, which the tasks read
       themselves (``bytepair.runners.ray_encode``). The folder is byte-identical to
       the local run's, and either engine resumes the other's interrupted run.
 
@@ -400,22 +459,24 @@ def write_shards(
     if engine == "ray":
         from bytepair.runners import ray_encode
 
-        documents = contextlib.closing(
-            ray_encode.encoded_documents(
-                tok,
-                documents,
-                dtype=dtype,
-                allowed=allowed,
-                disallowed=disallowed,
-                batch_chars=batch_chars,
-                address=ray_address,
-                # Shuffled, the documents before the resume point are not a prefix.
-                skip_docs=saved["resume_doc"] if saved and shuffle_docs is None else 0,
-            )
+        encoded = ray_encode.encoded_documents(
+            tok,
+            documents,
+            dtype=dtype,
+            allowed=allowed,
+            disallowed=disallowed,
+            batch_chars=batch_chars,
+            address=ray_address,
+            # Shuffled, the documents before the resume point are not a prefix.
+            skip_docs=saved["resume_doc"] if saved and shuffle_docs is None else 0,
         )
+        items = contextlib.closing(encoded)
+        stream = shuffled(encoded, shuffle_docs) if shuffle_docs is not None else encoded
+        stream = ((doc, True) for doc in stream)
         encode_batch, size_of = ray_encode.joined, lambda doc: doc.nbytes
     else:
-        documents = contextlib.nullcontext(documents)
+        items = contextlib.nullcontext()
+        stream = _items(tok, documents, shuffle_docs)
         size_of = _utf8_len
 
         def encode_batch(texts: list[str]):
@@ -423,22 +484,40 @@ def write_shards(
                 texts, num_threads=threads, allowed_special=allowed, disallowed_special=disallowed
             )
 
-    def encode(texts: list, index: list[int]) -> bool:
-        """Encodes one batch (documents, or documents Ray encoded) into its splits;
-        True if a shard was finished."""
+    open_to_val = False  # where the document whose parts are coming goes
+
+    def encode(texts: list, index: list[int], firsts: list[bool], lasts: list[bool]) -> bool:
+        """Encodes one batch of items (documents or parts of one; or documents Ray
+        encoded) into its splits; True if a shard was finished."""
+        nonlocal open_to_val
         shards_before = len(train.shards) + len(val.shards)
         ids, offsets = encode_batch(texts)
-        ids, lengths = framed(ids, offsets, bos_id, eot_id, dtype)
+        ids, lengths = framed(ids, offsets, firsts, lasts, bos_id, eot_id, dtype)
+        to_val = np.empty(len(index), dtype=bool)
+        val_before = val.tokens
+        for k, (i, first) in enumerate(zip(index, firsts)):
+            if first and val_tokens is not None and not val.closed:
+                # The first documents until val_tokens: a prefix, decided by the counts.
+                open_to_val = val_before < val_tokens
+            elif first:
+                open_to_val = route(i) is val
+            to_val[k] = open_to_val
+            val_before += int(lengths[k]) if open_to_val else 0
         index = np.asarray(index, dtype=np.int64)
-        to_val = np.array([route(i) is val for i in index.tolist()], dtype=bool)
-        if val_tokens is not None and not val.closed:
-            # The first documents until val_tokens: a prefix, decided by the counts.
-            before = val.tokens + np.concatenate(([0], np.cumsum(lengths)[:-1]))
-            to_val = before < val_tokens
-        keep = lengths > 0  # with no eot/bos, an empty document has nothing to write
+        firsts, lasts = np.asarray(firsts, dtype=bool), np.asarray(lasts, dtype=bool)
+        # With no eot/bos an empty document has nothing to write; a document's empty
+        # last part still ends it.
+        keep = (lengths > 0) | (lasts & ~firsts)
         for split, mask in ((val, to_val & keep), (train, ~to_val & keep)):
-            split.append(ids[np.repeat(mask, lengths)], lengths[mask], index[mask])
-        if val_tokens is not None and not val.closed and val.tokens >= val_tokens:
+            split.append(
+                ids[np.repeat(mask, lengths)], lengths[mask], index[mask], firsts[mask], lasts[mask]
+            )
+        if (
+            val_tokens is not None
+            and not val.closed
+            and val.tokens >= val_tokens
+            and val._open_doc is None
+        ):
             val.close()
         return len(train.shards) + len(val.shards) > shards_before
 
@@ -447,25 +526,31 @@ def write_shards(
     start = time.perf_counter()
     texts: list = []
     index: list[int] = []
+    firsts: list[bool] = []
+    lasts: list[bool] = []
     chars = done_bytes = 0
     n_docs = 0
+    first = True
     try:
         if saved is None:
             save_state(0)
-        with documents as docs, Progress(progress, total=total, desc="sharding") as bar:
-            stream = shuffled(docs, shuffle_docs) if shuffle_docs is not None else docs
-            for n_docs, doc in enumerate(stream, 1):
-                i = n_docs - 1
-                done_bytes += size_of(doc)
+        with items, Progress(progress, total=total, desc="sharding") as bar:
+            for text, last in stream:
+                if first:
+                    n_docs += 1
+                i, first_part, first = n_docs - 1, first, last
+                done_bytes += size_of(text)
                 if i < route(i).skip_before:
                     continue  # its split holds it already: not even encoded
-                texts.append(doc)
+                texts.append(text)
                 index.append(i)
-                chars += len(doc)
+                firsts.append(first_part)
+                lasts.append(last)
+                chars += len(text)
                 if chars >= batch_chars:
-                    if encode(texts, index):
-                        save_state(i + 1)
-                    texts, index, chars = [], [], 0
+                    if encode(texts, index, firsts, lasts):
+                        save_state(i + 1 if last else i)
+                    texts, index, firsts, lasts, chars = [], [], [], [], 0
                     bar(done_bytes)
                     if bar.bar is not None:
                         bar.bar.set_postfix_str(
@@ -477,7 +562,7 @@ def write_shards(
                     f"interrupted run reached (document {resume_doc:,}): the input differs"
                 )
             if texts:
-                encode(texts, index)
+                encode(texts, index, firsts, lasts)
             for split in (val, train):
                 split.close()
             bar(total if total is not None else done_bytes)

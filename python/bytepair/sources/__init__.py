@@ -30,7 +30,7 @@ from bytepair.sources.jsonl import JsonlSource
 from bytepair.sources.parquet import ParquetSource
 from bytepair.sources.text import TextSource
 
-__all__ = ["Corpus", "Options", "Source", "is_dataset", "kind_of", "open_sources"]
+__all__ = ["Corpus", "Options", "Source", "is_dataset", "kind_of", "open_sources", "part_chars_for"]
 
 # The file kinds, by the suffix under any compression suffix.
 KINDS = {"text": TextSource, "jsonl": JsonlSource, "parquet": ParquetSource}
@@ -113,6 +113,27 @@ class Corpus:
         for source in self.sources:
             yield from source.documents()
         self.skips.report()
+
+    def parts(self) -> Iterator[tuple[str, bool]]:
+        """The documents as ``(text, last)`` pairs (``Source.parts``)."""
+        for source in self.sources:
+            yield from source.parts()
+        self.skips.report()
+
+
+def part_chars_for(tok) -> int | None:
+    """``part_chars`` for documents a tokenizer will encode: long documents in parts
+    when cutting them cannot change its ids (a built-in pattern, no special token
+    spanning a newline); None (documents whole) otherwise, e.g. SentencePiece.
+
+    >>> import bytepair
+    >>> part_chars_for(bytepair.get_encoding("gpt2")) == Options.part_chars
+    True
+    """
+    from bytepair.runners.plan import can_cut
+
+    cuttable = can_cut(getattr(tok, "pattern", None), list(tok.special_tokens))
+    return Options.part_chars if cuttable else None
 
 
 def open_sources(

@@ -37,7 +37,20 @@ class Source(Protocol):
     size: int | None
     consumed: int
 
-    def documents(self) -> Iterator[str]: ...
+    def parts(self) -> Iterator[tuple[str, bool]]:
+        """The documents as ``(text, last)``: a document longer than
+        ``options.part_chars`` comes in parts, ``last`` True on its final one."""
+        ...
+
+    def documents(self) -> Iterator[str]:
+        """The texts of ``parts()``: whole documents, or parts of long ones cut where
+        pre-tokenization does not change (what training counts)."""
+        ...
+
+
+def texts_of(parts: Iterator[tuple[str, bool]]) -> Iterator[str]:
+    for text, _ in parts:
+        yield text
 
 
 class FileSource:
@@ -66,3 +79,9 @@ class FileSource:
     @property
     def consumed(self) -> int:
         return self._stream.consumed if self._stream is not None else self._done
+
+    def parts(self) -> Iterator[tuple[str, bool]]:
+        raise NotImplementedError
+
+    def documents(self) -> Iterator[str]:
+        return texts_of(self.parts())

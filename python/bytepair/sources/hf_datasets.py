@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from bytepair.sources._records import BadRecord, text_of
-from bytepair.sources.base import Options
+from bytepair.sources.base import Options, texts_of
+from bytepair.sources.text import in_parts
 
 _ROWS = ("Dataset", "IterableDataset")
 _SPLITS = ("DatasetDict", "IterableDatasetDict")
@@ -64,6 +65,9 @@ class DatasetSource:
             yield from batch[key]
 
     def documents(self) -> Iterator[str]:
+        return texts_of(self.parts())
+
+    def parts(self) -> Iterator[tuple[str, bool]]:
         path, skips = self.options.field_path, self.options.skips
         for row, value in enumerate(self._values(), 1):
             try:
@@ -72,4 +76,4 @@ class DatasetSource:
                 skips.bad(self.name, f"row {row}", str(e))
                 continue
             self.consumed += len(text)
-            yield text
+            yield from in_parts(text, self.options.part_chars)

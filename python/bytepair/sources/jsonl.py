@@ -43,12 +43,12 @@ def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 class JsonlSource(FileSource):
-    def documents(self) -> Iterator[str]:
+    def parts(self) -> Iterator[tuple[str, bool]]:
         with open(self.path, "rb") as f:
             self._stream = ByteStream(f, self.name)
             yield from self._records(_lines(self._stream.chunks()), 0)
 
-    def documents_between(self, start: int, end: int) -> Iterator[str]:
+    def parts_between(self, start: int, end: int) -> Iterator[tuple[str, bool]]:
         """The records of the lines in bytes ``[start, end)`` of an uncompressed file,
         ``start`` at the beginning of a line (a part read by one Ray task)."""
         with open(self.path, "rb") as f:
@@ -56,7 +56,7 @@ class JsonlSource(FileSource):
             data = f.read(end - start)
         yield from self._records(iter(data.split(b"\n")), lambda: _newlines(self.path, start))
 
-    def _records(self, lines: Iterator[bytes], lines_before) -> Iterator[str]:
+    def _records(self, lines: Iterator[bytes], lines_before) -> Iterator[tuple[str, bool]]:
         """The documents of ``lines``; ``lines_before`` (a number, or a function
         computing it only when an error needs it) numbers them in the file."""
         path, skips = self.options.field_path, self.options.skips

@@ -31,7 +31,7 @@ def batch_rows(group) -> int:
 
 
 class ParquetSource(FileSource):
-    def documents(self, row_groups: range | None = None) -> Iterator[str]:
+    def parts(self, row_groups: range | None = None) -> Iterator[tuple[str, bool]]:
         """The documents, of the whole file or of some row groups (a Ray task's part)."""
         pq = require("pyarrow.parquet", "reading Parquet files")
         try:

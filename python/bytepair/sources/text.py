@@ -6,14 +6,15 @@ part of any document, and empty documents are dropped. Without separators the wh
 text is one document.
 
 A document longer than ``part_chars`` is yielded in parts, so memory stays bounded
-on a 100 GB ``.txt.zst`` with no separators. Parts are cut only right after a ``\\n``
+on a 100 GB ``.txt.zst`` with no separators: sources yield ``(text, last)`` pairs
+(``parts()``), ``last`` telling whether the document ends there. Parts are cut only right after a ``\\n``
 that follows a printable ASCII character and precedes an ASCII letter or digit: no
 pre-token of the built-in patterns continues across that point (the rule the Rust
 core uses for blocks, ``src/chunking.rs``), so counting the parts equals counting the
 whole. Training turns cutting off for custom patterns.
 
 >>> list(split_documents(iter(["a<|e|>b", "c<|e", "|>"]), ["<|e|>"]))
-['a', 'bc']
+[('a', True), ('bc', True)]
 """
 
 from __future__ import annotations
@@ -42,16 +43,16 @@ def last_cut(text: str) -> int:
     return 0
 
 
-def in_parts(doc: str, part_chars: int | None) -> Iterator[str]:
+def in_parts(doc: str, part_chars: int | None) -> Iterator[tuple[str, bool]]:
     """A whole document, longer than ``part_chars``, in parts of about that many
-    characters cut at ``last_cut`` points (what record sources do with long records);
-    a stretch with no cut point stays whole.
+    characters cut at ``last_cut`` points (what record sources do with long records),
+    each with whether it is the last; a stretch with no cut point stays whole.
 
     >>> list(in_parts("One.\\nTwo.\\nThree.", 6))
-    ['One.\\n', 'Two.\\n', 'Three.']
+    [('One.\\n', False), ('Two.\\n', False), ('Three.', True)]
     """
     if part_chars is None or len(doc) <= part_chars:
-        yield doc
+        yield doc, True
         return
     start, window = 0, part_chars
     while len(doc) - start > part_chars:
@@ -61,20 +62,22 @@ def in_parts(doc: str, part_chars: int | None) -> Iterator[str]:
                 break
             window *= 2  # no cut in this stretch: look at twice as much
             continue
-        yield doc[start : start + cut]
+        yield doc[start : start + cut], False
         start, window = start + cut, part_chars
-    yield doc[start:]
+    yield doc[start:], True
 
 
 def split_documents(
     texts: Iterator[str], separators: list[str], part_chars: int | None = None
-) -> Iterator[str]:
-    """Text in pieces -> the documents between separators (longest match first)."""
+) -> Iterator[tuple[str, bool]]:
+    """Text in pieces -> the documents between separators (longest match first), as
+    ``(text, last)``: a document longer than ``part_chars`` comes in several parts."""
     seps = sorted({s for s in separators if s}, key=len, reverse=True)
     pattern = re.compile("|".join(map(re.escape, seps))) if seps else None
     hold = max(map(len, seps), default=1) - 1  # chars that may start an unfinished separator
     held: list[str] = []  # the current document so far, final
     held_chars, next_try = 0, part_chars
+    started = False  # some of the current document was yielded already
     tail = ""  # text not yet final: it may begin a separator
     for text in _with_end(texts):
         final = text is None
@@ -87,9 +90,9 @@ def split_documents(
                     break
                 held.append(window[start : m.start()])
                 doc = "".join(held)
-                if doc:
-                    yield doc
-                held, held_chars, next_try = [], 0, part_chars
+                if doc or started:
+                    yield doc, True
+                held, held_chars, next_try, started = [], 0, part_chars, False
                 start = m.end()
         end = max(start, limit)
         held.append(window[start:end])
@@ -99,14 +102,14 @@ def split_documents(
             doc = "".join(held)
             cut = last_cut(doc)
             if cut:
-                yield doc[:cut]
-                doc = doc[cut:]
+                yield doc[:cut], False
+                doc, started = doc[cut:], True
             held, held_chars = [doc], len(doc)
             # No cut in a long stretch: try again only after as much again has come.
             next_try = max(part_chars, 2 * held_chars) if part_chars else None
     doc = "".join(held)
-    if doc:
-        yield doc
+    if doc or started:
+        yield doc, True
 
 
 def _with_end(texts: Iterator[str]) -> Iterator[str | None]:
@@ -132,7 +135,7 @@ class TextSource(FileSource):
             if f is not sys.stdin.buffer:
                 f.close()
 
-    def documents(self) -> Iterator[str]:
+    def parts(self) -> Iterator[tuple[str, bool]]:
         opts = self.options
         seps = [opts.doc_separator] if opts.doc_separator else list(opts.special_tokens)
         return split_documents(self.text_chunks(), seps, opts.part_chars)
