@@ -141,6 +141,40 @@ def test_without_ray_the_error_names_the_extra(monkeypatch):
         ray_runner._import_ray()
 
 
+def test_ray_training_splits_record_files_into_tasks_with_the_local_merges(
+    cluster, inputs, monkeypatch, tmp_path
+):
+    """Uncompressed JSON Lines by ranges of lines, Parquet by runs of row groups: many
+    tasks per file, the merges of local training; bad records skipped in the tasks are
+    reported on the driver, counted as locally."""
+    import bytepair.runners.ray as ray_runner
+
+    from bytepair.runners.plan import record_parts
+    from bytepair.sources import open_sources as sources
+
+    monkeypatch.setattr(ray_runner, "PART_BYTES", 20_000)
+    jsonl = tmp_path / "with-bad.jsonl"
+    lines = inputs["jsonl"].read_text("utf-8").splitlines(keepends=True)
+    lines[150:150] = ["not json\n", '{"text": 7}\n']
+    jsonl.write_text("".join(lines), "utf-8")
+    paths = [jsonl, inputs["parquet"]]
+    assert [len(record_parts(s, 20_000)) > 3 for s in sources(paths).sources] == [True, True]
+    options = {"special_tokens": [EOT], "progress": False, "skip_bad_records": True}
+    with pytest.warns(UserWarning, match=r"skipped 2 bad record\(s\)") as local_warnings:
+        local = bytepair.train(paths, 600, **options)
+    connect(cluster)
+    try:
+        with pytest.warns(UserWarning, match=r"skipped 2 bad record\(s\)") as ray_warnings:
+            remote = bytepair.train(paths, 600, engine="ray", **options)
+    finally:
+        ray.shutdown()
+    assert remote.merges == local.merges
+    assert remote.training_stats.records_skipped == local.training_stats.records_skipped == 2
+    first_local = [str(w.message) for w in local_warnings if "skipped" in str(w.message)]
+    first_ray = [str(w.message) for w in ray_warnings if "skipped" in str(w.message)]
+    assert first_ray == first_local and "line 151" in first_ray[0]
+
+
 # ---- encoding shards on Ray: the folder is byte-identical to the local run's ----
 
 

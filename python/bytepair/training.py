@@ -339,7 +339,7 @@ def train(
     if not corpus.sources:
         raise ValueError("no training inputs given")
     if engine == "ray":
-        return _train_on_ray(corpus, opts, errors, ray_address, text_field, glob, skip_bad_records)
+        return _train_on_ray(corpus, opts, errors, ray_address)
     counter = _core.PreTokenCounter(opts.pattern, opts.specials, opts.num_threads)
     start = time.perf_counter()
     text_bytes = 0
@@ -365,7 +365,7 @@ def train(
     return _learn(counter, opts, stats)
 
 
-def _train_on_ray(corpus, opts, errors, address, text_field, glob, skip_bad_records):
+def _train_on_ray(corpus, opts, errors, address):
     from bytepair.runners import ray as ray_runner
 
     plain, other = [], []
@@ -376,7 +376,10 @@ def _train_on_ray(corpus, opts, errors, address, text_field, glob, skip_bad_reco
                 f'{src.name}: engine="ray" reads files (each task opens its part); '
                 "pass file or folder paths"
             )
-        (plain if getattr(src, "is_plain_file", False) else other).append(path)
+        if getattr(src, "is_plain_file", False):
+            plain.append(path)
+        else:
+            other.append(src)
     start = time.perf_counter()
     with Progress(opts.progress, total=None, desc="counting on Ray", unit="parts") as bar:
         counter, _ = ray_runner.count(
@@ -385,18 +388,15 @@ def _train_on_ray(corpus, opts, errors, address, text_field, glob, skip_bad_reco
             opts.pattern,
             opts.specials,
             errors=errors,
-            source_options={
-                "text_field": text_field,
-                "skip_bad_records": skip_bad_records,
-                "part_chars": _part_chars(opts),
-            },
             address=address,
             progress=bar.hook(),
+            skips=corpus.skips,
         )
+    corpus.skips.report()
     stats = {
         "bytes_read": sum(src.size or 0 for src in corpus.sources),
         "count_seconds": time.perf_counter() - start,
-        "records_skipped": 0,
+        "records_skipped": corpus.skips.total,
     }
     return _learn(counter, opts, stats)
 

@@ -111,3 +111,27 @@ def row_group_parts(metadata, part_bytes: int) -> list[range]:
     if start < metadata.num_row_groups or not out:
         out.append(range(start, metadata.num_row_groups))
     return out
+
+
+def record_parts(src, part_bytes: int) -> list[tuple[str, object]]:
+    """How a record file is cut into tasks: ``("jsonl", (start, end))`` byte ranges of
+    whole lines of an uncompressed JSON Lines file, ``("parquet", range)`` runs of row
+    groups, else ``("file", None)``: the whole file (compressed, unreadable...)."""
+    from bytepair.sources.jsonl import JsonlSource
+    from bytepair.sources.parquet import ParquetSource
+
+    if isinstance(src, JsonlSource) and not src.compressed:
+        return [("jsonl", (s, e)) for _, s, e in document_parts(src.path, "\n", part_bytes)]
+    if isinstance(src, ParquetSource) and (meta := _parquet_metadata(src)) is not None:
+        return [("parquet", r) for r in row_group_parts(meta, part_bytes)]
+    return [("file", None)]
+
+
+def _parquet_metadata(src):
+    """The file's metadata, or None if it is not readable (the task will say why)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(src.path).metadata
+    except Exception:  # pyarrow's own ArrowInvalid: reported by the source when read
+        return None

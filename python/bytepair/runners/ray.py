@@ -53,20 +53,60 @@ def _count_part(path: str, start: int, end: int, pattern, specials, errors) -> b
     return counter.to_bytes()
 
 
-def _count_source(path: str, pattern, specials, source_options: dict) -> bytes:
-    """One task: the pre-token counts of a whole non-plain file (compressed, JSON Lines,
-    Parquet), read through ``bytepair.sources`` as training reads it locally."""
-    from bytepair import _core
+def reading_options(options) -> dict:
+    """``open_sources`` keyword arguments that read a file as ``options`` does."""
+    return {
+        "text_field": options.text_field,
+        "doc_separator": options.doc_separator,
+        "special_tokens": list(options.special_tokens),
+        "skip_bad_records": options.skips.skip,
+        "errors": options.errors,
+        "part_chars": options.part_chars,
+    }
+
+
+def unit_documents(unit: tuple):
+    """A unit's documents (``(kind, path, part, options)``: a text byte range, a JSON
+    Lines byte range, a Parquet row-group range or a whole file), and the ``Skips``
+    counting its bad records (None for text)."""
     from bytepair.sources import open_sources
+    from bytepair.sources.base import texts_of
+    from bytepair.sources.text import split_documents
+
+    kind, path, part, kw = unit
+    if kind == "text":
+        text = read_part(path, *part, kw["errors"])
+        seps = [kw["doc_separator"]] if kw["doc_separator"] else kw["special_tokens"]
+        return texts_of(split_documents(iter([text]), seps)), None
+    corpus = open_sources([path], **kw)
+    (src,) = corpus.sources
+    if kind == "jsonl":
+        return texts_of(src.parts_between(*part)), corpus.skips
+    if kind == "parquet":
+        return texts_of(src.parts(row_groups=part)), corpus.skips
+    return src.documents(), corpus.skips
+
+
+def add_skips(skips, item: tuple | None) -> None:
+    """Bad records a task skipped (``("skips", counts, first)``), counted for the report."""
+    if item is not None:
+        for name, n in item[1].items():
+            skips.counts[name] = skips.counts.get(name, 0) + n
+        skips.first.extend(item[2][: 3 - len(skips.first)])
+
+
+def _count_unit(unit: tuple, pattern, specials) -> tuple[bytes, tuple]:
+    """One task: the pre-token counts of a record file's unit (JSON Lines lines,
+    Parquet row groups, a compressed file), read as training reads it locally, and its
+    skipped bad records ``("skips", counts, first)``."""
+    from bytepair import _core
     from bytepair.training import _count_documents
 
     _fault_injection()
     counter = _core.PreTokenCounter(pattern, specials, 1)
-    corpus = open_sources([path], special_tokens=specials, **source_options)
-    for src in corpus.sources:
-        _count_documents(counter, src.documents(), lambda _: None)
-    corpus.skips.report()
-    return counter.to_bytes()
+    docs, skips = unit_documents(unit)
+    _count_documents(counter, docs, lambda _: None)
+    return counter.to_bytes(), ("skips", skips.counts, skips.first)
 
 
 def _merge(pattern, specials, *tables: bytes) -> bytes:
@@ -94,32 +134,38 @@ def _fault_injection() -> None:
 
 def count(
     plain_paths,
-    other_paths,
+    other_sources,
     pattern: str | None,
     specials: list[str],
     *,
     errors: str = "strict",
-    source_options: dict | None = None,
     address: str | None = None,
     part_bytes: int = PART_BYTES,
     progress=None,
+    skips=None,
 ):
     """The pre-token counts of the files, counted on Ray: ``(counter, number of tasks)``.
-    Plain text files are cut into byte ranges; other files are one task each."""
+    Plain text files are cut into byte ranges at safe cuts, uncompressed JSON Lines
+    into ranges of lines, Parquet files into runs of row groups; other files (the
+    ``Source`` objects of ``other_sources``) are one task each. Bad records the tasks
+    skipped are added to ``skips``."""
     from bytepair import _core
-    from bytepair.runners.plan import parts
+    from bytepair.runners.plan import parts, record_parts
 
     with connected(address) as ray:
         options = task_options()
         count_task = ray.remote(**options)(_count_part)
         merge_task = ray.remote(**options)(_merge)
-        source_task = ray.remote(**options)(_count_source)
+        unit_task = ray.remote(**options)(_count_unit).options(num_returns=2)
         todo = parts(plain_paths, pattern, specials, part_bytes)
         pending = [count_task.remote(p, s, e, pattern, specials, errors) for p, s, e in todo]
-        read_options = {**(source_options or {}), "errors": errors}
-        pending += [
-            source_task.remote(str(p), pattern, specials, read_options) for p in other_paths
-        ]
+        skipped = []
+        for src in other_sources:
+            kw = {**reading_options(src.options), "errors": errors}
+            for kind, part in record_parts(src, part_bytes):
+                table, skip = unit_task.remote((kind, str(src.path), part, kw), pattern, specials)
+                pending.append(table)
+                skipped.append(skip)
         n_parts = len(pending)
         if not pending:
             return _core.PreTokenCounter(pattern, specials, 1), 0
@@ -136,6 +182,8 @@ def count(
                 progress(n_parts - len(pending))
         try:
             table = ray.get(ready_tables[0])
+            for item in ray.get(skipped):
+                add_skips(skips, item) if skips is not None else None
         except ray.exceptions.RayTaskError as e:
             raise _cause(e) from None
         return _core.PreTokenCounter.from_bytes(table, pattern, specials, 1), n_parts

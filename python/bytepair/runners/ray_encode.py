@@ -25,7 +25,15 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from bytepair.runners.ray import _cause, _fault_injection, connected, read_part, task_options
+from bytepair.runners.ray import (
+    _cause,
+    _fault_injection,
+    add_skips,
+    connected,
+    reading_options,
+    task_options,
+    unit_documents,
+)
 
 # Bytes of plain text per task.
 PART_BYTES = 32 << 20
@@ -55,25 +63,11 @@ def joined(docs: list[Encoded]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([d.ids for d in docs]), offsets
 
 
-def _reading_options(options) -> dict:
-    """``open_sources`` keyword arguments that read a file as ``options`` does."""
-    return {
-        "text_field": options.text_field,
-        "doc_separator": options.doc_separator,
-        "special_tokens": list(options.special_tokens),
-        "skip_bad_records": options.skips.skip,
-        "errors": options.errors,
-        "part_chars": options.part_chars,
-    }
-
-
 def units(corpus, part_bytes: int) -> list[tuple]:
     """The corpus as units of contiguous documents, in order: ``(kind, path, part,
     options)``, kind "text" or "jsonl" with a byte range, "parquet" with a range of row
     groups, "file" with None (the whole file)."""
-    from bytepair.runners.plan import document_parts, row_group_parts
-    from bytepair.sources.jsonl import JsonlSource
-    from bytepair.sources.parquet import ParquetSource
+    from bytepair.runners.plan import document_parts, record_parts
     from bytepair.sources.text import TextSource
 
     out: list[tuple] = []
@@ -85,50 +79,15 @@ def units(corpus, part_bytes: int) -> list[tuple]:
                 "pass file or folder paths"
             )
         # Tasks encode whole documents (the writer frames each item as one).
-        kw = {**_reading_options(src.options), "part_chars": None}
+        kw = {**reading_options(src.options), "part_chars": None}
         seps = [kw["doc_separator"]] if kw["doc_separator"] else kw["special_tokens"]
         if isinstance(src, TextSource) and not src.compressed:
             sep = seps[0] if len(seps) == 1 else None
             parts = [("text", (s, e)) for _, s, e in document_parts(path, sep, part_bytes)]
-        elif isinstance(src, JsonlSource) and not src.compressed:
-            parts = [("jsonl", (s, e)) for _, s, e in document_parts(path, "\n", part_bytes)]
-        elif isinstance(src, ParquetSource):
-            meta = _parquet_metadata(src)
-            parts = [("parquet", r) for r in row_group_parts(meta, part_bytes)] if meta else []
         else:
-            parts = []
-        out += [(kind, str(path), part, kw) for kind, part in parts or [("file", None)]]
+            parts = record_parts(src, part_bytes)
+        out += [(kind, str(path), part, kw) for kind, part in parts]
     return out
-
-
-def _parquet_metadata(src):
-    """The file's metadata, or None if it is not readable (the task will say why)."""
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.ParquetFile(src.path).metadata
-    except Exception:  # pyarrow's own ArrowInvalid: reported by the source when read
-        return None
-
-
-def _documents(unit: tuple) -> tuple[Iterator[str], object]:
-    """A unit's documents, and the ``Skips`` that counts its bad records."""
-    from bytepair.sources import open_sources
-    from bytepair.sources.base import texts_of
-    from bytepair.sources.text import split_documents
-
-    kind, path, part, kw = unit
-    if kind == "text":
-        text = read_part(path, *part, kw["errors"])
-        seps = [kw["doc_separator"]] if kw["doc_separator"] else kw["special_tokens"]
-        return texts_of(split_documents(iter([text]), seps)), None
-    corpus = open_sources([path], **kw)
-    (src,) = corpus.sources
-    if kind == "jsonl":
-        return texts_of(src.parts_between(*part)), corpus.skips
-    if kind == "parquet":
-        return texts_of(src.parts(row_groups=part)), corpus.skips
-    return src.documents(), corpus.skips
 
 
 def _encode_unit(tok, unit: tuple, dtype: str, allowed, disallowed, batch_chars: int):
@@ -137,7 +96,7 @@ def _encode_unit(tok, unit: tuple, dtype: str, allowed, disallowed, batch_chars:
     from bytepair.shards.writer import _utf8_len
 
     _fault_injection()
-    docs, skips = _documents(unit)
+    docs, skips = unit_documents(unit)
 
     def encoded(batch: list[str]):
         ids, offsets = tok.encode_batch_to_numpy(
@@ -166,20 +125,12 @@ def _count_unit(unit: tuple) -> tuple:
     resumed run needs of the units before its resume point), and its bad records."""
     from bytepair.shards.writer import _utf8_len
 
-    docs, skips = _documents(unit)
+    docs, skips = unit_documents(unit)
     n = nbytes = 0
     for doc in docs:
         n += 1
         nbytes += _utf8_len(doc)
     return n, nbytes, ("skips", skips.counts, skips.first) if skips is not None else None
-
-
-def _add_skips(corpus, item: tuple | None) -> None:
-    """Bad records a task skipped (``("skips", counts, first)``), counted for the report."""
-    if item is not None:
-        for name, n in item[1].items():
-            corpus.skips.counts[name] = corpus.skips.counts.get(name, 0) + n
-        corpus.skips.first.extend(item[2][: 3 - len(corpus.skips.first)])
 
 
 def encoded_documents(
@@ -234,7 +185,7 @@ def encoded_documents(
             submit()
             if isinstance(results, tuple):  # counted, not encoded: placeholders
                 n, nbytes, skips = results
-                _add_skips(corpus, skips)
+                add_skips(corpus.skips, skips)
                 empty = np.zeros(0, dtype)
                 yield from (Encoded(empty, 0, nbytes if j == 0 else 0) for j in range(n))
                 continue
@@ -242,7 +193,7 @@ def encoded_documents(
                 item = _get(ray, ref)
                 del ref
                 if isinstance(item[0], str):  # ("skips", counts, first)
-                    _add_skips(corpus, item)
+                    add_skips(corpus.skips, item)
                     continue
                 ids, tokens, chars, nbytes = item
                 ends = np.cumsum(tokens).tolist()
