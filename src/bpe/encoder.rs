@@ -8,7 +8,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::cache::{CachePool, PieceCache};
+use super::cache::{key_hash, CachePool, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use crate::model::{EncodeError, Model, SafeCuts};
@@ -85,6 +85,11 @@ impl Encoder {
 
     /// Calls `emit(end, ids)` with the ids of each unit of `text` (a piece or a special
     /// token) and where the unit ends, in order.
+    ///
+    /// Units are looked up a few at a time ([`Lookups`]): each cacheable piece's table
+    /// line is prefetched when the piece is found, and looked up `AHEAD` units later,
+    /// so a lookup that misses the CPU cache overlaps with pre-tokenizing the pieces
+    /// in between instead of stalling the loop.
     #[inline]
     fn for_each_ids(
         &self,
@@ -94,67 +99,135 @@ impl Encoder {
         mut emit: impl FnMut(usize, &[u32]),
     ) -> Result<(), EncodeError> {
         let bytes = text.as_bytes();
-        let mut scratch = Vec::with_capacity(SHORT_PIECE);
-        let special = |index: usize| self.model.special_ids()[&allowed.tokens()[index]];
-        // Pieces of 16 to 32 bytes borrow their key from the text, so they are
-        // remembered for this text only.
-        let mut long: FxHashMap<&[u8], (u32, u32)> = FxHashMap::default();
-        let PieceCache {
-            small,
-            stored,
-            max_ids,
-        } = cache;
-        for_each_unit(text, allowed, &self.pre, |u| match u {
-            Unit::Piece { start, end } => {
-                let piece = &bytes[start..end];
-                if piece.len() == 1 {
-                    return emit(end, &[self.model.byte_id(piece[0])]);
+        let mut lookups = Lookups {
+            bytes,
+            model: &self.model,
+            cache,
+            long: FxHashMap::default(),
+            scratch: Vec::with_capacity(SHORT_PIECE),
+            queue: Vec::with_capacity(AHEAD),
+        };
+        for_each_unit(text, allowed, &self.pre, |u| {
+            let queued = match u {
+                Unit::Piece { start, end } if end - start == 1 => Queued::Id {
+                    end,
+                    id: self.model.byte_id(bytes[start]),
+                },
+                Unit::Piece { start, end } if end - start <= MAX_PACKED => {
+                    let key = packed(bytes, start, end);
+                    let hash = key_hash(key);
+                    lookups.cache.small.prefetch(hash);
+                    Queued::Packed { end, key, hash }
                 }
-                if piece.len() > CACHE_PIECE_BYTES {
-                    scratch.clear();
-                    self.model.encode_piece(piece, &mut scratch);
-                    return emit(end, &scratch);
+                Unit::Piece { start, end } => Queued::Piece { start, end },
+                Unit::Special { index, end, .. } => Queued::Id {
+                    end,
+                    id: self.model.special_ids()[&allowed.tokens()[index]],
+                },
+            };
+            lookups.queue.push(queued);
+            if lookups.queue.len() == AHEAD {
+                lookups.drain(&mut emit);
+            }
+        })?;
+        lookups.drain(&mut emit);
+        Ok(())
+    }
+}
+
+/// Units queued between finding a piece (and prefetching its table line) and looking
+/// it up.
+const AHEAD: usize = 16;
+
+/// A unit waiting for its ids.
+#[derive(Debug, Clone, Copy)]
+enum Queued {
+    /// Ids known already: a single byte, a special token.
+    Id { end: usize, id: u32 },
+    /// A piece of 2 to 15 bytes: looked up by its packed key.
+    Packed { end: usize, key: u128, hash: u64 },
+    /// A longer piece.
+    Piece { start: usize, end: usize },
+}
+
+/// The lookup half of [`Encoder::for_each_ids`]: the cache, and the units queued.
+struct Lookups<'t, 'c> {
+    bytes: &'t [u8],
+    model: &'t BpeModel,
+    cache: &'c mut PieceCache,
+    /// Pieces of 16 to 32 bytes borrow their key from the text, so they are
+    /// remembered for this text only.
+    long: FxHashMap<&'t [u8], (u32, u32)>,
+    scratch: Vec<u32>,
+    queue: Vec<Queued>,
+}
+
+impl<'t> Lookups<'t, '_> {
+    /// Emits the ids of the queued units, in order.
+    #[inline]
+    fn drain(&mut self, emit: &mut impl FnMut(usize, &[u32])) {
+        let queue = std::mem::take(&mut self.queue);
+        for &unit in &queue {
+            match unit {
+                Queued::Id { end, id } => emit(end, &[id]),
+                Queued::Packed { end, key, hash } => {
+                    let start = end - (key >> 120) as usize;
+                    match self.cache.small.get(key, hash) {
+                        Some((id, 0)) => emit(end, &[id]), // one token: its id is the entry
+                        Some((at, n)) => {
+                            emit(end, &self.cache.stored[at as usize..(at + n) as usize])
+                        }
+                        None => {
+                            let entry = self.merge(start, end);
+                            self.cache.small.insert(key, hash, entry);
+                            self.emit_entry(end, entry, emit);
+                        }
+                    }
                 }
-                let key = (piece.len() <= MAX_PACKED).then(|| {
-                    let k = packed(bytes, start, end);
-                    (k as u64, (k >> 64) as u64)
-                });
-                let hit = match key {
-                    Some(k) => small.get(&k),
-                    None => long.get(piece),
-                };
-                if let Some(&(at, n)) = hit {
-                    return match n {
-                        0 => emit(end, &[at]), // one token: its id is the entry
-                        _ => emit(end, &stored[at as usize..(at + n) as usize]),
-                    };
-                }
-                if stored.len() > *max_ids {
-                    // Bounded memory on text that hardly repeats (random strings).
-                    small.clear();
-                    long.clear();
-                    stored.clear();
-                }
-                let at = stored.len();
-                self.model.encode_piece(piece, stored);
-                // Most pieces are one token: keep its id in the entry itself (length 0),
-                // so that a hit reads nothing else.
-                let entry = match stored.len() - at {
-                    1 => (stored.pop().expect("one id"), 0),
-                    n => (at as u32, n as u32),
-                };
-                match key {
-                    Some(k) => small.insert(k, entry),
-                    None => long.insert(piece, entry),
-                };
-                match entry {
-                    (id, 0) => emit(end, &[id]),
-                    _ => emit(end, &stored[at..]),
+                Queued::Piece { start, end } => {
+                    let piece = &self.bytes[start..end];
+                    if piece.len() > CACHE_PIECE_BYTES {
+                        self.scratch.clear();
+                        self.model.encode_piece(piece, &mut self.scratch);
+                        emit(end, &self.scratch);
+                    } else if let Some(&entry) = self.long.get(piece) {
+                        self.emit_entry(end, entry, emit);
+                    } else {
+                        let entry = self.merge(start, end);
+                        self.long.insert(piece, entry);
+                        self.emit_entry(end, entry, emit);
+                    }
                 }
             }
-            Unit::Special { index, end, .. } => emit(end, &[special(index)]),
-        })?;
-        Ok(())
+        }
+        self.queue = queue;
+        self.queue.clear();
+    }
+
+    /// Merges a piece not in the cache; its cache entry.
+    fn merge(&mut self, start: usize, end: usize) -> (u32, u32) {
+        if self.cache.stored.len() > self.cache.max_ids {
+            // Bounded memory on text that hardly repeats (random strings).
+            self.cache.clear();
+            self.long.clear();
+        }
+        let stored = &mut self.cache.stored;
+        let at = stored.len();
+        self.model.encode_piece(&self.bytes[start..end], stored);
+        // Most pieces are one token: keep its id in the entry itself (length 0), so
+        // that a hit reads nothing else.
+        match stored.len() - at {
+            1 => (stored.pop().expect("one id"), 0),
+            n => (at as u32, n as u32),
+        }
+    }
+
+    #[inline]
+    fn emit_entry(&self, end: usize, entry: (u32, u32), emit: &mut impl FnMut(usize, &[u32])) {
+        match entry {
+            (id, 0) => emit(end, &[id]),
+            (at, n) => emit(end, &self.cache.stored[at as usize..(at + n) as usize]),
+        }
     }
 }
 

@@ -107,6 +107,22 @@ impl Chars<'_> {
         i
     }
 
+    /// End of the run of letters (`\p{L}`) from `i`: ASCII letters byte by byte (most
+    /// text), then, at a non-ASCII byte, character by character.
+    #[inline(always)]
+    fn letters(&self, mut i: usize) -> usize {
+        while let Some(b) = self.text.get(i) {
+            if b.is_ascii_alphabetic() {
+                i += 1;
+            } else if *b >= 0x80 {
+                return self.run(i, LETTER);
+            } else {
+                break;
+            }
+        }
+        i
+    }
+
     fn is(&self, i: usize, mask: u8) -> bool {
         matches!(self.at(i), Some((cls, _, _)) if cls & mask != 0)
     }
@@ -152,10 +168,15 @@ impl Chars<'_> {
     }
 
     /// Length of a contraction at `i`: `'(?:[sdmt]|ll|ve|re)`, case-insensitive or not.
+    #[inline(always)]
     fn contraction(&self, i: usize, case_insensitive: bool) -> Option<usize> {
         if self.byte(i) != Some(b'\'') {
             return None;
         }
+        self.contraction_after_quote(i, case_insensitive)
+    }
+
+    fn contraction_after_quote(&self, i: usize, case_insensitive: bool) -> Option<usize> {
         let eq = |j: usize, ch: char| {
             if case_insensitive {
                 ci(self.char_at(j), ch)
@@ -226,7 +247,7 @@ fn gpt2_piece_end(t: &Chars, i: usize) -> usize {
     };
     if head & WS == 0 {
         return if head & LETTER != 0 {
-            t.run(start, LETTER)
+            t.letters(start)
         } else if head & NUM != 0 {
             t.run(start, NUM)
         } else {
@@ -245,10 +266,10 @@ fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
     let (cls, c, n) = t.at(i).expect("i < len");
     // [^\r\n\p{L}\p{N}]?+\p{L}++ (the prefix is possessive: taken if it can be)
     if cls & LETTER != 0 {
-        return t.run(i, LETTER);
+        return t.letters(i);
     }
     if cls & NUM == 0 && c != '\r' && c != '\n' && t.is(i + n, LETTER) {
-        return t.run(i + n, LETTER);
+        return t.letters(i + n);
     }
     // \p{N}{1,3}+
     if cls & NUM != 0 {
