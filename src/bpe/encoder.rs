@@ -15,8 +15,12 @@ use crate::model::{EncodeError, Model, SafeCuts};
 use crate::packed::{packed, MAX_PACKED};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
-/// Longest piece worth caching.
-const CACHE_PIECE_BYTES: usize = 32;
+/// Longest piece worth caching. Scripts written without spaces (Chinese, Japanese,
+/// Thai) make pieces of dozens of bytes that do repeat.
+const CACHE_PIECE_BYTES: usize = 128;
+/// The cache starts over past this many cached pieces of over 15 bytes (at most about
+/// 20 MB of keys).
+const MAX_LONG_PIECES: usize = 1 << 17;
 
 #[derive(Debug, Clone)]
 pub struct Encoder {
@@ -103,7 +107,6 @@ impl Encoder {
             bytes,
             model: &self.model,
             cache,
-            long: FxHashMap::default(),
             scratch: Vec::with_capacity(SHORT_PIECE),
             queue: Vec::with_capacity(AHEAD),
         };
@@ -155,9 +158,6 @@ struct Lookups<'t, 'c> {
     bytes: &'t [u8],
     model: &'t BpeModel,
     cache: &'c mut PieceCache,
-    /// Pieces of 16 to 32 bytes borrow their key from the text, so they are
-    /// remembered for this text only.
-    long: FxHashMap<&'t [u8], (u32, u32)>,
     scratch: Vec<u32>,
     queue: Vec<Queued>,
 }
@@ -173,10 +173,7 @@ impl<'t> Lookups<'t, '_> {
                 Queued::Packed { end, key, hash } => {
                     let start = end - (key >> 120) as usize;
                     match self.cache.small.get(key, hash) {
-                        Some((id, 0)) => emit(end, &[id]), // one token: its id is the entry
-                        Some((at, n)) => {
-                            emit(end, &self.cache.stored[at as usize..(at + n) as usize])
-                        }
+                        Some(entry) => self.emit_entry(end, entry, emit),
                         None => {
                             let entry = self.merge(start, end);
                             self.cache.small.insert(key, hash, entry);
@@ -190,11 +187,11 @@ impl<'t> Lookups<'t, '_> {
                         self.scratch.clear();
                         self.model.encode_piece(piece, &mut self.scratch);
                         emit(end, &self.scratch);
-                    } else if let Some(&entry) = self.long.get(piece) {
+                    } else if let Some(&entry) = self.cache.long.get(piece) {
                         self.emit_entry(end, entry, emit);
                     } else {
                         let entry = self.merge(start, end);
-                        self.long.insert(piece, entry);
+                        self.cache.long.insert(piece.into(), entry);
                         self.emit_entry(end, entry, emit);
                     }
                 }
@@ -206,10 +203,10 @@ impl<'t> Lookups<'t, '_> {
 
     /// Merges a piece not in the cache; its cache entry.
     fn merge(&mut self, start: usize, end: usize) -> (u32, u32) {
-        if self.cache.stored.len() > self.cache.max_ids {
+        if self.cache.stored.len() > self.cache.max_ids || self.cache.long.len() >= MAX_LONG_PIECES
+        {
             // Bounded memory on text that hardly repeats (random strings).
             self.cache.clear();
-            self.long.clear();
         }
         let stored = &mut self.cache.stored;
         let at = stored.len();
@@ -378,9 +375,24 @@ pub(crate) mod tests {
         assert_eq!(pooled(&e), 2);
         // A clone of the encoder starts with no caches.
         assert_eq!(pooled(&e.clone()), 0);
-        // A cache too big to be worth keeping is dropped.
+        // A large cache (text in many scripts) is kept; one too big to be worth
+        // keeping is dropped.
         e.with_cache(|c| c.stored.resize((1 << 18) + 1, 0));
+        assert_eq!(pooled(&e), 2);
+        e.with_cache(|c| c.stored.resize((1 << 21) + 1, 0));
         assert_eq!(pooled(&e), 1);
+    }
+
+    #[test]
+    fn pieces_of_16_to_128_bytes_stay_cached_across_calls() {
+        let e = random_encoder(4242, 40, Some(GPT2_PATTERN));
+        // One piece of 40 letters (no spaces, as in Chinese or Thai text), and one of
+        // 200, too long to cache.
+        let text = format!("{} {}", "abcab".repeat(8), "cab".repeat(67));
+        let want = uncached(&e, &text);
+        assert_eq!(e.encode(&text, e.no_specials()).unwrap(), want);
+        assert_eq!(e.with_cache(|c| c.long.len()), 1);
+        assert_eq!(e.encode(&text, e.no_specials()).unwrap(), want);
     }
 
     #[test]
