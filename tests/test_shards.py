@@ -494,3 +494,29 @@ def test_sharding_one_huge_document_holds_a_bounded_part_of_it(tmp_path):
     rss, split = peak(big)
     assert "'documents': 1" in split
     assert rss - base < 60 << 20, (base, rss)
+
+
+def test_our_sources_are_read_on_a_thread_a_callers_iterator_is_not(gpt2_tok, tmp_path):
+    import threading
+
+    path = long_documents_file(tmp_path, n=3)
+    readers = set()
+
+    def docs():
+        for doc in path.read_text("utf-8").split(EOT):
+            readers.add(threading.current_thread().name)
+            yield doc
+
+    bytepair.write_shards(gpt2_tok, docs(), tmp_path / "a", progress=False)
+    assert readers == {threading.current_thread().name}
+
+    class Recorded(Parts):
+        def parts(self):
+            for item in super().parts():
+                readers.add(threading.current_thread().name)
+                yield item
+
+    readers.clear()
+    bytepair.write_shards(gpt2_tok, Recorded(path, None), tmp_path / "b", progress=False)
+    assert readers == {"bytepair-read-ahead"}
+    assert folder_bytes(tmp_path / "b") == folder_bytes(tmp_path / "a")

@@ -376,7 +376,7 @@ def test_parquet_batches_hold_about_a_fixed_amount_of_text_never_past_a_row_grou
 def test_reading_ahead_on_a_thread_raises_the_readers_error_and_stops_early():
     import threading
 
-    from bytepair.training import _read_ahead
+    from bytepair._read_ahead import read_ahead as _read_ahead
 
     def failing():
         yield ["a"]

@@ -13,14 +13,12 @@ counts made elsewhere (your own Spark/Dask/SQL pipeline).
 from __future__ import annotations
 
 import os
-import queue
-import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from bytepair import _core
+from bytepair import _core, _read_ahead
 from bytepair._progress import Progress, check_progress
 from bytepair.patterns import resolve_pattern
 from bytepair.runners import check_engine
@@ -204,47 +202,6 @@ def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
     yield batch
 
 
-def _read_ahead(batches: Iterator[list[str]], depth: int = 2) -> Iterator[list[str]]:
-    """The batches, read by a thread up to ``depth`` ahead: reading a file (parsing
-    JSON, decoding Parquet, decompressing) overlaps the counting, which releases the
-    GIL. An error while reading is raised here; stopping early stops the thread."""
-    q: queue.Queue = queue.Queue(depth)
-    stop = threading.Event()
-
-    def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                pass
-        return False
-
-    def read() -> None:
-        try:
-            for batch in batches:
-                if not put(("batch", batch)):
-                    return
-        except BaseException as e:  # handed to the consumer, raised there
-            put(("error", e))
-            return
-        put(("end", None))
-
-    thread = threading.Thread(target=read, name="bytepair-read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            kind, item = q.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise item
-            yield item
-    finally:
-        stop.set()
-        thread.join()
-
-
 def _part_chars(opts) -> int | None:
     """How long documents may grow before they are counted in parts: cut only where the
     built-in patterns allow, and never inside a special token (sources/text.py)."""
@@ -260,7 +217,7 @@ def _count_documents(counter, texts: Iterable[str], on_batch, read_ahead: bool =
     a caller's iterator may not be safe to run on another thread)."""
     done = 0
     batches = _batches(texts)
-    for batch in _read_ahead(batches) if read_ahead else batches:
+    for batch in _read_ahead.read_ahead(batches) if read_ahead else batches:
         try:
             counter.add_documents(batch)
         except UnicodeEncodeError:

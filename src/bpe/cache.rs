@@ -162,13 +162,14 @@ impl Default for PieceCache {
 }
 
 impl PieceCache {
-    /// Whether the cache is worth keeping after a call: up to 2^19 pieces and 2 M ids
-    /// (its table is then at most 32 MB, its ids 8 MB; natural text in one language
+    /// Whether the cache is worth keeping after a call: up to 2^18 pieces and 1 M ids
+    /// (its table is then at most 16 MB, its ids 4 MB; natural text in one language
     /// needs a few MB). Past that — text that hardly repeats, such as random strings —
-    /// the next call starts afresh. A cache dropped because it was large once made
-    /// every later call on text in many scripts start cold (37 MB/s instead of 150).
+    /// the next call starts afresh. (With a limit of 2^18 ids, text in many scripts
+    /// made the cache too big to keep after every call: each started cold, 37 MB/s
+    /// instead of 150.)
     fn worth_keeping(&self) -> bool {
-        self.stored.len() <= 1 << 21 && self.small.len() + self.long.len() <= 1 << 19
+        self.stored.len() <= 1 << 20 && self.small.len() + self.long.len() <= 1 << 18
     }
 
     /// Forgets every piece.

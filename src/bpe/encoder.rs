@@ -379,7 +379,7 @@ pub(crate) mod tests {
         // keeping is dropped.
         e.with_cache(|c| c.stored.resize((1 << 18) + 1, 0));
         assert_eq!(pooled(&e), 2);
-        e.with_cache(|c| c.stored.resize((1 << 21) + 1, 0));
+        e.with_cache(|c| c.stored.resize((1 << 20) + 1, 0));
         assert_eq!(pooled(&e), 1);
     }
 

@@ -42,12 +42,13 @@ from bytepair._files import (
     temporary_name,
 )
 from bytepair._progress import Progress, check_progress
+from bytepair._read_ahead import read_ahead
 from bytepair.shards import manifest as mf
 from bytepair.shards.one_file import NPY_HEADER_BYTES, id_width, npy_header
 
 #: Characters of text per encode call: what bounds the writer's memory (a single
 #: longer document is encoded alone).
-BATCH_CHARS = 4_000_000
+BATCH_CHARS = 1_000_000
 #: Characters held by the ``shuffle_docs`` buffer.
 SHUFFLE_CHARS = 32_000_000
 SPLITS = ("train", "val")
@@ -302,6 +303,24 @@ def _corpus_of_files(documents):
     return documents
 
 
+def _chunked(items: Iterator[tuple[str, bool]], chars: int = 1 << 18) -> Iterator[list]:
+    """Items in lists of about ``chars`` characters (what a thread hands over at once).
+
+    >>> list(_chunked(iter([("ab", True), ("c", True), ("d", True)]), chars=2))
+    [[('ab', True)], [('c', True), ('d', True)]]
+    """
+    chunk: list = []
+    size = 0
+    for item in items:
+        chunk.append(item)
+        size += len(item[0])
+        if size >= chars:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
 def _items(tok, documents, shuffle_docs: int | None) -> Iterator[tuple[str, bool]]:
     """The documents as ``(text, last)`` items: long documents of a corpus in parts
     (``Corpus.parts``) when the tokenizer gives the same ids for the parts as for the
@@ -477,6 +496,9 @@ def write_shards(
     else:
         items = contextlib.nullcontext()
         stream = _items(tok, documents, shuffle_docs)
+        if hasattr(documents, "parts"):
+            # Our own sources: read and split on a thread while the core encodes.
+            stream = (item for chunk in read_ahead(_chunked(stream)) for item in chunk)
         size_of = _utf8_len
 
         def encode_batch(texts: list[str]):
