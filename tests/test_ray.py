@@ -148,7 +148,6 @@ def test_ray_training_splits_record_files_into_tasks_with_the_local_merges(
     tasks per file, the merges of local training; bad records skipped in the tasks are
     reported on the driver, counted as locally."""
     import bytepair.runners.ray as ray_runner
-
     from bytepair.runners.plan import record_parts
     from bytepair.sources import open_sources as sources
 
