@@ -45,6 +45,45 @@ pub fn count_text<'t>(
     })
 }
 
+/// A file's counts while it is read: like [`PartCounts`], but owned. Adding a block's
+/// parts here hashes integers and allocates nothing for pieces that pack; the owned
+/// byte strings of [`Counts`] are made once, at the end. (Adding each block straight
+/// into [`Counts`] — an allocation and a memcmp per distinct piece, on one thread
+/// while the others wait — was a quarter of counting time on 3.7 M distinct pieces.)
+#[derive(Default)]
+struct Totals {
+    small: FxHashMap<u128, u64>,
+    long: FxHashMap<Vec<u8>, u64>,
+}
+
+impl Totals {
+    fn absorb(&mut self, part: PartCounts) {
+        if self.small.is_empty() {
+            self.small = part.small;
+        } else {
+            for (k, v) in part.small {
+                *self.small.entry(k).or_insert(0) += v;
+            }
+        }
+        for (k, v) in part.long {
+            match self.long.get_mut(k) {
+                Some(c) => *c += v,
+                None => {
+                    self.long.insert(k.to_vec(), v);
+                }
+            }
+        }
+    }
+
+    fn into_counts(self) -> Counts {
+        let mut counts = Counts::default();
+        counts.reserve(self.small.len() + self.long.len());
+        counts.extend(self.small.into_iter().map(|(k, v)| (unpacked(k), v)));
+        counts.extend(self.long);
+        counts
+    }
+}
+
 /// Adds a part's counts into the owned table.
 fn absorb(total: &mut Counts, part: PartCounts) {
     for (k, v) in part.small {
@@ -68,7 +107,7 @@ fn count_block(
     pre: &PreTokenizer,
     pool: &rayon::ThreadPool,
     min_part: usize,
-    total: &mut Counts,
+    total: &mut Totals,
 ) -> Result<(), String> {
     let threads = pool.current_num_threads().max(1);
     let bytes = text.as_bytes();
@@ -103,7 +142,7 @@ fn count_block(
             .collect()
     });
     for part in part_counts {
-        absorb(total, part?);
+        total.absorb(part?);
     }
     Ok(())
 }
@@ -119,7 +158,7 @@ pub fn count_file(
     block_bytes: usize,
     mut progress: impl FnMut(u64) -> bool,
 ) -> Result<Counts, ReadError> {
-    let mut total = Counts::default();
+    let mut total = Totals::default();
     let min_part = (block_bytes / 16).max(1);
     for_each_block(
         path,
@@ -137,7 +176,7 @@ pub fn count_file(
             }
         },
     )?;
-    Ok(total)
+    Ok(total.into_counts())
 }
 
 /// Counts in-memory documents; each document is pre-tokenized on its own (no piece
