@@ -2,7 +2,7 @@
 //! one hash lookup instead of a merge loop; and the pool that keeps warm caches
 //! between calls.
 
-use std::sync::{Mutex, TryLockError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use rustc_hash::FxHashMap;
 
@@ -197,31 +197,41 @@ impl Clone for CachePool {
     }
 }
 
+/// Attempts at the pool's lock before giving up (each after a yield): the lock is
+/// held only to push or pop, so a few attempts nearly always get it.
+const LOCK_ATTEMPTS: usize = 1000;
+
 impl CachePool {
-    /// A pooled cache, or a new one. Never waits for the lock: in a child process
-    /// forked while another thread of the parent held it, it stays locked forever, so
-    /// contention just means a fresh cache (the result is the same either way).
-    pub(super) fn take(&self) -> PieceCache {
-        match self.0.try_lock() {
-            Ok(mut pool) => pool.pop(),
-            Err(TryLockError::Poisoned(e)) => e.into_inner().pop(),
-            Err(TryLockError::WouldBlock) => None,
+    /// The pool, locked, trying a bounded number of times. Never waits indefinitely:
+    /// in a child process forked while another thread of the parent held the lock, it
+    /// stays locked forever, and then callers go on without the pool (a fresh cache;
+    /// the result is the same either way). Giving up at the first contention, as this
+    /// once did, handed a worker of every two-thread batch a cold cache.
+    fn lock(&self) -> Option<MutexGuard<'_, Vec<PieceCache>>> {
+        for _ in 0..LOCK_ATTEMPTS {
+            match self.0.try_lock() {
+                Ok(pool) => return Some(pool),
+                Err(TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+                Err(TryLockError::WouldBlock) => std::thread::yield_now(),
+            }
         }
-        .unwrap_or_default()
+        None
     }
 
-    /// Keeps `cache` for later calls, if it is worth keeping and the lock is free.
+    /// A pooled cache, or a new one.
+    pub(super) fn take(&self) -> PieceCache {
+        self.lock().and_then(|mut pool| pool.pop()).unwrap_or_default()
+    }
+
+    /// Keeps `cache` for later calls, if it is worth keeping.
     pub(super) fn give_back(&self, cache: PieceCache) {
         if !cache.worth_keeping() {
             return;
         }
-        let mut pool = match self.0.try_lock() {
-            Ok(pool) => pool,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return,
-        };
-        if pool.len() < POOLED_CACHES {
-            pool.push(cache);
+        if let Some(mut pool) = self.lock() {
+            if pool.len() < POOLED_CACHES {
+                pool.push(cache);
+            }
         }
     }
 }
