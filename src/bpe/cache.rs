@@ -220,7 +220,9 @@ impl CachePool {
 
     /// A pooled cache, or a new one.
     pub(super) fn take(&self) -> PieceCache {
-        self.lock().and_then(|mut pool| pool.pop()).unwrap_or_default()
+        self.lock()
+            .and_then(|mut pool| pool.pop())
+            .unwrap_or_default()
     }
 
     /// Keeps `cache` for later calls, if it is worth keeping.
