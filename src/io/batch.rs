@@ -19,6 +19,9 @@ use std::sync::mpsc;
 use crate::model::{check_disallowed, EncodeError, Model};
 use crate::pretok::SpecialMatcher;
 
+/// Bytes of text one thread encodes between handing results over (see `encode_each`).
+const GROUP_BYTES: usize = 1 << 16;
+
 /// A finished text: its index, and its ids or why it failed.
 pub type Done = (usize, Result<Vec<u32>, EncodeError>);
 
@@ -54,7 +57,8 @@ fn encode_one<M: Model>(
 /// Encodes every text on `threads` threads; `receive(index, ids)` runs on the calling
 /// thread for each text as it finishes, in any order. Every wait for the next finished
 /// text goes through `wait(next)`, which must call `next` and return its result (the
-/// bindings release the GIL there); with one thread, `next` does the encoding itself.
+/// bindings release the GIL there); with one thread, `next` encodes a group of texts
+/// itself (and returns None), whose results are then received in order.
 pub fn encode_each<M: Model, E>(
     model: &M,
     texts: &[&str],
@@ -65,11 +69,36 @@ pub fn encode_each<M: Model, E>(
 ) -> Result<(), BatchError<E>> {
     let workers = threads.max(1).min(texts.len());
     if workers <= 1 {
+        // One thread: texts are encoded a group at a time inside one `wait` (without
+        // the GIL), then received. One `wait` per text cost more than encoding a short
+        // text (a line of a SentencePiece corpus) itself.
         return model.with_cache(|cache| {
-            for (i, &text) in texts.iter().enumerate() {
-                let mut next = || Some((i, encode_one(model, text, specials, cache)));
-                let (i, ids) = wait(&mut next).expect("one result per text");
-                receive(i, ids.map_err(BatchError::Encode)?).map_err(BatchError::Receive)?;
+            let mut start = 0;
+            while start < texts.len() {
+                let mut end = start + 1;
+                let mut bytes = texts[start].len();
+                while end < texts.len() && bytes + texts[end].len() <= GROUP_BYTES {
+                    bytes += texts[end].len();
+                    end += 1;
+                }
+                let mut results = Vec::with_capacity(end - start);
+                let mut group = || {
+                    for &text in &texts[start..end] {
+                        let ids = encode_one(model, text, specials, cache);
+                        let failed = ids.is_err();
+                        results.push(ids);
+                        if failed {
+                            break; // the texts after it are never received
+                        }
+                    }
+                    None
+                };
+                wait(&mut group);
+                for (k, ids) in results.into_iter().enumerate() {
+                    let ids = ids.map_err(BatchError::Encode)?;
+                    receive(start + k, ids).map_err(BatchError::Receive)?;
+                }
+                start = end;
             }
             Ok(())
         });
