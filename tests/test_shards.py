@@ -205,6 +205,20 @@ class Interrupt(Exception):
     pass
 
 
+class Recording:
+    """A tokenizer that records the texts the writer hands it to encode."""
+
+    def __init__(self, tok, encoded: list):
+        self._tok, self._encoded = tok, encoded
+
+    def __getattr__(self, name):
+        return getattr(self._tok, name)
+
+    def encode_batch_to_numpy(self, texts, **kwargs):
+        self._encoded.extend(texts)
+        return self._tok.encode_batch_to_numpy(texts, **kwargs)
+
+
 def interrupted_after(docs, k):
     for i, d in enumerate(docs):
         if i == k:
@@ -246,16 +260,8 @@ def test_a_resumed_run_does_not_encode_what_finished_shards_hold(gpt2_tok, tmp_p
             gpt2_tok, interrupted_after(docs, 60), tmp_path / "o", shard_tokens=2000, progress=False
         )
     encoded = []
-
-    class Recording:
-        def __getattr__(self, name):
-            return getattr(gpt2_tok, name)
-
-        def encode_batch_to_numpy(self, texts, **kwargs):
-            encoded.extend(texts)
-            return gpt2_tok.encode_batch_to_numpy(texts, **kwargs)
-
-    bytepair.write_shards(Recording(), docs, tmp_path / "o", shard_tokens=2000, progress=False)
+    recording = Recording(gpt2_tok, encoded)
+    bytepair.write_shards(recording, docs, tmp_path / "o", shard_tokens=2000, progress=False)
     assert 20 <= len(encoded) < 40 and encoded == docs[-len(encoded) :]
 
 
@@ -446,17 +452,9 @@ def test_parts_are_joined_for_a_tokenizer_whose_ids_a_cut_could_change(tmp_path,
     path = long_documents_file(tmp_path, n=4)
     custom = bytepair.train(path, 400, pattern=r"[^\n]+\n?|\n", progress=False)
     encoded = []
-
-    class Recording:
-        def __getattr__(self, name):
-            return getattr(custom, name)
-
-        def encode_batch_to_numpy(self, texts, **kwargs):
-            encoded.extend(texts)
-            return custom.encode_batch_to_numpy(texts, **kwargs)
-
     parted = Parts(path, 600)
-    bytepair.write_shards(Recording(), parted, tmp_path / "o", eot=None, progress=False)
+    recording = Recording(custom, encoded)
+    bytepair.write_shards(recording, parted, tmp_path / "o", eot=None, progress=False)
     assert any(not last for _, last in parted.seen)
     assert encoded == path.read_text("utf-8").split(EOT)  # whole documents only
 
