@@ -8,11 +8,11 @@
 
 use rustc_hash::FxHashMap;
 
-use super::cache::{key_hash, CachePool, PieceCache};
+use super::cache::{CachePool, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use crate::model::{EncodeError, Model, SafeCuts};
-use crate::packed::{packed, MAX_PACKED};
+use crate::packed::{key_hash, packed, MAX_PACKED};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// Longest piece worth caching. Scripts written without spaces (Chinese, Japanese,
