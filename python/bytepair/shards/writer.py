@@ -371,6 +371,11 @@ def write_shards(
     - Text that spells a special token is encoded as plain text by default (as
       nanoGPT's ``encode_ordinary``): corpus text must not inject control tokens.
       ``allowed_special`` / ``disallowed_special`` as in ``Tokenizer.encode``.
+    - ``documents`` from ``bytepair.sources.open_sources`` are read on a thread while
+      the core encodes, and their long documents in parts (``part_chars``; framed
+      once, at the document's start and end) when the tokenizer's ids cannot change
+      at the cuts (``sources.part_chars_for``): memory stays bounded whatever the
+      document size. A caller's own iterable is read on the calling thread.
     - ``inputs``: ``[{"path", "bytes"}]`` the documents came from, recorded in the
       manifest and compared when resuming.
     - ``engine="ray"``: documents are encoded by Ray tasks (``ray_address``, or the
