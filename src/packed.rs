@@ -29,6 +29,10 @@ pub struct PackedMap<V> {
     len: usize,
 }
 
+/// Pieces a caller finds between prefetching a piece's line ([`PackedMap::prefetch`])
+/// and reading it: enough pre-tokenizing to cover a memory access.
+pub const PREFETCH_AHEAD: usize = 16;
+
 /// Slots a table starts with (2^12: 128 KB).
 const FIRST_SLOTS: usize = 1 << 12;
 
@@ -73,57 +77,46 @@ impl<V: Copy + Default> PackedMap<V> {
         let _ = hash;
     }
 
+    /// Where `key` is, or else the empty slot where it would go (linear probing; the
+    /// table is never full).
     #[inline]
-    pub fn get(&self, key: u128, hash: u64) -> Option<V> {
+    fn find(&self, key: u128, hash: u64) -> usize {
         let mask = self.slots.len() - 1;
         let mut i = hash as usize & mask;
-        loop {
-            let slot = &self.slots[i];
-            if slot.key == key {
-                return Some(slot.value);
-            }
-            if slot.key == 0 {
-                return None;
-            }
+        while self.slots[i].key != key && self.slots[i].key != 0 {
             i = (i + 1) & mask;
         }
+        i
     }
 
-    /// Adds a key known to be absent; doubles the table at 3/4 full.
+    #[inline]
+    pub fn get(&self, key: u128, hash: u64) -> Option<V> {
+        let slot = &self.slots[self.find(key, hash)];
+        (slot.key == key).then_some(slot.value)
+    }
+
+    /// Sets the value of `key`.
     pub fn insert(&mut self, key: u128, hash: u64, value: V) {
-        debug_assert!(key != 0);
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.grow();
-        }
-        self.place(Slot { key, value }, hash);
-        self.len += 1;
+        *self.entry(key, hash) = value;
     }
 
-    /// The value of `key`, inserted as `V::default()` if absent, to update in place.
+    /// The value of `key`, inserted as `V::default()` if absent, to update in place;
+    /// the table doubles at 3/4 full.
     #[inline]
     pub fn entry(&mut self, key: u128, hash: u64) -> &mut V {
         debug_assert!(key != 0);
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let k = self.slots[i].key;
-            if k == key {
-                return &mut self.slots[i].value;
+        let mut i = self.find(key, hash);
+        if self.slots[i].key == 0 {
+            if (self.len + 1) * 4 > self.slots.len() * 3 {
+                self.grow();
+                i = self.find(key, hash);
             }
-            if k == 0 {
-                break;
-            }
-            i = (i + 1) & mask;
+            self.slots[i] = Slot {
+                key,
+                value: V::default(),
+            };
+            self.len += 1;
         }
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.grow();
-            return self.entry(key, hash);
-        }
-        self.slots[i] = Slot {
-            key,
-            value: V::default(),
-        };
-        self.len += 1;
         &mut self.slots[i].value
     }
 
@@ -135,21 +128,13 @@ impl<V: Copy + Default> PackedMap<V> {
             .map(|s| (s.key, s.value))
     }
 
-    fn place(&mut self, slot: Slot<V>, hash: u64) {
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        while self.slots[i].key != 0 {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = slot;
-    }
-
     #[cold]
     fn grow(&mut self) {
         let bigger = vec![Slot::<V>::default(); self.slots.len() * 2];
         let old = std::mem::replace(&mut self.slots, bigger);
         for slot in old.into_iter().filter(|s| s.key != 0) {
-            self.place(slot, key_hash(slot.key));
+            let i = self.find(slot.key, key_hash(slot.key));
+            self.slots[i] = slot;
         }
     }
 

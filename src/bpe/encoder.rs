@@ -12,7 +12,7 @@ use super::cache::{CachePool, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use crate::model::{EncodeError, Model, SafeCuts};
-use crate::packed::{key_hash, packed, MAX_PACKED};
+use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// Longest piece worth caching. Scripts written without spaces (Chinese, Japanese,
@@ -137,10 +137,6 @@ impl Encoder {
         Ok(())
     }
 }
-
-/// Units queued between finding a piece (and prefetching its table line) and looking
-/// it up.
-const AHEAD: usize = 16;
 
 /// A unit waiting for its ids.
 #[derive(Debug, Clone, Copy)]

@@ -12,7 +12,8 @@ use rustc_hash::FxHashMap;
 use super::blocks::for_each_block;
 pub use super::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
 use super::chunking::split_evenly;
-use crate::packed::{key_hash, packed, unpacked, PackedMap, MAX_PACKED};
+use super::table::add_counts;
+use crate::packed::{key_hash, packed, unpacked, PackedMap, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// Distinct pre-token bytes → number of occurrences.
@@ -25,11 +26,6 @@ pub struct PartCounts<'t> {
     small: PackedMap<u64>,
     long: FxHashMap<&'t [u8], u64>,
 }
-
-/// Pieces found between prefetching a count's table line and adding to it (so the
-/// memory access of a rare piece overlaps with finding the next ones; see
-/// `PackedMap`).
-const AHEAD: usize = 16;
 
 /// Adds the pre-tokens of `text` to `counts`.
 pub fn count_text<'t>(
@@ -86,14 +82,7 @@ impl Totals {
                 *self.small.entry(k, key_hash(k)) += v;
             }
         }
-        for (k, v) in part.long {
-            match self.long.get_mut(k) {
-                Some(c) => *c += v,
-                None => {
-                    self.long.insert(k.to_vec(), v);
-                }
-            }
-        }
+        add_counts(&mut self.long, part.long);
     }
 
     fn into_counts(self) -> Counts {
@@ -107,17 +96,8 @@ impl Totals {
 
 /// Adds a part's counts into the owned table.
 fn absorb(total: &mut Counts, part: PartCounts) {
-    for (k, v) in part.small.iter() {
-        *total.entry(unpacked(k)).or_insert(0) += v;
-    }
-    for (k, v) in part.long {
-        match total.get_mut(k) {
-            Some(c) => *c += v,
-            None => {
-                total.insert(k.to_vec(), v);
-            }
-        }
-    }
+    add_counts(total, part.small.iter().map(|(k, v)| (unpacked(k), v)));
+    add_counts(total, part.long);
 }
 
 /// Counts a block of text that starts and ends at safe cuts, splitting it across

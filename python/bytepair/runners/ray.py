@@ -182,10 +182,12 @@ def count(
                 progress(n_parts - len(pending))
         try:
             table = ray.get(ready_tables[0])
-            for item in ray.get(skipped):
-                add_skips(skips, item) if skips is not None else None
+            skipped = ray.get(skipped)
         except ray.exceptions.RayTaskError as e:
             raise _cause(e) from None
+        if skips is not None:
+            for item in skipped:
+                add_skips(skips, item)
         return _core.PreTokenCounter.from_bytes(table, pattern, specials, 1), n_parts
 
 

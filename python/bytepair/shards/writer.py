@@ -321,10 +321,11 @@ def _chunked(items: Iterator[tuple[str, bool]], chars: int = 1 << 18) -> Iterato
         yield chunk
 
 
-def _items(tok, documents, shuffle_docs: int | None) -> Iterator[tuple[str, bool]]:
-    """The documents as ``(text, last)`` items: long documents of a corpus in parts
-    (``Corpus.parts``) when the tokenizer gives the same ids for the parts as for the
-    whole (``sources.part_chars_for``), else whole; shuffled documents are whole."""
+def _items(tok, documents, shuffle_docs: int | None) -> Iterator[tuple]:
+    """The documents (texts, or documents Ray encoded) as ``(document, last)`` items:
+    long documents of a corpus in parts (``Corpus.parts``) when the tokenizer gives the
+    same ids for the parts as for the whole (``sources.part_chars_for``), else whole;
+    shuffled documents are whole."""
     from bytepair.sources import part_chars_for
 
     if hasattr(documents, "parts"):
@@ -495,8 +496,7 @@ def write_shards(
             skip_docs=saved["resume_doc"] if saved and shuffle_docs is None else 0,
         )
         items = contextlib.closing(encoded)
-        stream = shuffled(encoded, shuffle_docs) if shuffle_docs is not None else encoded
-        stream = ((doc, True) for doc in stream)
+        stream = _items(tok, encoded, shuffle_docs)
         encode_batch, size_of = ray_encode.joined, lambda doc: doc.nbytes
     else:
         items = contextlib.nullcontext()

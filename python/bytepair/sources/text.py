@@ -7,11 +7,11 @@ text is one document.
 
 A document longer than ``part_chars`` is yielded in parts, so memory stays bounded
 on a 100 GB ``.txt.zst`` with no separators: sources yield ``(text, last)`` pairs
-(``parts()``), ``last`` telling whether the document ends there. Parts are cut only right after a ``\\n``
-that follows a printable ASCII character and precedes an ASCII letter or digit: no
-pre-token of the built-in patterns continues across that point (the rule the Rust
-core uses for blocks, ``src/chunking.rs``), so counting the parts equals counting the
-whole. Training turns cutting off for custom patterns.
+(``parts()``), ``last`` telling whether the document ends there. Parts are cut only
+right after a ``\\n`` that follows a printable ASCII character and precedes an ASCII
+letter or digit: no pre-token of the built-in patterns continues across that point
+(the rule the Rust core uses for blocks, ``src/chunking.rs``), so counting the parts
+equals counting the whole. Training turns cutting off for custom patterns.
 
 >>> list(split_documents(iter(["a<|e|>b", "c<|e", "|>"]), ["<|e|>"]))
 [('a', True), ('bc', True)]
