@@ -108,6 +108,20 @@ impl Normalizer {
         })
     }
 
+    /// True when normalizing only escapes spaces (and drops extra ones, adds the
+    /// dummy prefix): no rules, no user-defined symbols.
+    pub fn is_plain(&self) -> bool {
+        self.charsmap.is_none() && self.user_defined.is_none() && self.escape_whitespaces
+    }
+
+    pub fn add_dummy_prefix(&self) -> bool {
+        self.add_dummy_prefix
+    }
+
+    pub fn remove_extra_whitespaces(&self) -> bool {
+        self.remove_extra_whitespaces
+    }
+
     /// The rewritten first piece of `input` and how many bytes it consumed.
     fn normalize_prefix<'a>(&'a self, input: &'a [u8]) -> (&'a [u8], usize) {
         if let Some(len) = self
@@ -166,6 +180,13 @@ impl Normalizer {
         }
         if dummy_prefix && self.treat_whitespace_as_suffix {
             out.extend_from_slice(space);
+        }
+        if self.charsmap.is_none() {
+            // SAFETY: without a charsmap `out` is whole characters of `input` (a
+            // `&str`: user-defined symbols and characters end at character
+            // boundaries) and the space marks, so it is UTF-8. Checking it again
+            // was a twentieth of training time.
+            return unsafe { String::from_utf8_unchecked(out) };
         }
         // A charsmap could in principle hold replacements that are not UTF-8.
         String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
