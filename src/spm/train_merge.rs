@@ -150,7 +150,7 @@ struct Symbol {
     right: u32,
     /// Count over the live occurrences in `positions`.
     freq: u64,
-    /// Recorded occurrences: `word << 32 | left << 16 | right`, in merge order;
+    /// Recorded occurrences ([`encode_pos`]), in merge order;
     /// ones a later merge broke stay until the pair is merged (and are skipped).
     positions: Vec<u64>,
     /// The clock when this pair symbol was made: occurrences made before it
@@ -171,53 +171,74 @@ impl Symbol {
 /// A heap entry: count, then shorter, then smaller string, then older.
 type Entry = (u64, Reverse<u32>, Reverse<Rc<str>>, Reverse<u32>);
 
-/// The distinct words (as symbol ids, `REMOVED` where merged away) and counts.
+/// One symbol of a word: its id (`REMOVED` where merged away) and the clock
+/// when it was last set (a pair of neighbours came about at the later of their
+/// two stamps). Together, so that looking at a pair reads one cache line.
+#[derive(Clone, Copy)]
+struct Cell {
+    symbol: u32,
+    stamp: u32,
+}
+
+/// The distinct words, one after another in `cells`, and their counts. Places
+/// in words are indices into `cells`.
 struct Words {
-    symbols: Vec<u32>,
-    /// For each entry of `symbols`, the clock when it was last set: a pair of
-    /// neighbours came about at the later of their two stamps.
-    stamps: Vec<u32>,
-    starts: Vec<usize>,
+    cells: Vec<Cell>,
+    /// Where each word starts in `cells`, and where the last one ends.
+    starts: Vec<u32>,
     counts: Vec<u64>,
 }
 
 impl Words {
-    fn word(&self, w: usize) -> &[u32] {
-        &self.symbols[self.starts[w]..self.starts[w + 1]]
+    fn at(&self, i: usize) -> u32 {
+        self.cells[i].symbol
     }
-    fn at(&self, w: usize, i: usize) -> u32 {
-        self.symbols[self.starts[w] + i]
-    }
-    fn set(&mut self, w: usize, i: usize, s: u32, clock: u32) {
-        self.symbols[self.starts[w] + i] = s;
-        self.stamps[self.starts[w] + i] = clock;
+    fn set(&mut self, i: usize, symbol: u32, stamp: u32) {
+        self.cells[i] = Cell { symbol, stamp };
     }
     /// When the neighbours at `l` and `r` came about.
-    fn made(&self, w: usize, l: usize, r: usize) -> u32 {
-        let base = self.starts[w];
-        self.stamps[base + l].max(self.stamps[base + r])
+    fn made(&self, l: usize, r: usize) -> u32 {
+        self.cells[l].stamp.max(self.cells[r].stamp)
     }
+    /// The next symbol after `i` in word `w`.
     fn next(&self, w: usize, i: usize) -> Option<usize> {
-        let word = self.word(w);
-        (i + 1..word.len()).find(|&j| word[j] != REMOVED)
+        let end = self.starts[w + 1] as usize;
+        (i + 1..end).find(|&j| self.cells[j].symbol != REMOVED)
     }
+    /// The symbol before `i` in word `w`.
     fn prev(&self, w: usize, i: usize) -> Option<usize> {
-        let word = self.word(w);
-        (0..i).rev().find(|&j| word[j] != REMOVED)
+        let start = self.starts[w] as usize;
+        (start..i).rev().find(|&j| self.cells[j].symbol != REMOVED)
+    }
+    /// Asks the CPU for the cell at `i` (a hint).
+    fn prefetch(&self, i: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(cell) = self.cells.get(i) {
+            // SAFETY: a prefetch reads nothing and cannot fault; the address is a cell's.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>((cell as *const Cell).cast::<i8>());
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
     }
 }
 
-fn encode_pos(w: usize, l: usize, r: usize) -> u64 {
-    ((w as u64) << 32) | ((l as u64) << 16) | r as u64
+/// An occurrence of a pair: where its left symbol is (high half, so that sorted
+/// occurrences go through the words in order) and its word. The right symbol is
+/// the next one in the word: while the left one stands, nothing can merge away
+/// the right one (only its left neighbour could absorb it).
+fn encode_pos(w: usize, l: usize) -> u64 {
+    ((l as u64) << 32) | w as u64
 }
 
-fn decode_pos(p: u64) -> (usize, usize, usize) {
-    (
-        (p >> 32) as usize,
-        ((p >> 16) & 0xffff) as usize,
-        (p & 0xffff) as usize,
-    )
+fn decode_pos(p: u64) -> (usize, usize) {
+    ((p & 0xffff_ffff) as usize, (p >> 32) as usize)
 }
+
+/// Occurrences looked at ahead of the one being merged, to prefetch.
+const AHEAD: usize = 8;
 
 /// Why the loop stopped before `num_pieces`.
 #[derive(Debug, PartialEq)]
@@ -246,7 +267,7 @@ struct Trainer<'v> {
 /// in the order sentencepiece lists its words (count descending, then string).
 /// Returns the pieces in order; `Err` when candidates ran out first.
 pub fn learn_pieces(
-    words: &[(String, u64)],
+    words: &[(&str, u64)],
     num_pieces: usize,
     validity: &Validity,
     mut progress: impl FnMut(usize) -> bool,
@@ -277,7 +298,7 @@ pub fn learn_pieces(
 }
 
 impl<'v> Trainer<'v> {
-    fn new(words: &[(String, u64)], validity: &'v Validity) -> Result<Self, Exhausted> {
+    fn new(words: &[(&str, u64)], validity: &'v Validity) -> Result<Self, Exhausted> {
         let mut t = Trainer {
             validity,
             symbols: Vec::new(),
@@ -286,8 +307,7 @@ impl<'v> Trainer<'v> {
             invalid: FxHashSet::default(),
             cache_len: 0,
             words: Words {
-                symbols: Vec::new(),
-                stamps: Vec::new(),
+                cells: Vec::new(),
                 starts: vec![0],
                 counts: Vec::with_capacity(words.len()),
             },
@@ -297,20 +317,21 @@ impl<'v> Trainer<'v> {
         };
         for (word, count) in words {
             for c in word.chars() {
-                let id = t.char_symbol(c);
-                t.words.symbols.push(id);
+                let symbol = t.char_symbol(c);
+                t.words.cells.push(Cell { symbol, stamp: 0 });
             }
-            t.words.starts.push(t.words.symbols.len());
-            t.words.stamps.resize(t.words.symbols.len(), 0);
+            let end = u32::try_from(t.words.cells.len())
+                .expect("fewer than 2^32 characters in the distinct words");
+            t.words.starts.push(end);
             t.words.counts.push(*count);
         }
         for w in 0..words.len() {
-            let n = t.words.word(w).len();
-            if n > 0xffff {
+            let (start, end) = (t.words.starts[w] as usize, t.words.starts[w + 1] as usize);
+            if end - start > 0xffff {
                 // sentencepiece records positions in 16 bits and refuses longer ones.
                 return Err(Exhausted { pieces: 0 });
             }
-            for i in 1..n {
+            for i in start + 1..end {
                 t.add_pair(w, i - 1, i);
             }
         }
@@ -367,11 +388,11 @@ impl<'v> Trainer<'v> {
 
     /// Records the occurrence of the pair at `(l, r)` in word `w`; makes it active.
     fn add_pair(&mut self, w: usize, l: usize, r: usize) {
-        let (a, b) = (self.words.at(w, l), self.words.at(w, r));
+        let (a, b) = (self.words.at(l), self.words.at(r));
         if let Some(id) = self.pair_symbol(a, b) {
             let s = &mut self.symbols[id as usize];
             s.active = true;
-            s.positions.push(encode_pos(w, l, r));
+            s.positions.push(encode_pos(w, l));
             s.freq += self.words.counts[w];
             self.touched(id);
         }
@@ -380,12 +401,12 @@ impl<'v> Trainer<'v> {
     /// The occurrence of the pair at `(l, r)` is about to break: it no longer
     /// counts (unless the pair is `best`, which is being merged).
     fn reset_pair(&mut self, w: usize, l: usize, r: usize, best: u32) {
-        let (a, b) = (self.words.at(w, l), self.words.at(w, r));
+        let (a, b) = (self.words.at(l), self.words.at(r));
         // Made even when it was not there: sentencepiece looks it up the same
         // way, and every pair symbol made counts toward the active set's size.
         if let Some(id) = self.pair_symbol(a, b) {
             let s = &mut self.symbols[id as usize];
-            if id != best && self.words.made(w, l, r) >= s.born {
+            if id != best && self.words.made(l, r) >= s.born {
                 s.freq -= self.words.counts[w];
                 self.touched(id);
             }
@@ -506,13 +527,19 @@ impl<'v> Trainer<'v> {
         let mut positions = std::mem::take(&mut self.symbols[best as usize].positions);
         positions.sort_unstable();
         self.clock += 1;
-        for &p in &positions {
-            let (w, l, r) = decode_pos(p);
+        for (k, &p) in positions.iter().enumerate() {
+            if let Some(&ahead) = positions.get(k + AHEAD) {
+                self.words.prefetch(decode_pos(ahead).1);
+            }
+            let (w, l) = decode_pos(p);
             // Broken since it was recorded, or by a previous occurrence of an
             // overlapping pair ("aaa") in this merge.
-            if self.words.at(w, l) != a || self.words.at(w, r) != b {
+            if self.words.at(l) != a {
                 continue;
             }
+            let Some(r) = self.words.next(w, l).filter(|&r| self.words.at(r) == b) else {
+                continue;
+            };
             let next = self.words.next(w, r);
             let prev = self.words.prev(w, l);
             if let Some(prev) = prev {
@@ -521,8 +548,8 @@ impl<'v> Trainer<'v> {
             if let Some(next) = next {
                 self.reset_pair(w, r, next, best);
             }
-            self.words.set(w, l, best, self.clock);
-            self.words.set(w, r, REMOVED, self.clock);
+            self.words.set(l, best, self.clock);
+            self.words.set(r, REMOVED, self.clock);
             if let Some(prev) = prev {
                 self.add_pair(w, prev, l);
             }
