@@ -47,6 +47,8 @@ pub const UNK_CHAR: char = '\u{2585}';
 pub const BOUNDARY_CHAR: char = '\u{1f}';
 
 const REMOVED: u32 = u32::MAX;
+/// In [`Trainer::pairs`]: the two symbols do not make a valid piece.
+const NOT_A_PIECE: u32 = u32::MAX;
 const NO_SYMBOL: u32 = u32::MAX;
 /// Rebuild the active set every this many pieces.
 const REBUILD_EVERY: usize = 100;
@@ -148,24 +150,26 @@ struct Symbol {
     /// For a pair: its two symbols; `NO_SYMBOL` for a character.
     left: u32,
     right: u32,
-    /// Count over the live occurrences in `positions`.
-    freq: u64,
     /// Recorded occurrences ([`encode_pos`]), in merge order;
     /// ones a later merge broke stay until the pair is merged (and are skipped).
     positions: Vec<u64>,
+}
+
+/// What every step reads or writes of a symbol, apart from the rest: rebuilding
+/// the active set goes through all of them (hundreds of thousands of pairs),
+/// and 16 bytes each keep that pass in a few megabytes.
+#[derive(Clone, Copy)]
+struct State {
+    /// Count over the live occurrences in `positions`.
+    freq: u64,
     /// The clock when this pair symbol was made: occurrences made before it
     /// are not among its `positions`.
     born: u32,
-    in_cache: bool,
+    /// A pair not yet dropped (sentencepiece's cache holds it).
+    live_pair: bool,
     active: bool,
     /// Already in `dirty`.
     queued: bool,
-}
-
-impl Symbol {
-    fn is_pair(&self) -> bool {
-        self.left != NO_SYMBOL
-    }
 }
 
 /// A heap entry: count, then shorter, then smaller string, then older.
@@ -210,25 +214,36 @@ impl Words {
         let start = self.starts[w] as usize;
         (start..i).rev().find(|&j| self.cells[j].symbol != REMOVED)
     }
-    /// Asks the CPU for the cell at `i` (a hint).
-    fn prefetch(&self, i: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if let Some(cell) = self.cells.get(i) {
-            // SAFETY: a prefetch reads nothing and cannot fault; the address is a cell's.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>((cell as *const Cell).cast::<i8>());
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+    /// Asks the CPU for what looking at place `i` of word `w` reads (a hint).
+    fn prefetch(&self, w: usize, i: usize) {
+        prefetch(self.cells.get(i));
+        prefetch(self.starts.get(w + 1));
+        prefetch(self.counts.get(w));
     }
+}
+
+/// Asks the CPU to bring `item` into its cache: a hint, no effect on results.
+fn prefetch<T>(item: Option<&T>) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(item) = item {
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is an item's.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>((item as *const T).cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
 }
 
 /// An occurrence of a pair: where its left symbol is (high half, so that sorted
 /// occurrences go through the words in order) and its word. The right symbol is
 /// the next one in the word: while the left one stands, nothing can merge away
 /// the right one (only its left neighbour could absorb it).
+fn pair_key(a: u32, b: u32) -> u64 {
+    (u64::from(a) << 32) | u64::from(b)
+}
+
 fn encode_pos(w: usize, l: usize) -> u64 {
     ((l as u64) << 32) | w as u64
 }
@@ -249,9 +264,11 @@ pub struct Exhausted {
 struct Trainer<'v> {
     validity: &'v Validity,
     symbols: Vec<Symbol>,
+    state: Vec<State>,
     chars: FxHashMap<char, u32>,
-    pairs: FxHashMap<(u32, u32), u32>,
-    invalid: FxHashSet<(u32, u32)>,
+    /// Live pair symbols by [`pair_key`] of their two symbols, and
+    /// [`NOT_A_PIECE`] for pairs that are not valid pieces.
+    pairs: FxHashMap<u64, u32>,
     /// Symbols in sentencepiece's cache (chars and live pairs): sizes the active set.
     cache_len: usize,
     words: Words,
@@ -302,9 +319,9 @@ impl<'v> Trainer<'v> {
         let mut t = Trainer {
             validity,
             symbols: Vec::new(),
+            state: Vec::new(),
             chars: FxHashMap::default(),
             pairs: FxHashMap::default(),
-            invalid: FxHashSet::default(),
             cache_len: 0,
             words: Words {
                 cells: Vec::new(),
@@ -315,7 +332,9 @@ impl<'v> Trainer<'v> {
             dirty: Vec::new(),
             clock: 0,
         };
-        for (word, count) in words {
+        for (i, (word, count)) in words.iter().enumerate() {
+            // The words come in count order, from all over the corpus's text.
+            prefetch(words.get(i + AHEAD).and_then(|(w, _)| w.as_bytes().first()));
             for c in word.chars() {
                 let symbol = t.char_symbol(c);
                 t.words.cells.push(Cell { symbol, stamp: 0 });
@@ -346,10 +365,12 @@ impl<'v> Trainer<'v> {
             is_unk: unk,
             left,
             right,
-            freq: 0,
             positions: Vec::new(),
+        });
+        self.state.push(State {
+            freq: 0,
             born: self.clock,
-            in_cache: true,
+            live_pair: left != NO_SYMBOL,
             active: false,
             queued: false,
         });
@@ -368,21 +389,19 @@ impl<'v> Trainer<'v> {
 
     /// The live pair symbol of `(a, b)`, made if it is a valid piece.
     fn pair_symbol(&mut self, a: u32, b: u32) -> Option<u32> {
-        if let Some(&id) = self.pairs.get(&(a, b)) {
-            return Some(id);
+        let key = pair_key(a, b);
+        if let Some(&id) = self.pairs.get(&key) {
+            return (id != NOT_A_PIECE).then_some(id);
         }
         let (sa, sb) = (&self.symbols[a as usize], &self.symbols[b as usize]);
-        if sa.is_unk || sb.is_unk || self.invalid.contains(&(a, b)) {
-            return None;
-        }
         let chars: Vec<char> = sa.text.chars().chain(sb.text.chars()).collect();
-        if !self.validity.allows(&chars) {
-            self.invalid.insert((a, b));
+        if sa.is_unk || sb.is_unk || !self.validity.allows(&chars) {
+            self.pairs.insert(key, NOT_A_PIECE);
             return None;
         }
         let text: Rc<str> = format!("{}{}", sa.text, sb.text).into();
         let id = self.new_symbol(text, chars.len() as u32, a, b, false);
-        self.pairs.insert((a, b), id);
+        self.pairs.insert(key, id);
         Some(id)
     }
 
@@ -390,9 +409,9 @@ impl<'v> Trainer<'v> {
     fn add_pair(&mut self, w: usize, l: usize, r: usize) {
         let (a, b) = (self.words.at(l), self.words.at(r));
         if let Some(id) = self.pair_symbol(a, b) {
-            let s = &mut self.symbols[id as usize];
+            self.symbols[id as usize].positions.push(encode_pos(w, l));
+            let s = &mut self.state[id as usize];
             s.active = true;
-            s.positions.push(encode_pos(w, l));
             s.freq += self.words.counts[w];
             self.touched(id);
         }
@@ -405,7 +424,7 @@ impl<'v> Trainer<'v> {
         // Made even when it was not there: sentencepiece looks it up the same
         // way, and every pair symbol made counts toward the active set's size.
         if let Some(id) = self.pair_symbol(a, b) {
-            let s = &mut self.symbols[id as usize];
+            let s = &mut self.state[id as usize];
             if id != best && self.words.made(l, r) >= s.born {
                 s.freq -= self.words.counts[w];
                 self.touched(id);
@@ -415,7 +434,7 @@ impl<'v> Trainer<'v> {
 
     /// Queues `id` for a new heap entry (its count changed).
     fn touched(&mut self, id: u32) {
-        let s = &mut self.symbols[id as usize];
+        let s = &mut self.state[id as usize];
         if !s.queued {
             s.queued = true;
             self.dirty.push(id);
@@ -425,7 +444,7 @@ impl<'v> Trainer<'v> {
     fn entry(&self, id: u32) -> Entry {
         let s = &self.symbols[id as usize];
         (
-            s.freq,
+            self.state[id as usize].freq,
             Reverse(s.chars),
             Reverse(s.text.clone()),
             Reverse(id),
@@ -435,23 +454,22 @@ impl<'v> Trainer<'v> {
     /// Rebuilds the active set: the most frequent live pairs.
     fn rebuild_active(&mut self) {
         let mut live: Vec<u32> = Vec::new();
-        for id in 0..self.symbols.len() as u32 {
-            let s = &mut self.symbols[id as usize];
+        for (id, s) in self.state.iter_mut().enumerate() {
             s.active = false;
-            if s.in_cache && s.is_pair() {
-                live.push(id);
+            if s.live_pair {
+                live.push(id as u32);
             }
         }
         let by_ratio = (self.cache_len as f32 * ACTIVE_RATIO) as usize;
         let size = MIN_ACTIVE.max(by_ratio).min(live.len());
         let chosen = self.most_frequent(live, size);
         for &id in &self.dirty {
-            self.symbols[id as usize].queued = false;
+            self.state[id as usize].queued = false;
         }
         self.dirty.clear();
         let entries: Vec<Entry> = chosen.iter().map(|&id| self.entry(id)).collect();
         for &id in &chosen {
-            self.symbols[id as usize].active = true;
+            self.state[id as usize].active = true;
         }
         self.heap = BinaryHeap::from(entries);
     }
@@ -465,7 +483,7 @@ impl<'v> Trainer<'v> {
         if size == 0 {
             return Vec::new();
         }
-        let freq = |id: &u32| self.symbols[*id as usize].freq;
+        let freq = |id: &u32| self.state[*id as usize].freq;
         live.select_nth_unstable_by(size - 1, |a, b| freq(b).cmp(&freq(a)));
         let cut = freq(&live[size - 1]);
         let (mut chosen, rest): (Vec<u32>, Vec<u32>) =
@@ -488,9 +506,9 @@ impl<'v> Trainer<'v> {
     fn pop_best(&mut self) -> Option<u32> {
         let dirty = std::mem::take(&mut self.dirty);
         for &id in &dirty {
-            let s = &mut self.symbols[id as usize];
+            let s = &mut self.state[id as usize];
             s.queued = false;
-            if s.active && s.in_cache {
+            if s.active && s.live_pair {
                 let e = self.entry(id);
                 self.heap.push(e);
             }
@@ -499,8 +517,8 @@ impl<'v> Trainer<'v> {
         self.dirty.clear();
         while let Some(e) = self.heap.pop() {
             let id = e.3 .0;
-            let s = &self.symbols[id as usize];
-            if s.active && s.in_cache && s.freq == e.0 {
+            let s = &self.state[id as usize];
+            if s.active && s.live_pair && s.freq == e.0 {
                 return Some(id);
             }
         }
@@ -509,12 +527,12 @@ impl<'v> Trainer<'v> {
 
     /// Drops `best` from the cache and the active set.
     fn forget(&mut self, best: u32) {
+        let state = &mut self.state[best as usize];
+        state.live_pair = false;
+        state.active = false;
         let s = &mut self.symbols[best as usize];
-        s.in_cache = false;
-        s.active = false;
         s.positions = Vec::new();
-        let key = (s.left, s.right);
-        self.pairs.remove(&key);
+        self.pairs.remove(&pair_key(s.left, s.right));
         self.cache_len -= 1;
     }
 
@@ -529,7 +547,8 @@ impl<'v> Trainer<'v> {
         self.clock += 1;
         for (k, &p) in positions.iter().enumerate() {
             if let Some(&ahead) = positions.get(k + AHEAD) {
-                self.words.prefetch(decode_pos(ahead).1);
+                let (w, l) = decode_pos(ahead);
+                self.words.prefetch(w, l);
             }
             let (w, l) = decode_pos(p);
             // Broken since it was recorded, or by a previous occurrence of an
