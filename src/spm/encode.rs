@@ -29,12 +29,15 @@ use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
 
-use super::model::SpmModel;
+use super::model::{char_pair_key, SpmModel};
 use super::proto::PieceType;
 use super::SpmError;
+use crate::packed::key_hash;
 
 /// Words longer than this (bytes) are not cached: they rarely repeat.
 const MAX_CACHED_WORD: usize = 128;
+/// Words longer than this (bytes) are merged in parts where they can be cut.
+const SPLIT_ABOVE: usize = 16;
 /// The cache starts over past this many words.
 const MAX_CACHED_WORDS: usize = 1 << 20;
 
@@ -265,10 +268,44 @@ impl SpmModel {
             return;
         }
         let before = out.len();
-        self.merge_and_emit(word, &mut cache.scratch, out);
+        match self.joined_parts(word) {
+            Some(parts) => {
+                for part in parts {
+                    self.encode_word(part, cache, out);
+                }
+            }
+            None => self.merge_and_emit(word, &mut cache.scratch, out),
+        }
         if word.len() <= MAX_CACHED_WORD {
             cache.insert(word, &out[before..]);
         }
+    }
+
+    /// A long word cut between every two characters that no mergeable piece
+    /// has side by side (see [`SpmModel::joined`]); `None` for a short word or
+    /// one with no such place. Text without spaces (Chinese, Japanese, Thai) is
+    /// one long word, rarely seen twice; its parts are short and repeat, so
+    /// they come from the cache instead of a merge heap over the whole word.
+    pub(super) fn joined_parts<'w>(&self, word: &'w str) -> Option<Vec<&'w str>> {
+        if word.len() <= SPLIT_ABOVE {
+            return None;
+        }
+        let mut parts = Vec::new();
+        let mut start = 0;
+        let mut chars = word.char_indices();
+        let (_, mut prev) = chars.next()?;
+        for (i, c) in chars {
+            if !self.joined.contains(&char_pair_key(prev, c)) {
+                parts.push(&word[start..i]);
+                start = i;
+            }
+            prev = c;
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        parts.push(&word[start..]);
+        Some(parts)
     }
 
     /// Steps 2–4 of the module header on `text`, appending ids to `out`.
@@ -374,23 +411,24 @@ impl SpmModel {
         let joined = &text[l.start as usize..r.end as usize];
         // Two pieces: one integer lookup; else the string itself.
         let found = if l.id != NO_ID && r.id != NO_ID {
-            self.pairs.get(&pair_key(l.id, r.id))
+            let key = pair_key(l.id, r.id);
+            self.pairs.get(key, key_hash(key))
         } else {
-            self.mergeable.get(joined)
+            let id = self.mergeable.get(joined);
+            id.map(|&id| (id, self.entries[id as usize].score))
         };
-        let Some(&id) = found else {
+        let Some((id, score)) = found else {
             return;
         };
-        let entry = &self.entries[id as usize];
         let len = r.end - l.start;
         heap.push(Candidate {
-            score: entry.score,
+            score,
             left: left as u32,
             right: right as u32,
             len,
             id,
         });
-        if entry.kind == PieceType::Unused {
+        if self.has_unused && self.kind(id) == PieceType::Unused {
             let halves = (
                 &text[l.start as usize..l.end as usize],
                 &text[r.start as usize..r.end as usize],
@@ -435,9 +473,10 @@ impl SpmModel {
     }
 }
 
-/// The key of a pair of piece ids in [`SpmModel::pairs`].
-pub fn pair_key(left: u32, right: u32) -> u64 {
-    (u64::from(left) << 32) | u64::from(right)
+/// The key of a pair of piece ids in [`SpmModel::pairs`] (never 0, the
+/// table's empty key).
+pub fn pair_key(left: u32, right: u32) -> u128 {
+    (1 << 64) | (u128::from(left) << 32) | u128::from(right)
 }
 
 /// Without byte fallback sentencepiece reports a run of unknown pieces as one.

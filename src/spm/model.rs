@@ -12,6 +12,7 @@ use super::encode::{pair_key, CachePool};
 use super::normalizer::{Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, PieceType, BPE, CHAR, UNIGRAM, WORD};
 use super::SpmError;
+use crate::packed::{key_hash, PackedMap};
 
 /// One vocabulary entry.
 #[derive(Debug, Clone)]
@@ -45,16 +46,22 @@ pub struct SpmModel {
     /// whitespace mark: the only places where a merge can cross a word boundary.
     pub joins_before_space: FxHashSet<char>,
     pub joins_after_space: FxHashSet<char>,
+    /// Every two characters that stand next to each other inside some
+    /// mergeable piece ([`char_pair_key`]): between any other two, no merge
+    /// can ever join the text, so it can be merged in separate parts.
+    pub joined: FxHashSet<u64>,
     /// The whitespace mark of normalized text: `▁`, or " " when not escaped.
     pub space: char,
     /// What decode writes for `<unk>`, and the normalizer settings it undoes.
     pub unk_surface: String,
     pub add_dummy_prefix: bool,
     pub remove_extra_whitespaces: bool,
-    /// (left id, right id) -> the id of their concatenation, for every way of
-    /// cutting a mergeable piece into two mergeable pieces: the merge loop's
-    /// lookup without hashing strings.
-    pub pairs: FxHashMap<u64, u32>,
+    /// (left id, right id) -> the id and score of their concatenation, for
+    /// every way of cutting a mergeable piece into two mergeable pieces: the
+    /// merge loop's lookup without hashing strings, in one cache line (on text
+    /// seen for the first time, cache misses on a hash map's control bytes, its
+    /// bucket and then the score were half of encoding).
+    pub pairs: PackedMap<(u32, f32)>,
     /// The mergeable id of each ASCII character (or `u32::MAX`).
     pub ascii_ids: [u32; 128],
     /// Whether some string is both a reserved and a mergeable piece (then
@@ -139,7 +146,12 @@ impl SpmModel {
             ' '
         };
         let (joins_before_space, joins_after_space) = space_neighbours(mergeable.keys(), space);
-        let (pairs, ascii_ids) = (pair_table(&mergeable), ascii_ids(&mergeable));
+        let joined = mergeable
+            .keys()
+            .flat_map(|p| p.chars().zip(p.chars().skip(1)))
+            .map(|(a, b)| char_pair_key(a, b))
+            .collect();
+        let (pairs, ascii_ids) = (pair_table(&mergeable, &entries), ascii_ids(&mergeable));
         let reserved_shadows_mergeable = reserved.keys().any(|p| mergeable.contains_key(p));
         Ok(SpmModel {
             reserved_shadows_mergeable,
@@ -159,6 +171,7 @@ impl SpmModel {
             denormalizer,
             joins_before_space,
             joins_after_space,
+            joined,
             space,
             unk_surface: trainer.unk_surface().to_string(),
             add_dummy_prefix: spec.add_dummy_prefix(),
@@ -275,13 +288,14 @@ fn byte_ids(
 }
 
 /// Every (left, right) -> whole among mergeable pieces; see [`SpmModel::pairs`].
-fn pair_table(mergeable: &FxHashMap<String, u32>) -> FxHashMap<u64, u32> {
-    let mut pairs = FxHashMap::default();
+fn pair_table(mergeable: &FxHashMap<String, u32>, entries: &[Entry]) -> PackedMap<(u32, f32)> {
+    let mut pairs = PackedMap::default();
     for (piece, &id) in mergeable {
         for (cut, _) in piece.char_indices().skip(1) {
             let (left, right) = piece.split_at(cut);
             if let (Some(&l), Some(&r)) = (mergeable.get(left), mergeable.get(right)) {
-                pairs.insert(pair_key(l, r), id);
+                let key = pair_key(l, r);
+                pairs.insert(key, key_hash(key), (id, entries[id as usize].score));
             }
         }
     }
@@ -295,6 +309,11 @@ fn ascii_ids(mergeable: &FxHashMap<String, u32>) -> [u32; 128] {
         *id = mergeable.get(&c).copied().unwrap_or(u32::MAX);
     }
     ids
+}
+
+/// The key of two characters in [`SpmModel::joined`].
+pub fn char_pair_key(a: char, b: char) -> u64 {
+    (u64::from(a) << 32) | u64::from(b)
 }
 
 /// The characters found right before and right after `space` inside pieces.

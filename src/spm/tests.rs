@@ -203,6 +203,26 @@ fn a_model_without_unk_or_with_half_its_bytes_is_invalid() {
 }
 
 #[test]
+fn long_words_merge_in_parts_cut_where_no_piece_joins_two_characters() {
+    let m = model(ABC, true);
+    // Inside pieces stand only a-b, b-c, a-a and ▁-a: every other two
+    // neighbours are a cut.
+    let word = "aabcbbcabcaabcccab";
+    let parts = ["aabc", "b", "bc", "abc", "aabc", "c", "c", "ab"];
+    assert_eq!(m.joined_parts(word), Some(parts.to_vec()));
+    assert_eq!(m.joined_parts("aabc"), None, "short words are merged whole");
+    assert_eq!(m.joined_parts("aaaaaaaaaaaaaaaaab"), None, "no cut in it");
+    for t in [
+        word,
+        "x aabcbbcabcaabcccab",
+        "ccccccccccccccccccccca",
+        "éabcabcabcabcabcabcé",
+    ] {
+        encode_pieces(&m, t);
+    }
+}
+
+#[test]
 fn cached_words_match_whole_text_encoding_on_mixed_text() {
     let mut v = ABC.to_vec();
     v.extend([
