@@ -32,7 +32,7 @@ use rustc_hash::FxHashMap;
 use super::model::{char_pair_key, SpmModel};
 use super::proto::PieceType;
 use super::SpmError;
-use crate::packed::key_hash;
+use crate::packed::{key_hash, packed_all, PackedMap, MAX_PACKED};
 
 /// Words longer than this (bytes) are not cached: they rarely repeat.
 const MAX_CACHED_WORD: usize = 128;
@@ -44,36 +44,33 @@ const MAX_CACHED_WORDS: usize = 1 << 20;
 /// Ids of words seen before, and scratch space for the merge loop.
 ///
 /// Words of up to 15 bytes (most of them: "▁the" is 6) are keyed by their bytes
-/// packed into an integer with the length on top, so a lookup hashes and
-/// compares one `u128` instead of a string.
+/// packed into an integer with the length on top ([`packed_all`]), in a
+/// [`PackedMap`]: a lookup hashes one `u128` and reads one cache line.
 #[derive(Default)]
 pub struct WordCache {
-    short: FxHashMap<u128, (u32, u32)>,
+    short: PackedMap<(u32, u32)>,
     long: FxHashMap<Box<str>, (u32, u32)>,
     ids: Vec<u32>,
     scratch: Scratch,
 }
 
-/// `word`'s bytes, little end first, and its length in the top byte; `None`
-/// past 15 bytes.
-fn packed(word: &str) -> Option<u128> {
+/// `word`'s [`packed_all`] key and its hash; `None` past [`MAX_PACKED`] bytes.
+fn packed(word: &str) -> Option<(u128, u64)> {
     let bytes = word.as_bytes();
-    if bytes.len() > 15 {
+    if bytes.len() > MAX_PACKED {
         return None;
     }
-    let mut buf = [0u8; 16];
-    buf[..bytes.len()].copy_from_slice(bytes);
-    buf[15] = bytes.len() as u8;
-    Some(u128::from_le_bytes(buf))
+    let key = packed_all(bytes);
+    Some((key, key_hash(key)))
 }
 
 impl WordCache {
     fn get(&self, word: &str) -> Option<&[u32]> {
         let found = match packed(word) {
-            Some(key) => self.short.get(&key),
-            None => self.long.get(word),
+            Some((key, hash)) => self.short.get(key, hash),
+            None => self.long.get(word).copied(),
         };
-        found.map(|&(at, n)| &self.ids[at as usize..(at + n) as usize])
+        found.map(|(at, n)| &self.ids[at as usize..(at + n) as usize])
     }
 
     fn insert(&mut self, word: &str, ids: &[u32]) {
@@ -85,9 +82,11 @@ impl WordCache {
         let slot = (self.ids.len() as u32, ids.len() as u32);
         self.ids.extend_from_slice(ids);
         match packed(word) {
-            Some(key) => self.short.insert(key, slot),
-            None => self.long.insert(word.into(), slot),
-        };
+            Some((key, hash)) => self.short.insert(key, hash, slot),
+            None => {
+                self.long.insert(word.into(), slot);
+            }
+        }
     }
 }
 
@@ -370,6 +369,14 @@ impl SpmModel {
     fn merge<'t>(&self, text: &'t str, scratch: &mut Scratch, splits: &mut Splits<'t>) {
         let Scratch { symbols, heap } = scratch;
         heap.clear();
+        // Ask for every first pair's slot before looking any up, so that their
+        // cache misses overlap instead of coming one after another.
+        for pair in symbols.windows(2) {
+            if pair[0].id != NO_ID && pair[1].id != NO_ID {
+                self.pairs
+                    .prefetch(key_hash(pair_key(pair[0].id, pair[1].id)));
+            }
+        }
         for i in 1..symbols.len() {
             self.push_pair(text, symbols, i as i32 - 1, i as i32, heap, splits);
         }
