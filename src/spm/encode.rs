@@ -32,10 +32,12 @@ use rustc_hash::FxHashMap;
 use super::model::{char_pair_key, SpmModel};
 use super::proto::PieceType;
 use super::SpmError;
-use crate::packed::{key_hash, packed_all, PackedMap, MAX_PACKED};
+use crate::packed::{key_hash, packed_all, PackedMap, MAX_PACKED, PREFETCH_AHEAD};
 
 /// Words longer than this (bytes) are not cached: they rarely repeat.
 const MAX_CACHED_WORD: usize = 128;
+/// Words of at most this many symbols are merged without a heap.
+const SMALL: usize = 16;
 /// Words longer than this (bytes) are merged in parts where they can be cut.
 const SPLIT_ABOVE: usize = 16;
 /// The cache starts over past this many words.
@@ -52,6 +54,8 @@ pub struct WordCache {
     long: FxHashMap<Box<str>, (u32, u32)>,
     ids: Vec<u32>,
     scratch: Scratch,
+    /// The words of the text being encoded, as byte ranges.
+    words: Vec<(u32, u32)>,
 }
 
 /// `word`'s [`packed_all`] key and its hash; `None` past [`MAX_PACKED`] bytes.
@@ -65,6 +69,13 @@ fn packed(word: &str) -> Option<(u128, u64)> {
 }
 
 impl WordCache {
+    /// Asks the CPU for the line a lookup of `word` will read (a hint).
+    fn prefetch(&self, word: &str) {
+        if let Some((_, hash)) = packed(word) {
+            self.short.prefetch(hash);
+        }
+    }
+
     fn get(&self, word: &str) -> Option<&[u32]> {
         let found = match packed(word) {
             Some((key, hash)) => self.short.get(key, hash),
@@ -227,7 +238,20 @@ impl SpmModel {
                 Some((start, end)) => (&rest[..start], Some(&rest[start..end])),
                 None => (rest, None),
             };
-            self.for_each_word(free, |word| self.encode_word(word, cache, out));
+            // Cut first, then look each word up a few words after asking for its
+            // cache line: a new word's lookup misses the CPU's cache, and those
+            // misses overlap instead of coming one after another.
+            let mut words = std::mem::take(&mut cache.words);
+            words.clear();
+            self.for_each_word(free, |start, end| words.push((start as u32, end as u32)));
+            let word = |&(start, end): &(u32, u32)| &free[start as usize..end as usize];
+            for (i, w) in words.iter().enumerate() {
+                if let Some(ahead) = words.get(i + PREFETCH_AHEAD) {
+                    cache.prefetch(word(ahead));
+                }
+                self.encode_word(word(w), cache, out);
+            }
+            cache.words = words;
             if let Some(symbol) = frozen {
                 out.push(self.piece_to_id(symbol));
             }
@@ -235,24 +259,40 @@ impl SpmModel {
         }
     }
 
-    /// Calls `f` on each word of `text`: cut next to the whitespace mark where
-    /// no merge can cross (see the module header).
-    fn for_each_word<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) {
+    /// Calls `f` with the byte range of each word of `text`: cut next to the
+    /// whitespace mark where no merge can cross (see the module header).
+    /// Only the two neighbours of each mark are looked at: the marks are found
+    /// with memchr, not by decoding every character.
+    pub(super) fn for_each_word(&self, text: &str, mut f: impl FnMut(usize, usize)) {
+        let space = self.space;
+        let mut mark = [0u8; 4];
+        let mark = space.encode_utf8(&mut mark).as_bytes();
+        let bytes = text.as_bytes();
+        // Whether the text may be cut between `p` and `c` (one of them a mark).
+        let cuts = |p: char, c: char| {
+            (c == space && !self.joins_before_space.contains(&p))
+                || (p == space && !self.joins_after_space.contains(&c))
+        };
         let mut start = 0;
-        let mut prev: Option<char> = None;
-        for (i, c) in text.char_indices() {
-            if let Some(p) = prev {
-                let cut = (c == self.space && !self.joins_before_space.contains(&p))
-                    || (p == self.space && !self.joins_after_space.contains(&c));
-                if cut {
-                    f(&text[start..i]);
-                    start = i;
+        let marks = memchr::memchr_iter(mark[0], bytes).filter(|&i| bytes[i..].starts_with(mark));
+        for m in marks {
+            let after = m + mark.len();
+            if m > start {
+                let p = text[..m].chars().next_back().expect("m > 0");
+                if cuts(p, space) {
+                    f(start, m);
+                    start = m;
                 }
             }
-            prev = Some(c);
+            if let Some(c) = text[after..].chars().next() {
+                if cuts(space, c) {
+                    f(start, after);
+                    start = after;
+                }
+            }
         }
         if start < text.len() {
-            f(&text[start..]);
+            f(start, text.len());
         }
     }
 
@@ -316,8 +356,7 @@ impl SpmModel {
         while i >= 0 {
             let s = scratch.symbols[i as usize];
             // A NORMAL piece is its own id, unless a reserved piece shadows it.
-            let plain = s.id != NO_ID && self.kind(s.id) == PieceType::Normal;
-            if plain && !self.reserved_shadows_mergeable {
+            if s.id != NO_ID && self.emits_itself[s.id as usize] {
                 out.push(s.id);
             } else {
                 self.emit(&text[s.start as usize..s.end as usize], &splits, out);
@@ -365,7 +404,7 @@ impl SpmModel {
         }
     }
 
-    /// The merge loop: best candidate first, stale candidates skipped.
+    /// The merge loop: best candidate first.
     fn merge<'t>(&self, text: &'t str, scratch: &mut Scratch, splits: &mut Splits<'t>) {
         let Scratch { symbols, heap } = scratch;
         heap.clear();
@@ -377,6 +416,18 @@ impl SpmModel {
                     .prefetch(key_hash(pair_key(pair[0].id, pair[1].id)));
             }
         }
+        if symbols.is_empty() {
+            return;
+        }
+        if symbols.len() <= SMALL && !self.has_unused {
+            return self.merge_small(text, symbols);
+        }
+        self.merge_heap(text, scratch, splits);
+    }
+
+    /// The merge loop with a heap of candidates, stale ones skipped.
+    fn merge_heap<'t>(&self, text: &'t str, scratch: &mut Scratch, splits: &mut Splits<'t>) {
+        let Scratch { symbols, heap } = scratch;
         for i in 1..symbols.len() {
             self.push_pair(text, symbols, i as i32 - 1, i as i32, heap, splits);
         }
@@ -398,6 +449,77 @@ impl SpmModel {
         }
     }
 
+    /// [`SpmModel::merge`] for a few symbols (most words): the best pair is found
+    /// by looking at each, which for so few costs less than keeping a heap.
+    /// The same merges: highest score first, the leftmost of equal ones.
+    fn merge_small(&self, text: &str, symbols: &mut [Symbol]) {
+        // The candidate pair that starts at each symbol: (score, piece id).
+        let mut pairs = [(0f32, NO_ID); SMALL];
+        let candidate = |symbols: &[Symbol], left: i32| -> (f32, u32) {
+            let right = if left >= 0 {
+                symbols[left as usize].next
+            } else {
+                -1
+            };
+            match self.pair_of(text, symbols, left, right) {
+                Some((id, score)) => (score, id),
+                None => (0.0, NO_ID),
+            }
+        };
+        for (i, pair) in pairs.iter_mut().take(symbols.len()).enumerate() {
+            *pair = candidate(symbols, i as i32);
+        }
+        loop {
+            let mut best: Option<usize> = None;
+            let mut i = 0;
+            while i >= 0 {
+                let (score, id) = pairs[i as usize];
+                let better = best.is_none_or(|b| score.total_cmp(&pairs[b].0).is_gt());
+                if id != NO_ID && better {
+                    best = Some(i as usize);
+                }
+                i = symbols[i as usize].next;
+            }
+            let Some(left) = best else {
+                return;
+            };
+            let right = symbols[left].next as usize;
+            let r = symbols[right];
+            symbols[left].end = r.end;
+            symbols[left].next = r.next;
+            symbols[left].id = pairs[left].1;
+            if r.next >= 0 {
+                symbols[r.next as usize].prev = left as i32;
+            }
+            symbols[right].end = r.start; // now empty
+            pairs[right] = (0.0, NO_ID);
+            pairs[left] = candidate(symbols, left as i32);
+            let prev = symbols[left].prev;
+            if prev >= 0 {
+                pairs[prev as usize] = candidate(symbols, prev);
+            }
+        }
+    }
+
+    /// The piece that the pair (`left`, `right`) makes, and its score, if any.
+    fn pair_of(&self, text: &str, symbols: &[Symbol], left: i32, right: i32) -> Option<(u32, f32)> {
+        if left < 0 || right < 0 {
+            return None;
+        }
+        let (l, r) = (symbols[left as usize], symbols[right as usize]);
+        if l.frozen || r.frozen {
+            return None;
+        }
+        // Two pieces: one integer lookup; else the string itself.
+        if l.id != NO_ID && r.id != NO_ID {
+            let key = pair_key(l.id, r.id);
+            self.pairs.get(key, key_hash(key))
+        } else {
+            let id = self.mergeable.get(&text[l.start as usize..r.end as usize]);
+            id.map(|&id| (id, self.entries[id as usize].score))
+        }
+    }
+
     /// Queues the pair (`left`, `right`) if their concatenation is mergeable.
     fn push_pair<'t>(
         &self,
@@ -408,25 +530,10 @@ impl SpmModel {
         heap: &mut BinaryHeap<Candidate>,
         splits: &mut Splits<'t>,
     ) {
-        if left < 0 || right < 0 {
+        let Some((id, score)) = self.pair_of(text, symbols, left, right) else {
             return;
-        }
+        };
         let (l, r) = (symbols[left as usize], symbols[right as usize]);
-        if l.frozen || r.frozen {
-            return;
-        }
-        let joined = &text[l.start as usize..r.end as usize];
-        // Two pieces: one integer lookup; else the string itself.
-        let found = if l.id != NO_ID && r.id != NO_ID {
-            let key = pair_key(l.id, r.id);
-            self.pairs.get(key, key_hash(key))
-        } else {
-            let id = self.mergeable.get(joined);
-            id.map(|&id| (id, self.entries[id as usize].score))
-        };
-        let Some((id, score)) = found else {
-            return;
-        };
         let len = r.end - l.start;
         heap.push(Candidate {
             score,
@@ -440,7 +547,7 @@ impl SpmModel {
                 &text[l.start as usize..l.end as usize],
                 &text[r.start as usize..r.end as usize],
             );
-            splits.insert(joined, halves);
+            splits.insert(&text[l.start as usize..r.end as usize], halves);
         }
     }
 
@@ -467,6 +574,28 @@ impl SpmModel {
 
 #[cfg(test)]
 impl SpmModel {
+    /// The final symbols' ids of `text` (already normalized) merged by the
+    /// small-word loop and by the heap: (small, heap).
+    pub(super) fn merged_both_ways(&self, text: &str) -> (Vec<u32>, Vec<u32>) {
+        let mut ways = [Vec::new(), Vec::new()];
+        for (heap, ids) in ways.iter_mut().enumerate() {
+            let mut scratch = Scratch::default();
+            self.split_into_symbols(text, &mut scratch.symbols);
+            if heap == 1 {
+                self.merge_heap(text, &mut scratch, &mut Splits::default());
+            } else {
+                self.merge_small(text, &mut scratch.symbols);
+            }
+            let mut i = 0;
+            while i >= 0 && !scratch.symbols.is_empty() {
+                ids.push(scratch.symbols[i as usize].id);
+                i = scratch.symbols[i as usize].next;
+            }
+        }
+        let [small, heap] = ways;
+        (small, heap)
+    }
+
     /// The ids of `text` merged as one piece of text, no words, no cache: what
     /// sentencepiece does, and what the cached path must equal.
     pub(super) fn encode_uncached(&self, text: &str) -> Vec<u32> {

@@ -62,6 +62,10 @@ pub struct SpmModel {
     /// seen for the first time, cache misses on a hash map's control bytes, its
     /// bucket and then the score were half of encoding).
     pub pairs: PackedMap<(u32, f32)>,
+    /// Per id: a NORMAL piece that no reserved piece shadows, so a final symbol
+    /// of it is its own id (dense, unlike `entries`, whose lines a word's every
+    /// symbol would miss on).
+    pub emits_itself: Vec<bool>,
     /// The mergeable id of each ASCII character (or `u32::MAX`).
     pub ascii_ids: [u32; 128],
     /// Whether some string is both a reserved and a mergeable piece (then
@@ -153,8 +157,13 @@ impl SpmModel {
             .collect();
         let (pairs, ascii_ids) = (pair_table(&mergeable, &entries), ascii_ids(&mergeable));
         let reserved_shadows_mergeable = reserved.keys().any(|p| mergeable.contains_key(p));
+        let emits_itself = entries
+            .iter()
+            .map(|e| e.kind == PieceType::Normal && !reserved_shadows_mergeable)
+            .collect();
         Ok(SpmModel {
             reserved_shadows_mergeable,
+            emits_itself,
             pairs,
             ascii_ids,
             has_unused: entries.iter().any(|e| e.kind == PieceType::Unused),

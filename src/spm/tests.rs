@@ -203,6 +203,77 @@ fn a_model_without_unk_or_with_half_its_bytes_is_invalid() {
 }
 
 #[test]
+fn words_are_cut_where_the_whitespace_rule_says_and_nowhere_else() {
+    let mut v = ABC.to_vec();
+    v.extend([
+        ("a▁", 5.0, Normal),
+        ("▁▁", -0.5, Normal),
+        ("▁é", -0.6, Normal),
+    ]);
+    let m = model(&v, true);
+    // The rule, one pair of neighbouring characters at a time.
+    let naive = |text: &str| {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let mut cuts = vec![0];
+        for w in chars.windows(2) {
+            let ((_, p), (i, c)) = (w[0], w[1]);
+            if (c == m.space && !m.joins_before_space.contains(&p))
+                || (p == m.space && !m.joins_after_space.contains(&c))
+            {
+                cuts.push(i);
+            }
+        }
+        cuts
+    };
+    for text in [
+        "",
+        "▁",
+        "▁▁▁a▁b",
+        "a▁b▁▁c",
+        "ba▁▁é▁é",
+        "é▁",
+        "▁a▁",
+        "xyz",
+        "a▁▁▁▁b▁c▁",
+    ] {
+        let mut starts = Vec::new();
+        m.for_each_word(text, |start, _| starts.push(start));
+        let expected = if text.is_empty() { vec![] } else { naive(text) };
+        assert_eq!(starts, expected, "{text:?}");
+    }
+}
+
+#[test]
+fn small_words_merge_as_the_heap_merges_them_ties_and_all() {
+    let mut v = ABC.to_vec();
+    // Equal scores everywhere: the leftmost pair must win in both loops.
+    v.extend([
+        ("ba", -5.0, Normal),
+        ("ca", -5.0, Normal),
+        ("abab", -5.0, Normal),
+    ]);
+    v.extend([
+        ("cc", -5.0, Normal),
+        ("ccc", -2.5, Normal),
+        ("▁ab", 1.0, Normal),
+    ]);
+    let m = model(&v, true);
+    let mut state = 12345u32;
+    for len in 1..=16 {
+        for _ in 0..200 {
+            let text: String = (0..len)
+                .map(|_| {
+                    state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    ['a', 'b', 'c', '▁', 'x'][(state >> 16) as usize % 5]
+                })
+                .collect();
+            let (small, heap) = m.merged_both_ways(&text);
+            assert_eq!(small, heap, "{text:?}");
+        }
+    }
+}
+
+#[test]
 fn long_words_merge_in_parts_cut_where_no_piece_joins_two_characters() {
     let m = model(ABC, true);
     // Inside pieces stand only a-b, b-c, a-a and ▁-a: every other two
