@@ -371,9 +371,9 @@ impl SpmModel {
         if b < 0x80 {
             return (1, self.ascii_ids[b as usize]);
         }
-        let len = text.chars().next().unwrap().len_utf8();
-        let id = self.mergeable.get(&text[..len]).copied();
-        (len, id.unwrap_or(NO_ID))
+        let c = text.chars().next().unwrap();
+        let id = self.char_ids.get(&c).copied();
+        (c.len_utf8(), id.unwrap_or(NO_ID))
     }
 
     /// One symbol per character, or per user-defined piece where one starts.
@@ -469,16 +469,15 @@ impl SpmModel {
         for (i, pair) in pairs.iter_mut().take(symbols.len()).enumerate() {
             *pair = candidate(symbols, i as i32);
         }
+        let n = symbols.len();
         loop {
+            // In order of position: merged-away symbols hold no candidate.
             let mut best: Option<usize> = None;
-            let mut i = 0;
-            while i >= 0 {
-                let (score, id) = pairs[i as usize];
+            for (i, &(score, id)) in pairs[..n].iter().enumerate() {
                 let better = best.is_none_or(|b| score.total_cmp(&pairs[b].0).is_gt());
                 if id != NO_ID && better {
-                    best = Some(i as usize);
+                    best = Some(i);
                 }
-                i = symbols[i as usize].next;
             }
             let Some(left) = best else {
                 return;

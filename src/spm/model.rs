@@ -66,6 +66,8 @@ pub struct SpmModel {
     /// of it is its own id (dense, unlike `entries`, whose lines a word's every
     /// symbol would miss on).
     pub emits_itself: Vec<bool>,
+    /// The mergeable id of each other character that is a piece.
+    pub char_ids: FxHashMap<char, u32>,
     /// The mergeable id of each ASCII character (or `u32::MAX`).
     pub ascii_ids: [u32; 128],
     /// Whether some string is both a reserved and a mergeable piece (then
@@ -156,6 +158,16 @@ impl SpmModel {
             .map(|(a, b)| char_pair_key(a, b))
             .collect();
         let (pairs, ascii_ids) = (pair_table(&mergeable, &entries), ascii_ids(&mergeable));
+        let char_ids = mergeable
+            .iter()
+            .filter_map(|(p, &id)| {
+                let mut chars = p.chars();
+                match (chars.next(), chars.next()) {
+                    (Some(c), None) if !c.is_ascii() => Some((c, id)),
+                    _ => None,
+                }
+            })
+            .collect();
         let reserved_shadows_mergeable = reserved.keys().any(|p| mergeable.contains_key(p));
         let emits_itself = entries
             .iter()
@@ -164,6 +176,7 @@ impl SpmModel {
         Ok(SpmModel {
             reserved_shadows_mergeable,
             emits_itself,
+            char_ids,
             pairs,
             ascii_ids,
             has_unused: entries.iter().any(|e| e.kind == PieceType::Unused),

@@ -278,17 +278,22 @@ fn long_words_merge_in_parts_cut_where_no_piece_joins_two_characters() {
     let m = model(ABC, true);
     // Inside pieces stand only a-b, b-c, a-a and ▁-a: every other two
     // neighbours are a cut.
-    let word = "aabcbbcabcaabcccab";
-    let parts = ["aabc", "b", "bc", "abc", "aabc", "c", "c", "ab"];
-    assert_eq!(m.joined_parts(word), Some(parts.to_vec()));
-    assert_eq!(m.joined_parts("aabc"), None, "short words are merged whole");
-    assert_eq!(m.joined_parts("aaaaaaaaaaaaaaaaab"), None, "no cut in it");
-    for t in [
-        word,
-        "x aabcbbcabcaabcccab",
-        "ccccccccccccccccccccca",
-        "éabcabcabcabcabcabcé",
-    ] {
+    let word = "aabcbbcabcaabcccab".repeat(2);
+    let parts = ["aabc", "b", "bc", "abc", "aabc", "c", "c", "ab"].repeat(2);
+    assert_eq!(m.joined_parts(&word), Some(parts));
+    assert_eq!(
+        m.joined_parts("aabcb"),
+        None,
+        "short words are merged whole"
+    );
+    assert_eq!(m.joined_parts(&"a".repeat(40)), None, "no cut in it");
+    let texts = [
+        word.clone(),
+        format!("x {word}"),
+        "c".repeat(40),
+        format!("é{}é", "abc".repeat(12)),
+    ];
+    for t in &texts {
         encode_pieces(&m, t);
     }
 }
