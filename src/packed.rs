@@ -151,6 +151,21 @@ impl<V: Copy + Default> PackedMap<V> {
     }
 }
 
+/// Asks the CPU to bring `item` into its cache: a hint, no effect on results.
+#[inline]
+pub fn prefetch<T>(item: Option<&T>) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(item) = item {
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is an item's.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>((item as *const T).cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
+}
+
 /// Longest byte string that packs.
 pub const MAX_PACKED: usize = 15;
 

@@ -412,8 +412,7 @@ impl SpmModel {
         // cache misses overlap instead of coming one after another.
         for pair in symbols.windows(2) {
             if pair[0].id != NO_ID && pair[1].id != NO_ID {
-                self.pairs
-                    .prefetch(key_hash(pair_key(pair[0].id, pair[1].id)));
+                self.pairs.prefetch(pair[0].id);
             }
         }
         if symbols.is_empty() {
@@ -511,8 +510,7 @@ impl SpmModel {
         }
         // Two pieces: one integer lookup; else the string itself.
         if l.id != NO_ID && r.id != NO_ID {
-            let key = pair_key(l.id, r.id);
-            self.pairs.get(key, key_hash(key))
+            self.pairs.get(l.id, r.id)
         } else {
             let id = self.mergeable.get(&text[l.start as usize..r.end as usize]);
             id.map(|&id| (id, self.entries[id as usize].score))
@@ -606,12 +604,6 @@ impl SpmModel {
         }
         out
     }
-}
-
-/// The key of a pair of piece ids in [`SpmModel::pairs`] (never 0, the
-/// table's empty key).
-pub fn pair_key(left: u32, right: u32) -> u128 {
-    (1 << 64) | (u128::from(left) << 32) | u128::from(right)
 }
 
 /// Without byte fallback sentencepiece reports a run of unknown pieces as one.

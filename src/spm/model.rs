@@ -8,11 +8,10 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::encode::{pair_key, CachePool};
+use super::encode::CachePool;
 use super::normalizer::{Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, PieceType, BPE, CHAR, UNIGRAM, WORD};
 use super::SpmError;
-use crate::packed::{key_hash, PackedMap};
 
 /// One vocabulary entry.
 #[derive(Debug, Clone)]
@@ -58,10 +57,8 @@ pub struct SpmModel {
     pub remove_extra_whitespaces: bool,
     /// (left id, right id) -> the id and score of their concatenation, for
     /// every way of cutting a mergeable piece into two mergeable pieces: the
-    /// merge loop's lookup without hashing strings, in one cache line (on text
-    /// seen for the first time, cache misses on a hash map's control bytes, its
-    /// bucket and then the score were half of encoding).
-    pub pairs: PackedMap<(u32, f32)>,
+    /// merge loop's lookup without hashing strings.
+    pub pairs: PairTable,
     /// Per id: a NORMAL piece that no reserved piece shadows, so a final symbol
     /// of it is its own id (dense, unlike `entries`, whose lines a word's every
     /// symbol would miss on).
@@ -309,19 +306,72 @@ fn byte_ids(
     Ok(ids)
 }
 
+/// The pairs of pieces that make a piece, by left id, each left's right ids
+/// sorted: a lookup reads the left's two offsets and searches a short list.
+///
+/// Why not a hash table: on text seen for the first time every candidate pair
+/// is a lookup, and hashing scatters them over a table of 59 K pairs (4 MB in
+/// Mistral's case), each a cache miss. These arrays take 12 bytes a pair plus 4
+/// an id (under 1 MB), and a language's pairs share their lefts' lists.
+#[derive(Debug, Default)]
+pub struct PairTable {
+    /// Where each left id's pairs start in `rights` (one more at the end).
+    starts: Vec<u32>,
+    rights: Vec<u32>,
+    /// For each entry of `rights`: the piece the pair makes, and its score.
+    made: Vec<(u32, f32)>,
+}
+
+impl PairTable {
+    #[inline]
+    pub fn get(&self, left: u32, right: u32) -> Option<(u32, f32)> {
+        let (start, end) = match self.starts.get(left as usize..left as usize + 2) {
+            Some(&[start, end]) => (start as usize, end as usize),
+            _ => return None,
+        };
+        let rights = &self.rights[start..end];
+        let found = if rights.len() <= 8 {
+            rights.iter().position(|&r| r == right)
+        } else {
+            rights.binary_search(&right).ok()
+        };
+        found.map(|i| self.made[start + i])
+    }
+
+    /// Asks the CPU for the offsets a lookup of `left` reads first (a hint).
+    #[inline]
+    pub fn prefetch(&self, left: u32) {
+        crate::packed::prefetch(self.starts.get(left as usize));
+    }
+}
+
 /// Every (left, right) -> whole among mergeable pieces; see [`SpmModel::pairs`].
-fn pair_table(mergeable: &FxHashMap<String, u32>, entries: &[Entry]) -> PackedMap<(u32, f32)> {
-    let mut pairs = PackedMap::default();
+fn pair_table(mergeable: &FxHashMap<String, u32>, entries: &[Entry]) -> PairTable {
+    let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
     for (piece, &id) in mergeable {
         for (cut, _) in piece.char_indices().skip(1) {
             let (left, right) = piece.split_at(cut);
             if let (Some(&l), Some(&r)) = (mergeable.get(left), mergeable.get(right)) {
-                let key = pair_key(l, r);
-                pairs.insert(key, key_hash(key), (id, entries[id as usize].score));
+                pairs.push((l, r, id));
             }
         }
     }
-    pairs
+    pairs.sort_unstable();
+    let mut table = PairTable {
+        starts: vec![0; entries.len() + 1],
+        rights: pairs.iter().map(|&(_, r, _)| r).collect(),
+        made: pairs
+            .iter()
+            .map(|&(_, _, id)| (id, entries[id as usize].score))
+            .collect(),
+    };
+    for &(l, _, _) in &pairs {
+        table.starts[l as usize + 1] += 1;
+    }
+    for i in 1..table.starts.len() {
+        table.starts[i] += table.starts[i - 1];
+    }
+    table
 }
 
 fn ascii_ids(mergeable: &FxHashMap<String, u32>) -> [u32; 128] {

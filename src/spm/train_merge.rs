@@ -38,6 +38,8 @@ use std::rc::Rc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use unicode_script::{Script, UnicodeScript};
 
+use crate::packed::prefetch;
+
 /// The word-space character `▁`.
 pub const SPACE: char = '\u{2581}';
 /// What sentencepiece's trainer writes for characters outside the alphabet.
@@ -220,20 +222,6 @@ impl Words {
         prefetch(self.starts.get(w + 1));
         prefetch(self.counts.get(w));
     }
-}
-
-/// Asks the CPU to bring `item` into its cache: a hint, no effect on results.
-fn prefetch<T>(item: Option<&T>) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(item) = item {
-        // SAFETY: a prefetch reads nothing and cannot fault; the address is an item's.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>((item as *const T).cast::<i8>());
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = item;
 }
 
 /// An occurrence of a pair: where its left symbol is (high half, so that sorted
