@@ -407,3 +407,38 @@ fn space_neighbours<'a>(
     }
     (before, after)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pair_table_finds_every_pair_and_nothing_else_in_short_and_long_lists() {
+        // "x" joins with 100 letters-and-digits pieces (a long list, several
+        // blocks); "y" with three (a short one); "z" with none.
+        let mut pieces: Vec<String> = ["x", "y", "z"].map(String::from).to_vec();
+        let rights: Vec<String> = (0..100).map(|i| format!("r{i:02}")).collect();
+        pieces.extend(rights.iter().cloned());
+        pieces.extend(rights.iter().map(|r| format!("x{r}")));
+        pieces.extend(rights[..3].iter().map(|r| format!("y{r}")));
+        let entries: Vec<Entry> = (pieces.iter().enumerate())
+            .map(|(i, p)| Entry {
+                piece: p.clone(),
+                score: -(i as f32),
+                kind: PieceType::Normal,
+            })
+            .collect();
+        let ids: FxHashMap<String, u32> = (pieces.iter().enumerate())
+            .map(|(i, p)| (p.clone(), i as u32))
+            .collect();
+        let table = pair_table(&ids, &entries);
+        for left in ["x", "y", "z"] {
+            for right in &pieces {
+                let whole = ids.get(&format!("{left}{right}")).copied();
+                let expected = whole.map(|id| (id, -(id as f32)));
+                assert_eq!(table.get(ids[left], ids[right]), expected, "{left} {right}");
+            }
+        }
+        assert_eq!(table.get(u32::MAX - 1, 0), None, "an id past the table");
+    }
+}
