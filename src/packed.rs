@@ -176,16 +176,14 @@ pub const MAX_PACKED: usize = 15;
 pub fn packed(bytes: &[u8], start: usize, end: usize) -> u128 {
     let len = end - start;
     debug_assert!(len <= MAX_PACKED);
-    let mut buf = [0u8; 16];
     if start + 16 <= bytes.len() {
         // One unaligned load, then clear what lies past the piece.
+        let mut buf = [0u8; 16];
         buf.copy_from_slice(&bytes[start..start + 16]);
         let mask = (1u128 << (8 * len)) - 1;
         return (u128::from_le_bytes(buf) & mask) | ((len as u128) << 120);
     }
-    buf[..len].copy_from_slice(&bytes[start..end]);
-    buf[15] = len as u8;
-    u128::from_le_bytes(buf)
+    packed_all(&bytes[start..end])
 }
 
 /// [`packed`] of all of `bytes` (at most [`MAX_PACKED`]), read with two

@@ -406,8 +406,7 @@ impl SpmModel {
 
     /// The merge loop: best candidate first.
     fn merge<'t>(&self, text: &'t str, scratch: &mut Scratch, splits: &mut Splits<'t>) {
-        let Scratch { symbols, heap } = scratch;
-        heap.clear();
+        let symbols = &mut scratch.symbols;
         // Ask for every first pair's slot before looking any up, so that their
         // cache misses overlap instead of coming one after another.
         for pair in symbols.windows(2) {
@@ -427,6 +426,7 @@ impl SpmModel {
     /// The merge loop with a heap of candidates, stale ones skipped.
     fn merge_heap<'t>(&self, text: &'t str, scratch: &mut Scratch, splits: &mut Splits<'t>) {
         let Scratch { symbols, heap } = scratch;
+        heap.clear();
         for i in 1..symbols.len() {
             self.push_pair(text, symbols, i as i32 - 1, i as i32, heap, splits);
         }

@@ -414,8 +414,8 @@ mod tests {
 
     #[test]
     fn the_pair_table_finds_every_pair_and_nothing_else_in_short_and_long_lists() {
-        // "x" joins with 100 letters-and-digits pieces (a long list, several
-        // blocks); "y" with three (a short one); "z" with none.
+        // "x" joins with 100 letters-and-digits pieces (a long list, searched
+        // by bisection); "y" with three (a short one, scanned); "z" with none.
         let mut pieces: Vec<String> = ["x", "y", "z"].map(String::from).to_vec();
         let rights: Vec<String> = (0..100).map(|i| format!("r{i:02}")).collect();
         pieces.extend(rights.iter().cloned());

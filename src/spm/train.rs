@@ -308,7 +308,7 @@ impl WordCounts {
 /// Distinct words and their counts, the words' text one after another: passes
 /// over a million words read memory in order (a `String` each scattered them
 /// over the heap, and making and freeing them was a tenth of training).
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default)]
 struct WordList {
     text: String,
     ends: Vec<usize>,
@@ -366,8 +366,7 @@ impl WordCounter<'_> {
         {
             return false;
         }
-        if self.plain {
-            self.add_plain_line(line, counts);
+        if self.plain && self.add_plain_line(line, counts) {
             return true;
         }
         let mut text = self.normalizer.normalize(line);
@@ -389,20 +388,18 @@ impl WordCounter<'_> {
     }
 
     /// [`WordCounter::add_line`] for the `identity` normalizer (Llama's and
-    /// Mistral's) when no reserved piece occurs: the normalized text would be
-    /// the line with its spaces as `▁`, so the words are the runs between
-    /// spaces, counted straight from the line.
-    fn add_plain_line(&self, line: &str, counts: &mut WordCounts) {
-        let reserved = self.reserved.as_ref().filter(|m| m.find(line).is_some());
-        // A `▁` in the line itself would also start a word.
-        if reserved.is_some() || has_mark(line) {
-            let mut text = self.normalizer.normalize(line);
-            if let Some(m) = reserved {
-                text = replace_all(m, &text);
-            }
-            return for_each_word(&text, false, |start, end| {
-                counts.add(&text, start, end, false)
-            });
+    /// Mistral's): the normalized text would be the line with its spaces as
+    /// `▁`, so the words are the runs between spaces, counted straight from the
+    /// line. False (nothing counted) when the line holds a reserved piece or a
+    /// `▁` of its own (which would also start a word): those take the general path.
+    fn add_plain_line(&self, line: &str, counts: &mut WordCounts) -> bool {
+        if self
+            .reserved
+            .as_ref()
+            .is_some_and(|m| m.find(line).is_some())
+            || has_mark(line)
+        {
+            return false;
         }
         let remove_extra = self.normalizer.remove_extra_whitespaces();
         // The first word has the mark only from the dummy prefix.
@@ -430,6 +427,7 @@ impl WordCounter<'_> {
             }
             start = end + 1;
         }
+        true
     }
 
     fn add_text(&self, text: &str, counts: &mut WordCounts) {
@@ -901,7 +899,7 @@ mod tests {
                 };
                 let mut fast = WordCounts::default();
                 for line in lines {
-                    counter.add_plain_line(line, &mut fast);
+                    counter.add_line(line, &mut fast);
                 }
                 let fast = fast.into_list(false);
                 let general = general_counts(&counter, &lines);

@@ -23,7 +23,8 @@
 //! neighbouring merge breaks one of its occurrences; we keep every count exact
 //! as it changes instead (a broken occurrence subtracts its word's count if it
 //! is one of the pair's recorded ones: made no earlier than the pair symbol,
-//! see `stamps`), which gives the same counts for a fraction of the work.
+//! see `Cell::stamp` and `State::born`), which gives the same counts for a
+//! fraction of the work.
 //! Unlike sentencepiece, which rescans the whole active set every step, we keep
 //! the active pairs in a max-heap with lazy invalidation: an entry is stale when
 //! its pair left the set or its count changed (every change pushes a new entry).
@@ -224,14 +225,15 @@ impl Words {
     }
 }
 
-/// An occurrence of a pair: where its left symbol is (high half, so that sorted
-/// occurrences go through the words in order) and its word. The right symbol is
-/// the next one in the word: while the left one stands, nothing can merge away
-/// the right one (only its left neighbour could absorb it).
+/// The key of the pair of symbols `(a, b)` in [`Trainer::pairs`].
 fn pair_key(a: u32, b: u32) -> u64 {
     (u64::from(a) << 32) | u64::from(b)
 }
 
+/// An occurrence of a pair: where its left symbol is (high half, so that sorted
+/// occurrences go through the words in order) and its word. The right symbol is
+/// the next one in the word: while the left one stands, nothing can merge away
+/// the right one (only its left neighbour could absorb it).
 fn encode_pos(w: usize, l: usize) -> u64 {
     ((l as u64) << 32) | w as u64
 }
