@@ -13,7 +13,7 @@ use super::blocks::for_each_block;
 pub use super::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
 use super::chunking::split_evenly;
 use super::table::add_counts;
-use crate::packed::{key_hash, packed, unpacked, PackedMap, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
+use crate::packed::{packed, unpacked, PackedMap, Tally, MAX_PACKED};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// Distinct pre-token bytes → number of occurrences.
@@ -23,7 +23,7 @@ pub type Counts = FxHashMap<Vec<u8>, u64>;
 /// that key, longer ones borrowed from the text.
 #[derive(Default)]
 pub struct PartCounts<'t> {
-    small: PackedMap<u64>,
+    small: Tally,
     long: FxHashMap<&'t [u8], u64>,
 }
 
@@ -35,31 +35,15 @@ pub fn count_text<'t>(
     counts: &mut PartCounts<'t>,
 ) -> Result<(), String> {
     let bytes = text.as_bytes();
-    let mut queue = [(0u128, 0u64); AHEAD];
-    let mut queued = 0;
     for_each_unit(text, specials, pre, |u| {
         if let Unit::Piece { start, end } = u {
             if end - start <= MAX_PACKED {
-                let key = packed(bytes, start, end);
-                let hash = key_hash(key);
-                counts.small.prefetch(hash);
-                queue[queued] = (key, hash);
-                queued += 1;
-                if queued == AHEAD {
-                    for &(key, hash) in &queue {
-                        *counts.small.entry(key, hash) += 1;
-                    }
-                    queued = 0;
-                }
+                counts.small.add(packed(bytes, start, end));
             } else {
                 *counts.long.entry(&bytes[start..end]).or_insert(0) += 1;
             }
         }
-    })?;
-    for &(key, hash) in &queue[..queued] {
-        *counts.small.entry(key, hash) += 1;
-    }
-    Ok(())
+    })
 }
 
 /// A file's counts while it is read: like [`PartCounts`], but owned. Adding a block's
@@ -75,13 +59,7 @@ struct Totals {
 
 impl Totals {
     fn absorb(&mut self, part: PartCounts) {
-        if self.small.is_empty() {
-            self.small = part.small;
-        } else {
-            for (k, v) in part.small.iter() {
-                *self.small.entry(k, key_hash(k)) += v;
-            }
-        }
+        self.small.absorb(part.small.into_counts());
         add_counts(&mut self.long, part.long);
     }
 
@@ -96,7 +74,8 @@ impl Totals {
 
 /// Adds a part's counts into the owned table.
 fn absorb(total: &mut Counts, part: PartCounts) {
-    add_counts(total, part.small.iter().map(|(k, v)| (unpacked(k), v)));
+    let small = part.small.into_counts();
+    add_counts(total, small.iter().map(|(k, v)| (unpacked(k), v)));
     add_counts(total, part.long);
 }
 

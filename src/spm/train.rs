@@ -27,7 +27,7 @@ use super::proto::{ModelProto, NormalizerSpec, Piece, PieceType, TrainerSpec, BP
 use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
 use super::wire::{Field, Message, Value};
 use crate::io::blocks::{for_each_block, ReadError, Utf8Errors};
-use crate::packed::{key_hash, packed, unpacked, PackedMap, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
+use crate::packed::{packed, unpacked, Tally, MAX_PACKED};
 use crate::pretok::SpecialMatcher;
 
 /// sentencepiece's training options (same names, same meanings).
@@ -204,16 +204,12 @@ type Counts = FxHashMap<String, u64>;
 /// whitespace mark (the `▁` it starts with, or ends with as a suffix), which
 /// one bit of the key stands for: then words of up to 15 bytes besides the
 /// mark, nearly all, pack into one integer that hashes and compares without a
-/// loop or memcmp (String keys made memcmp a sixth of training time).
-///
-/// As in the pre-token counter, a short word's slot is prefetched and the count
-/// added [`AHEAD`] words later, so the memory access overlaps with splitting.
+/// loop or memcmp (String keys made memcmp a sixth of training time), counted
+/// as the pre-token counter counts them ([`Tally`]).
 #[derive(Default)]
 struct WordCounts {
-    small: PackedMap<u64>,
+    small: Tally,
     long: FxHashMap<Box<str>, u64>,
-    queue: [(u128, u64); AHEAD],
-    queued: usize,
 }
 
 /// The key bit of a word's whitespace mark (clear of [`packed`]'s length byte).
@@ -243,13 +239,7 @@ impl WordCounts {
     #[inline]
     fn add_short(&mut self, text: &str, start: usize, end: usize, marked: bool) {
         let key = packed(text.as_bytes(), start, end) | if marked { MARKED } else { 0 };
-        let hash = key_hash(key);
-        self.small.prefetch(hash);
-        self.queue[self.queued] = (key, hash);
-        self.queued += 1;
-        if self.queued == AHEAD {
-            self.flush();
-        }
+        self.small.add(key);
     }
 
     fn add_long(&mut self, word: &str) {
@@ -261,35 +251,17 @@ impl WordCounts {
         }
     }
 
-    /// Adds the queued counts.
-    fn flush(&mut self) {
-        for &(key, hash) in &self.queue[..self.queued] {
-            *self.small.entry(key, hash) += 1;
-        }
-        self.queued = 0;
-    }
-
-    fn absorb(&mut self, mut other: WordCounts) {
-        self.flush();
-        other.flush();
-        // Into the larger table: taking a table's keys in slot order into a
-        // smaller one piles them into one long probe run (seconds on 1 M words).
-        if self.small.len() < other.small.len() {
-            std::mem::swap(self, &mut other);
-        }
-        for (key, n) in other.small.iter() {
-            *self.small.entry(key, key_hash(key)) += n;
-        }
+    fn absorb(&mut self, other: WordCounts) {
+        self.small.absorb(other.small);
         for (word, n) in other.long {
             *self.long.entry(word).or_insert(0) += n;
         }
     }
 
     /// The words, marks put back, one after another.
-    fn into_list(mut self, suffix: bool) -> WordList {
-        self.flush();
+    fn into_list(self, suffix: bool) -> WordList {
         let mut list = WordList::default();
-        for (key, n) in self.small.iter() {
+        for (key, n) in self.small.into_counts().iter() {
             let bytes = unpacked(key & !MARKED);
             let bare = std::str::from_utf8(&bytes).expect("cut at character boundaries");
             match (key & MARKED != 0, suffix) {
