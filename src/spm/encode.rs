@@ -34,14 +34,17 @@ use super::proto::PieceType;
 use super::SpmError;
 use crate::packed::{key_hash, packed_all, PackedMap, MAX_PACKED, PREFETCH_AHEAD};
 
-/// Words longer than this (bytes) are not cached: they rarely repeat.
-const MAX_CACHED_WORD: usize = 128;
+/// Words longer than this (bytes) are not cached: they rarely repeat. Runs of
+/// spaces do, and each space is three bytes of `▁`: a line of 50 spaces and a
+/// `;` (as in Unicode's emoji-test.txt) is 151 bytes.
+pub(super) const MAX_CACHED_WORD: usize = 1024;
 /// Words of at most this many symbols are merged without a heap.
 const SMALL: usize = 16;
 /// Words longer than this (bytes) are merged in parts where they can be cut.
 const SPLIT_ABOVE: usize = 16;
-/// The cache starts over past this many words.
+/// The cache starts over past this many words, or this many bytes of long words.
 const MAX_CACHED_WORDS: usize = 1 << 20;
+pub(super) const MAX_LONG_BYTES: usize = 64 << 20;
 
 /// Ids of words seen before, and scratch space for the merge loop.
 ///
@@ -52,6 +55,8 @@ const MAX_CACHED_WORDS: usize = 1 << 20;
 pub struct WordCache {
     short: PackedMap<(u32, u32)>,
     long: FxHashMap<Box<str>, (u32, u32)>,
+    /// The bytes of `long`'s keys.
+    long_bytes: usize,
     ids: Vec<u32>,
     scratch: Scratch,
     /// The words of the text being encoded, as byte ranges.
@@ -85,9 +90,12 @@ impl WordCache {
     }
 
     fn insert(&mut self, word: &str, ids: &[u32]) {
-        if self.short.len() + self.long.len() >= MAX_CACHED_WORDS {
+        if self.short.len() + self.long.len() >= MAX_CACHED_WORDS
+            || self.long_bytes >= MAX_LONG_BYTES
+        {
             self.short.clear();
             self.long.clear();
+            self.long_bytes = 0;
             self.ids.clear();
         }
         let slot = (self.ids.len() as u32, ids.len() as u32);
@@ -95,9 +103,27 @@ impl WordCache {
         match packed(word) {
             Some((key, hash)) => self.short.insert(key, hash, slot),
             None => {
+                self.long_bytes += word.len();
                 self.long.insert(word.into(), slot);
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl WordCache {
+    /// The cached ids of `word`, if it is cached.
+    pub(super) fn cached(&self, word: &str) -> Option<Vec<u32>> {
+        self.get(word).map(<[u32]>::to_vec)
+    }
+
+    pub(super) fn put(&mut self, word: &str, ids: &[u32]) {
+        self.insert(word, ids);
+    }
+
+    /// How many words are cached.
+    pub(super) fn len(&self) -> usize {
+        self.short.len() + self.long.len()
     }
 }
 

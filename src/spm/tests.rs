@@ -321,3 +321,30 @@ fn cached_words_match_whole_text_encoding_on_mixed_text() {
         encode_pieces(&m, t);
     }
 }
+
+#[test]
+fn long_runs_of_spaces_are_cached_and_long_words_have_a_byte_budget() {
+    let mut v = ABC.to_vec();
+    v.extend([("▁▁", -0.5, Normal), ("▁▁▁▁", -0.7, Normal)]);
+    let m = model(&v, true);
+    let text = format!("a{}c", " ".repeat(50));
+    let mut cache = encode::WordCache::default();
+    let ids = m.encode_with(&text, false, false, &mut cache).unwrap();
+    assert_eq!(ids, m.encode_uncached(&text));
+    // Words: the dummy prefix and "a", the 50 spaces, "c" (no piece has c
+    // after ▁).
+    let run = "▁".repeat(50);
+    let run_ids = cache.cached(&run).expect("a 150-byte word is cached");
+    assert_eq!(pieces_of(&m, &run_ids).concat(), run);
+
+    let mut cache = encode::WordCache::default();
+    let word = |i: usize| format!("{i:0width$}", width = encode::MAX_CACHED_WORD);
+    let fill = encode::MAX_LONG_BYTES / encode::MAX_CACHED_WORD;
+    for i in 0..fill {
+        cache.put(&word(i), &[1]);
+    }
+    assert_eq!(cache.len(), fill);
+    cache.put(&word(fill), &[2]);
+    assert_eq!(cache.len(), 1, "past the byte budget the cache starts over");
+    assert_eq!(cache.cached(&word(fill)), Some(vec![2]));
+}
