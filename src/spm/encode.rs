@@ -204,6 +204,16 @@ impl PartialEq for Candidate {
 }
 impl Eq for Candidate {}
 
+/// A candidate pair of the small-word loop as one number: higher score first
+/// (in `f32::total_cmp`'s order), then the lower position `left` (< [`SMALL`]);
+/// never 0.
+pub(super) fn rank(score: f32, left: usize) -> u64 {
+    let bits = score.to_bits() as i32;
+    // Flip the magnitude of negatives, then the sign: unsigned order is total order.
+    let ordered = (bits ^ (((bits >> 31) as u32) >> 1) as i32) as u32 ^ (1 << 31);
+    (u64::from(ordered) << 32) | (SMALL - left) as u64
+}
+
 /// For UNUSED pieces: the two strings each was last seen made of.
 type Splits<'t> = FxHashMap<&'t str, (&'t str, &'t str)>;
 
@@ -478,49 +488,46 @@ impl SpmModel {
     /// by looking at each, which for so few costs less than keeping a heap.
     /// The same merges: highest score first, the leftmost of equal ones.
     fn merge_small(&self, text: &str, symbols: &mut [Symbol]) {
-        // The candidate pair that starts at each symbol: (score, piece id).
-        let mut pairs = [(0f32, NO_ID); SMALL];
-        let candidate = |symbols: &[Symbol], left: i32| -> (f32, u32) {
-            let right = if left >= 0 {
-                symbols[left as usize].next
-            } else {
-                -1
-            };
-            match self.pair_of(text, symbols, left, right) {
-                Some((id, score)) => (score, id),
-                None => (0.0, NO_ID),
+        // The candidate pair that starts at each symbol, as one number that is
+        // larger for a better pair (see `rank`), 0 for none; and its piece.
+        let mut ranks = [0u64; SMALL];
+        let mut made = [NO_ID; SMALL];
+        let candidate = |symbols: &[Symbol], left: usize| -> (u64, u32) {
+            let right = symbols[left].next;
+            match self.pair_of(text, symbols, left as i32, right) {
+                Some((id, score)) => (rank(score, left), id),
+                None => (0, NO_ID),
             }
         };
-        for (i, pair) in pairs.iter_mut().take(symbols.len()).enumerate() {
-            *pair = candidate(symbols, i as i32);
-        }
         let n = symbols.len();
+        for i in 0..n {
+            (ranks[i], made[i]) = candidate(symbols, i);
+        }
         loop {
-            // In order of position: merged-away symbols hold no candidate.
-            let mut best: Option<usize> = None;
-            for (i, &(score, id)) in pairs[..n].iter().enumerate() {
-                let better = best.is_none_or(|b| score.total_cmp(&pairs[b].0).is_gt());
-                if id != NO_ID && better {
-                    best = Some(i);
+            // The largest rank, without a branch per candidate.
+            let (mut best, mut left) = (0u64, 0usize);
+            for (i, &r) in ranks.iter().enumerate() {
+                if r > best {
+                    (best, left) = (r, i);
                 }
             }
-            let Some(left) = best else {
+            if best == 0 {
                 return;
-            };
+            }
             let right = symbols[left].next as usize;
             let r = symbols[right];
             symbols[left].end = r.end;
             symbols[left].next = r.next;
-            symbols[left].id = pairs[left].1;
+            symbols[left].id = made[left];
             if r.next >= 0 {
                 symbols[r.next as usize].prev = left as i32;
             }
             symbols[right].end = r.start; // now empty
-            pairs[right] = (0.0, NO_ID);
-            pairs[left] = candidate(symbols, left as i32);
+            ranks[right] = 0;
+            (ranks[left], made[left]) = candidate(symbols, left);
             let prev = symbols[left].prev;
             if prev >= 0 {
-                pairs[prev as usize] = candidate(symbols, prev);
+                (ranks[prev as usize], made[prev as usize]) = candidate(symbols, prev as usize);
             }
         }
     }

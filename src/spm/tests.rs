@@ -348,3 +348,28 @@ fn long_runs_of_spaces_are_cached_and_long_words_have_a_byte_budget() {
     assert_eq!(cache.len(), 1, "past the byte budget the cache starts over");
     assert_eq!(cache.cached(&word(fill)), Some(vec![2]));
 }
+
+#[test]
+fn a_small_loop_rank_orders_by_score_then_leftmost() {
+    let scores = [
+        f32::NEG_INFINITY,
+        -1e9,
+        -2.5,
+        -1.0,
+        -0.0,
+        0.0,
+        1e-30,
+        3.0,
+        f32::INFINITY,
+    ];
+    for &a in &scores {
+        for &b in &scores {
+            for (i, j) in [(0, 1), (1, 0), (3, 3), (0, 15)] {
+                let want = a.total_cmp(&b).then(j.cmp(&i));
+                let got = encode::rank(a, i).cmp(&encode::rank(b, j));
+                assert_eq!(got, want, "({a}, {i}) vs ({b}, {j})");
+            }
+        }
+        assert!(encode::rank(a, 15) > 0, "0 means no candidate");
+    }
+}
