@@ -307,29 +307,58 @@ fn byte_ids(
 }
 
 /// The pairs of pieces that make a piece, by left id, each left's right ids
-/// sorted: a lookup reads the left's two offsets and searches a short list.
+/// sorted: a lookup reads the left's offsets and searches a short list, or,
+/// for a left with many rights, tests a bit.
 ///
 /// Why not a hash table: on text seen for the first time every candidate pair
 /// is a lookup, and hashing scatters them over a table of 59 K pairs (4 MB in
-/// Mistral's case), each a cache miss. These arrays take 12 bytes a pair plus 4
+/// Mistral's case), each a cache miss. These arrays take 12 bytes a pair plus 8
 /// an id (under 1 MB), and a language's pairs share their lefts' lists.
+///
+/// Most lookups on new text are in long lists (`▁` has 5,263 rights, `a` 510),
+/// where a binary search is a chain of dependent loads. A left with more than
+/// [`DENSE_ABOVE`] rights (49 of Mistral's) also has its rights as a bit set
+/// over all ids, with the count of set bits before each 64-bit word: the
+/// position in its list is a rank, two loads that do not wait on each other.
 #[derive(Debug, Default)]
 pub struct PairTable {
-    /// Where each left id's pairs start in `rights` (one more at the end).
-    starts: Vec<u32>,
+    /// For each left id: where its pairs start in `rights`, and which block of
+    /// `bits` and `ranks` is its bit set ([`NO_BLOCK`] for none). One more
+    /// entry at the end, for the last list's end.
+    heads: Vec<(u32, u32)>,
     rights: Vec<u32>,
     /// For each entry of `rights`: the piece the pair makes, and its score.
     made: Vec<(u32, f32)>,
+    /// 64-bit words per block: enough for every id.
+    block_words: usize,
+    bits: Vec<u64>,
+    /// Set bits in the block before each word.
+    ranks: Vec<u16>,
 }
+
+/// Lefts with more rights than this get a bit set (see [`PairTable`]).
+const DENSE_ABOVE: usize = 128;
+const NO_BLOCK: u32 = u32::MAX;
 
 impl PairTable {
     #[inline]
     pub fn get(&self, left: u32, right: u32) -> Option<(u32, f32)> {
-        let (start, end) = match self.starts.get(left as usize..left as usize + 2) {
-            Some(&[start, end]) => (start as usize, end as usize),
+        let ((start, block), (end, _)) = match self.heads.get(left as usize..left as usize + 2) {
+            Some(&[head, next]) => (head, next),
             _ => return None,
         };
-        let rights = &self.rights[start..end];
+        let start = start as usize;
+        if block != NO_BLOCK {
+            let at = block as usize * self.block_words + (right as usize >> 6);
+            let word = *self.bits.get(at)?;
+            let bit = 1u64 << (right & 63);
+            if word & bit == 0 {
+                return None;
+            }
+            let before = self.ranks[at] as usize + (word & (bit - 1)).count_ones() as usize;
+            return Some(self.made[start + before]);
+        }
+        let rights = &self.rights[start..end as usize];
         let found = if rights.len() <= 8 {
             rights.iter().position(|&r| r == right)
         } else {
@@ -341,7 +370,7 @@ impl PairTable {
     /// Asks the CPU for the offsets a lookup of `left` reads first (a hint).
     #[inline]
     pub fn prefetch(&self, left: u32) {
-        crate::packed::prefetch(self.starts.get(left as usize));
+        crate::packed::prefetch(self.heads.get(left as usize));
     }
 }
 
@@ -357,20 +386,40 @@ fn pair_table(mergeable: &FxHashMap<String, u32>, entries: &[Entry]) -> PairTabl
         }
     }
     pairs.sort_unstable();
+    let mut counts = vec![0u32; entries.len()];
+    for &(l, _, _) in &pairs {
+        counts[l as usize] += 1;
+    }
     let mut table = PairTable {
-        starts: vec![0; entries.len() + 1],
+        heads: Vec::with_capacity(entries.len() + 1),
         rights: pairs.iter().map(|&(_, r, _)| r).collect(),
         made: pairs
             .iter()
             .map(|&(_, _, id)| (id, entries[id as usize].score))
             .collect(),
+        block_words: entries.len().div_ceil(64),
+        ..PairTable::default()
     };
-    for &(l, _, _) in &pairs {
-        table.starts[l as usize + 1] += 1;
+    let mut start = 0u32;
+    for &count in &counts {
+        let mut block = NO_BLOCK;
+        if count as usize > DENSE_ABOVE {
+            block = (table.bits.len() / table.block_words) as u32;
+            let base = table.bits.len();
+            table.bits.resize(base + table.block_words, 0);
+            for &r in &table.rights[start as usize..(start + count) as usize] {
+                table.bits[base + (r as usize >> 6)] |= 1 << (r & 63);
+            }
+            let mut before = 0u16;
+            for w in &table.bits[base..] {
+                table.ranks.push(before);
+                before += w.count_ones() as u16;
+            }
+        }
+        table.heads.push((start, block));
+        start += count;
     }
-    for i in 1..table.starts.len() {
-        table.starts[i] += table.starts[i - 1];
-    }
+    table.heads.push((start, NO_BLOCK));
     table
 }
 
@@ -414,12 +463,13 @@ mod tests {
 
     #[test]
     fn the_pair_table_finds_every_pair_and_nothing_else_in_short_and_long_lists() {
-        // "x" joins with 100 letters-and-digits pieces (a long list, searched
-        // by bisection); "y" with three (a short one, scanned); "z" with none.
-        let mut pieces: Vec<String> = ["x", "y", "z"].map(String::from).to_vec();
-        let rights: Vec<String> = (0..100).map(|i| format!("r{i:02}")).collect();
+        // "x" joins with 300 pieces (a long list: a bit set), "w" with 40
+        // (searched by bisection), "y" with three (scanned), "z" with none.
+        let mut pieces: Vec<String> = ["w", "x", "y", "z"].map(String::from).to_vec();
+        let rights: Vec<String> = (0..300).map(|i| format!("r{i:03}")).collect();
         pieces.extend(rights.iter().cloned());
         pieces.extend(rights.iter().map(|r| format!("x{r}")));
+        pieces.extend(rights[..40].iter().map(|r| format!("w{r}")));
         pieces.extend(rights[..3].iter().map(|r| format!("y{r}")));
         let entries: Vec<Entry> = (pieces.iter().enumerate())
             .map(|(i, p)| Entry {
@@ -432,7 +482,8 @@ mod tests {
             .map(|(i, p)| (p.clone(), i as u32))
             .collect();
         let table = pair_table(&ids, &entries);
-        for left in ["x", "y", "z"] {
+        const { assert!(300 > DENSE_ABOVE && 40 <= DENSE_ABOVE) };
+        for left in ["w", "x", "y", "z"] {
             for right in &pieces {
                 let whole = ids.get(&format!("{left}{right}")).copied();
                 let expected = whole.map(|id| (id, -(id as f32)));
@@ -440,5 +491,10 @@ mod tests {
             }
         }
         assert_eq!(table.get(u32::MAX - 1, 0), None, "an id past the table");
+        assert_eq!(
+            table.get(ids["x"], u32::MAX - 1),
+            None,
+            "a right past the bits"
+        );
     }
 }
