@@ -196,6 +196,9 @@ struct WordCounter<'o> {
     reserved: Option<PrefixMatcher>,
     /// Words can be cut from the line itself ([`WordCounter::add_plain_line`]).
     plain: bool,
+    /// When `plain`: the first bytes of the reserved pieces, `▁` and `▅`, if at
+    /// most three (see [`WordCounter::add_text`]).
+    suspects: Option<Vec<u8>>,
 }
 
 type Counts = FxHashMap<String, u64>;
@@ -331,7 +334,22 @@ impl WordList {
 
 const SPACE_BYTES: &[u8] = "\u{2581}".as_bytes();
 
-impl WordCounter<'_> {
+impl<'o> WordCounter<'o> {
+    fn new(opts: &'o TrainOptions, normalizer: Normalizer, reserved: &[&str], plain: bool) -> Self {
+        let mut suspects: Vec<u8> = reserved.iter().filter_map(|p| p.bytes().next()).collect();
+        let mut unk = [0u8; 4];
+        suspects.extend([SPACE_BYTES[0], UNK_CHAR.encode_utf8(&mut unk).as_bytes()[0]]);
+        suspects.sort_unstable();
+        suspects.dedup();
+        WordCounter {
+            opts,
+            normalizer,
+            reserved: PrefixMatcher::new(reserved),
+            plain,
+            suspects: (plain && suspects.len() <= 3).then_some(suspects),
+        }
+    }
+
     /// Counts the words of one line into `counts`; false if the line is skipped.
     fn add_line(&self, line: &str, counts: &mut WordCounts) -> bool {
         if line.is_empty() || line.len() > self.opts.max_sentence_length || line.contains(UNK_CHAR)
@@ -373,6 +391,13 @@ impl WordCounter<'_> {
         {
             return false;
         }
+        self.add_plain_words(line, counts);
+        true
+    }
+
+    /// The words of a line with no reserved piece and no `▁` (see
+    /// [`WordCounter::add_plain_line`]).
+    fn add_plain_words(&self, line: &str, counts: &mut WordCounts) {
         let remove_extra = self.normalizer.remove_extra_whitespaces();
         // The first word has the mark only from the dummy prefix.
         let mut marked = self.normalizer.add_dummy_prefix();
@@ -399,12 +424,43 @@ impl WordCounter<'_> {
             }
             start = end + 1;
         }
-        true
     }
 
+    /// Counts the words of every line of `text`.
     fn add_text(&self, text: &str, counts: &mut WordCounts) {
-        for line in text.split_terminator('\n') {
-            self.add_line(line, counts);
+        let Some(suspects) = &self.suspects else {
+            for line in text.split_terminator('\n') {
+                self.add_line(line, counts);
+            }
+            return;
+        };
+        // One pass over the whole text for the bytes that may start a reserved
+        // piece, `▁` or `▅`: lines without any are plain, and skip add_line's
+        // three searches of their own.
+        let bytes = text.as_bytes();
+        let find_suspect = |from: usize| {
+            let found = match suspects[..] {
+                [a] => memchr::memchr(a, &bytes[from..]),
+                [a, b] => memchr::memchr2(a, b, &bytes[from..]),
+                [a, b, c] => memchr::memchr3(a, b, c, &bytes[from..]),
+                _ => unreachable!("at most three suspect bytes"),
+            };
+            found.map_or(bytes.len(), |i| from + i)
+        };
+        let mut suspect = find_suspect(0);
+        let mut start = 0;
+        while start < bytes.len() {
+            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+            let line = &text[start..end];
+            if suspect < end {
+                self.add_line(line, counts);
+            } else if !line.is_empty() && line.len() <= self.opts.max_sentence_length {
+                self.add_plain_words(line, counts);
+            }
+            start = end + 1;
+            if suspect < start && start < bytes.len() {
+                suspect = find_suspect(start);
+            }
         }
     }
 }
@@ -528,12 +584,7 @@ fn count_words(
         && v.split_by_whitespace
         && !v.treat_whitespace_as_suffix
         && !reserved.iter().any(|p| p.contains([' ', SPACE]));
-    let counter = WordCounter {
-        opts,
-        normalizer,
-        reserved: PrefixMatcher::new(&reserved),
-        plain,
-    };
+    let counter = WordCounter::new(opts, normalizer, &reserved, plain);
     let no_specials = SpecialMatcher::new(&[]).map_err(TrainError::Invalid)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.num_threads.max(1))
@@ -856,26 +907,38 @@ mod tests {
             "éé  ü",
             "a ▁ b",
             "a\u{1f}b",
+            "",
+            "skipped: ▅ holds the unknown mark",
+            "skipped: longer than max_sentence_length, which is 60 bytes here",
+            "after the skipped ones",
         ];
         for dummy in [false, true] {
             for remove in [false, true] {
                 let mut o = TrainOptions::new(100);
                 o.add_dummy_prefix = dummy;
                 o.remove_extra_whitespaces = remove;
+                o.max_sentence_length = 60;
                 let spec = whitespace_spec(&o);
-                let counter = WordCounter {
-                    opts: &o,
-                    normalizer: Normalizer::new(&spec, false, None).unwrap(),
-                    reserved: PrefixMatcher::new(&["<s>", "</s>"]),
-                    plain: true,
-                };
-                let mut fast = WordCounts::default();
+                let normalizer = Normalizer::new(&spec, false, None).unwrap();
+                let counter = WordCounter::new(&o, normalizer, &["<s>", "</s>"], true);
+                assert!(counter.suspects.is_some());
+                let mut by_line = WordCounts::default();
                 for line in lines {
-                    counter.add_line(line, &mut fast);
+                    counter.add_line(line, &mut by_line);
                 }
-                let fast = fast.into_list(false);
-                let general = general_counts(&counter, &lines);
-                assert_eq!(fast.sorted(), general.sorted(), "{dummy} {remove}");
+                let by_line = by_line.into_list(false);
+                let kept: Vec<&str> = (lines.iter().copied())
+                    .filter(|l| l.len() <= 60 && !l.contains(UNK_CHAR))
+                    .collect();
+                let general = general_counts(&counter, &kept);
+                assert_eq!(by_line.sorted(), general.sorted(), "{dummy} {remove}");
+                // The same lines as one text, with and without a final newline.
+                for end in ["", "\n"] {
+                    let mut whole = WordCounts::default();
+                    counter.add_text(&(lines.join("\n") + end), &mut whole);
+                    let whole = whole.into_list(false);
+                    assert_eq!(whole.sorted(), general.sorted(), "{dummy} {remove} {end:?}");
+                }
             }
         }
     }
