@@ -310,7 +310,10 @@ impl SpmModel {
                 || (p == space && !self.joins_after_space.contains(&c))
         };
         let mut start = 0;
-        let marks = memchr::memchr_iter(mark[0], bytes).filter(|&i| bytes[i..].starts_with(mark));
+        // Byte by byte: a slice comparison would call memcmp for three bytes.
+        let is_mark =
+            |i: usize| (mark.iter().enumerate()).all(|(k, &m)| bytes.get(i + k) == Some(&m));
+        let marks = memchr::memchr_iter(mark[0], bytes).filter(|&i| is_mark(i));
         for m in marks {
             let after = m + mark.len();
             if m > start {

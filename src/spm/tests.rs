@@ -235,6 +235,10 @@ fn words_are_cut_where_the_whitespace_rule_says_and_nowhere_else() {
         "▁a▁",
         "xyz",
         "a▁▁▁▁b▁c▁",
+        // Other characters that start with ▁'s first byte (E2 96 81), and a
+        // text that ends in the middle of a would-be mark's bytes.
+        "a—b▅▁c▂",
+        "▁\u{2580}a▁",
     ] {
         let mut starts = Vec::new();
         m.for_each_word(text, |start, _| starts.push(start));
