@@ -61,6 +61,8 @@ pub struct WordCache {
     scratch: Scratch,
     /// The words of the text being encoded, as byte ranges.
     words: Vec<(u32, u32)>,
+    /// Where the word being encoded is cut into parts.
+    cuts: Vec<usize>,
 }
 
 /// `word`'s [`packed_all`] key and its hash; `None` past [`MAX_PACKED`] bytes.
@@ -79,6 +81,21 @@ impl WordCache {
         if let Some((_, hash)) = packed(word) {
             self.short.prefetch(hash);
         }
+    }
+
+    /// Appends the cached ids of `word`; false if it is not cached.
+    #[inline]
+    fn push_cached(&self, word: &str, out: &mut Vec<u32>) -> bool {
+        let Some(ids) = self.get(word) else {
+            return false;
+        };
+        // Most words are one or two ids: pushing beats a memmove call.
+        match *ids {
+            [a] => out.push(a),
+            [a, b] => out.extend([a, b]),
+            _ => out.extend_from_slice(ids),
+        }
+        true
     }
 
     fn get(&self, word: &str) -> Option<&[u32]> {
@@ -336,54 +353,56 @@ impl SpmModel {
     }
 
     fn encode_word(&self, word: &str, cache: &mut WordCache, out: &mut Vec<u32>) {
-        if let Some(ids) = cache.get(word) {
-            // Most words are one or two ids: pushing beats a memmove call.
-            match *ids {
-                [a] => out.push(a),
-                [a, b] => out.extend([a, b]),
-                _ => out.extend_from_slice(ids),
-            }
+        if cache.push_cached(word, out) {
             return;
         }
         let before = out.len();
-        match self.joined_parts(word) {
-            Some(parts) => {
-                for part in parts {
-                    self.encode_word(part, cache, out);
+        let mut cuts = std::mem::take(&mut cache.cuts);
+        self.joined_cuts(word, &mut cuts);
+        if cuts.is_empty() {
+            self.merge_and_emit(word, &mut cache.scratch, out);
+        } else {
+            // A part has no place to cut: it is merged whole, or is in the cache.
+            let mut start = 0;
+            for &end in cuts.iter().chain([&word.len()]) {
+                let part = &word[start..end];
+                if !cache.push_cached(part, out) {
+                    let at = out.len();
+                    self.merge_and_emit(part, &mut cache.scratch, out);
+                    if part.len() <= MAX_CACHED_WORD {
+                        cache.insert(part, &out[at..]);
+                    }
                 }
+                start = end;
             }
-            None => self.merge_and_emit(word, &mut cache.scratch, out),
         }
+        cache.cuts = cuts;
         if word.len() <= MAX_CACHED_WORD {
             cache.insert(word, &out[before..]);
         }
     }
 
-    /// A long word cut between every two characters that no mergeable piece
-    /// has side by side (see [`SpmModel::joined`]); `None` for a short word or
-    /// one with no such place. Text without spaces (Chinese, Japanese, Thai) is
-    /// one long word, rarely seen twice; its parts are short and repeat, so
-    /// they come from the cache instead of a merge heap over the whole word.
-    pub(super) fn joined_parts<'w>(&self, word: &'w str) -> Option<Vec<&'w str>> {
+    /// Sets `cuts` to where a long word can be cut: between every two
+    /// characters that no mergeable piece has side by side (see
+    /// [`SpmModel::joined`]); none for a word of at most [`SPLIT_ABOVE`] bytes.
+    /// Text without spaces (Chinese, Japanese, Thai) is one long word, rarely
+    /// seen twice; its parts are short and repeat, so they come from the cache
+    /// instead of a merge heap over the whole word.
+    fn joined_cuts(&self, word: &str, cuts: &mut Vec<usize>) {
+        cuts.clear();
         if word.len() <= SPLIT_ABOVE {
-            return None;
+            return;
         }
-        let mut parts = Vec::new();
-        let mut start = 0;
         let mut chars = word.char_indices();
-        let (_, mut prev) = chars.next()?;
+        let Some((_, mut prev)) = chars.next() else {
+            return;
+        };
         for (i, c) in chars {
             if !self.joined.contains(&char_pair_key(prev, c)) {
-                parts.push(&word[start..i]);
-                start = i;
+                cuts.push(i);
             }
             prev = c;
         }
-        if parts.is_empty() {
-            return None;
-        }
-        parts.push(&word[start..]);
-        Some(parts)
     }
 
     /// Steps 2–4 of the module header on `text`, appending ids to `out`.
@@ -607,6 +626,18 @@ impl SpmModel {
 
 #[cfg(test)]
 impl SpmModel {
+    /// The parts [`SpmModel::joined_cuts`] cuts `word` into; `None` for no cut.
+    pub(super) fn joined_parts<'w>(&self, word: &'w str) -> Option<Vec<&'w str>> {
+        let mut cuts = Vec::new();
+        self.joined_cuts(word, &mut cuts);
+        if cuts.is_empty() {
+            return None;
+        }
+        let ends = cuts.iter().copied().chain([word.len()]);
+        let starts = [0].into_iter().chain(cuts.iter().copied());
+        Some(starts.zip(ends).map(|(s, e)| &word[s..e]).collect())
+    }
+
     /// The final symbols' ids of `text` (already normalized) merged by the
     /// small-word loop and by the heap: (small, heap).
     pub(super) fn merged_both_ways(&self, text: &str) -> (Vec<u32>, Vec<u32>) {
