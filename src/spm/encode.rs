@@ -54,6 +54,9 @@ pub(super) const MAX_LONG_BYTES: usize = 64 << 20;
 #[derive(Default)]
 pub struct WordCache {
     short: PackedMap<(u32, u32)>,
+    /// Words of up to twice [`MAX_PACKED`] bytes, as two packed halves: no
+    /// string to allocate, follow and compare (Cyrillic words are often this long).
+    mid: FxHashMap<(u128, u128), (u32, u32)>,
     long: FxHashMap<Box<str>, (u32, u32)>,
     /// The bytes of `long`'s keys.
     long_bytes: usize,
@@ -73,6 +76,12 @@ fn packed(word: &str) -> Option<(u128, u64)> {
     }
     let key = packed_all(bytes);
     Some((key, key_hash(key)))
+}
+
+/// `word` as two [`packed_all`] keys, if it is at most twice [`MAX_PACKED`].
+fn packed_twice(word: &str) -> Option<(u128, u128)> {
+    let (head, tail) = word.as_bytes().split_at_checked(MAX_PACKED)?;
+    (tail.len() <= MAX_PACKED).then(|| (packed_all(head), packed_all(tail)))
 }
 
 impl WordCache {
@@ -101,16 +110,18 @@ impl WordCache {
     fn get(&self, word: &str) -> Option<&[u32]> {
         let found = match packed(word) {
             Some((key, hash)) => self.short.get(key, hash),
-            None => self.long.get(word).copied(),
+            None => match packed_twice(word) {
+                Some(key) => self.mid.get(&key).copied(),
+                None => self.long.get(word).copied(),
+            },
         };
         found.map(|(at, n)| &self.ids[at as usize..(at + n) as usize])
     }
 
     fn insert(&mut self, word: &str, ids: &[u32]) {
-        if self.short.len() + self.long.len() >= MAX_CACHED_WORDS
-            || self.long_bytes >= MAX_LONG_BYTES
-        {
+        if self.len() >= MAX_CACHED_WORDS || self.long_bytes >= MAX_LONG_BYTES {
             self.short.clear();
+            self.mid.clear();
             self.long.clear();
             self.long_bytes = 0;
             self.ids.clear();
@@ -119,11 +130,21 @@ impl WordCache {
         self.ids.extend_from_slice(ids);
         match packed(word) {
             Some((key, hash)) => self.short.insert(key, hash, slot),
-            None => {
-                self.long_bytes += word.len();
-                self.long.insert(word.into(), slot);
-            }
+            None => match packed_twice(word) {
+                Some(key) => {
+                    self.mid.insert(key, slot);
+                }
+                None => {
+                    self.long_bytes += word.len();
+                    self.long.insert(word.into(), slot);
+                }
+            },
         }
+    }
+
+    /// How many words are cached.
+    fn len(&self) -> usize {
+        self.short.len() + self.mid.len() + self.long.len()
     }
 }
 
@@ -138,9 +159,8 @@ impl WordCache {
         self.insert(word, ids);
     }
 
-    /// How many words are cached.
-    pub(super) fn len(&self) -> usize {
-        self.short.len() + self.long.len()
+    pub(super) fn cached_words(&self) -> usize {
+        self.len()
     }
 }
 

@@ -347,9 +347,13 @@ fn long_runs_of_spaces_are_cached_and_long_words_have_a_byte_budget() {
     for i in 0..fill {
         cache.put(&word(i), &[1]);
     }
-    assert_eq!(cache.len(), fill);
+    assert_eq!(cache.cached_words(), fill);
     cache.put(&word(fill), &[2]);
-    assert_eq!(cache.len(), 1, "past the byte budget the cache starts over");
+    assert_eq!(
+        cache.cached_words(),
+        1,
+        "past the byte budget the cache starts over"
+    );
     assert_eq!(cache.cached(&word(fill)), Some(vec![2]));
 }
 
@@ -376,4 +380,30 @@ fn a_small_loop_rank_orders_by_score_then_leftmost() {
         }
         assert!(encode::rank(a, 15) > 0, "0 means no candidate");
     }
+}
+
+#[test]
+fn the_word_cache_keeps_words_of_every_length_apart() {
+    let mut cache = encode::WordCache::default();
+    // Around the lengths where a word's key changes form (15 bytes packed, up
+    // to 30 as two packed halves, longer as a string), and words that differ
+    // only in their last byte or in where the halves meet.
+    let mut words: Vec<String> = Vec::new();
+    for len in [1, 14, 15, 16, 17, 29, 30, 31, 32, 64] {
+        words.push("a".repeat(len));
+        words.push(format!("{}b", "a".repeat(len - 1)));
+        words.push(format!("b{}", "a".repeat(len - 1)));
+    }
+    words.push(format!("{}é{}", "a".repeat(14), "a".repeat(10)));
+    words.push(format!("{}é{}", "a".repeat(13), "a".repeat(11)));
+    words.sort();
+    words.dedup();
+    for (i, w) in words.iter().enumerate() {
+        assert_eq!(cache.cached(w), None, "{w:?} before it is put");
+        cache.put(w, &[i as u32, 7]);
+    }
+    for (i, w) in words.iter().enumerate() {
+        assert_eq!(cache.cached(w), Some(vec![i as u32, 7]), "{w:?}");
+    }
+    assert_eq!(cache.cached_words(), words.len());
 }
