@@ -386,7 +386,14 @@ impl SpmModel {
             let mut start = 0;
             for &end in cuts.iter().chain([&word.len()]) {
                 let part = &word[start..end];
-                if !cache.push_cached(part, out) {
+                if let Some(id) = self.lone_char(part) {
+                    // One character (often one with no piece): its id or bytes,
+                    // no cache.
+                    match id {
+                        NO_ID => self.emit(part, &Splits::default(), out),
+                        id => out.push(id),
+                    }
+                } else if !cache.push_cached(part, out) {
                     let at = out.len();
                     self.merge_and_emit(part, &mut cache.scratch, out);
                     if part.len() <= MAX_CACHED_WORD {
@@ -441,6 +448,23 @@ impl SpmModel {
             }
             i = s.next;
         }
+    }
+
+    /// For a `part` of one character, its id when it is a NORMAL piece that
+    /// stands for itself, else [`NO_ID`] (to be emitted the long way); `None`
+    /// for longer parts and user-defined symbols.
+    fn lone_char(&self, part: &str) -> Option<u32> {
+        if part.len() > 4 || self.user_defined.is_some() {
+            return None;
+        }
+        let (len, id) = self.char_symbol(part);
+        (len == part.len()).then(|| {
+            if id != NO_ID && self.emits_itself[id as usize] {
+                id
+            } else {
+                NO_ID
+            }
+        })
     }
 
     /// The first character of `text`: its length and its mergeable id.
