@@ -25,6 +25,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::ops::Range;
 use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
@@ -68,26 +69,37 @@ pub struct WordCache {
     cuts: Vec<usize>,
 }
 
-/// `word`'s [`packed_all`] key and its hash; `None` past [`MAX_PACKED`] bytes.
-fn packed(word: &str) -> Option<(u128, u64)> {
-    let bytes = word.as_bytes();
-    if bytes.len() > MAX_PACKED {
-        return None;
-    }
-    let key = packed_all(bytes);
-    Some((key, key_hash(key)))
+/// Where [`WordCache`] keeps a word, by its length.
+enum WordKey {
+    /// Up to [`MAX_PACKED`] bytes: its [`packed_all`] key and that key's hash.
+    Short(u128, u64),
+    /// Up to twice that: two [`packed_all`] keys.
+    Mid((u128, u128)),
+    /// Longer: the string itself.
+    Long,
 }
 
-/// `word` as two [`packed_all`] keys, if it is at most twice [`MAX_PACKED`].
-fn packed_twice(word: &str) -> Option<(u128, u128)> {
-    let (head, tail) = word.as_bytes().split_at_checked(MAX_PACKED)?;
-    (tail.len() <= MAX_PACKED).then(|| (packed_all(head), packed_all(tail)))
+impl WordKey {
+    #[inline(always)]
+    fn of(word: &str) -> WordKey {
+        let bytes = word.as_bytes();
+        if bytes.len() <= MAX_PACKED {
+            let key = packed_all(bytes);
+            return WordKey::Short(key, key_hash(key));
+        }
+        match bytes.split_at(MAX_PACKED) {
+            (head, tail) if tail.len() <= MAX_PACKED => {
+                WordKey::Mid((packed_all(head), packed_all(tail)))
+            }
+            _ => WordKey::Long,
+        }
+    }
 }
 
 impl WordCache {
     /// Asks the CPU for the line a lookup of `word` will read (a hint).
     fn prefetch(&self, word: &str) {
-        if let Some((_, hash)) = packed(word) {
+        if let WordKey::Short(_, hash) = WordKey::of(word) {
             self.short.prefetch(hash);
         }
     }
@@ -108,12 +120,10 @@ impl WordCache {
     }
 
     fn get(&self, word: &str) -> Option<&[u32]> {
-        let found = match packed(word) {
-            Some((key, hash)) => self.short.get(key, hash),
-            None => match packed_twice(word) {
-                Some(key) => self.mid.get(&key).copied(),
-                None => self.long.get(word).copied(),
-            },
+        let found = match WordKey::of(word) {
+            WordKey::Short(key, hash) => self.short.get(key, hash),
+            WordKey::Mid(key) => self.mid.get(&key).copied(),
+            WordKey::Long => self.long.get(word).copied(),
         };
         found.map(|(at, n)| &self.ids[at as usize..(at + n) as usize])
     }
@@ -128,17 +138,15 @@ impl WordCache {
         }
         let slot = (self.ids.len() as u32, ids.len() as u32);
         self.ids.extend_from_slice(ids);
-        match packed(word) {
-            Some((key, hash)) => self.short.insert(key, hash, slot),
-            None => match packed_twice(word) {
-                Some(key) => {
-                    self.mid.insert(key, slot);
-                }
-                None => {
-                    self.long_bytes += word.len();
-                    self.long.insert(word.into(), slot);
-                }
-            },
+        match WordKey::of(word) {
+            WordKey::Short(key, hash) => self.short.insert(key, hash, slot),
+            WordKey::Mid(key) => {
+                self.mid.insert(key, slot);
+            }
+            WordKey::Long => {
+                self.long_bytes += word.len();
+                self.long.insert(word.into(), slot);
+            }
         }
     }
 
@@ -373,39 +381,49 @@ impl SpmModel {
     }
 
     fn encode_word(&self, word: &str, cache: &mut WordCache, out: &mut Vec<u32>) {
-        if cache.push_cached(word, out) {
+        self.cached_or(word, cache, out, |cache, out| {
+            let mut cuts = std::mem::take(&mut cache.cuts);
+            self.joined_cuts(word, &mut cuts);
+            if cuts.is_empty() {
+                self.merge_and_emit(word, &mut cache.scratch, out);
+            } else {
+                // A part has no place to cut: it is merged whole, or is in the
+                // cache; one character (often one with no piece) is emitted.
+                let mut start = 0;
+                for &end in cuts.iter().chain([&word.len()]) {
+                    let part = &word[start..end];
+                    match self.lone_char(part) {
+                        Some(id) => {
+                            let all = 0..part.len() as u32;
+                            self.emit_symbol(part, all, id, &Splits::default(), out)
+                        }
+                        None => self.cached_or(part, cache, out, |cache, out| {
+                            self.merge_and_emit(part, &mut cache.scratch, out)
+                        }),
+                    }
+                    start = end;
+                }
+            }
+            cache.cuts = cuts;
+        });
+    }
+
+    /// Appends the cached ids of `text`; else appends them with `make` and
+    /// caches them (unless `text` is longer than [`MAX_CACHED_WORD`]).
+    fn cached_or(
+        &self,
+        text: &str,
+        cache: &mut WordCache,
+        out: &mut Vec<u32>,
+        make: impl FnOnce(&mut WordCache, &mut Vec<u32>),
+    ) {
+        if cache.push_cached(text, out) {
             return;
         }
         let before = out.len();
-        let mut cuts = std::mem::take(&mut cache.cuts);
-        self.joined_cuts(word, &mut cuts);
-        if cuts.is_empty() {
-            self.merge_and_emit(word, &mut cache.scratch, out);
-        } else {
-            // A part has no place to cut: it is merged whole, or is in the cache.
-            let mut start = 0;
-            for &end in cuts.iter().chain([&word.len()]) {
-                let part = &word[start..end];
-                if let Some(id) = self.lone_char(part) {
-                    // One character (often one with no piece): its id or bytes,
-                    // no cache.
-                    match id {
-                        NO_ID => self.emit(part, &Splits::default(), out),
-                        id => out.push(id),
-                    }
-                } else if !cache.push_cached(part, out) {
-                    let at = out.len();
-                    self.merge_and_emit(part, &mut cache.scratch, out);
-                    if part.len() <= MAX_CACHED_WORD {
-                        cache.insert(part, &out[at..]);
-                    }
-                }
-                start = end;
-            }
-        }
-        cache.cuts = cuts;
-        if word.len() <= MAX_CACHED_WORD {
-            cache.insert(word, &out[before..]);
+        make(cache, out);
+        if text.len() <= MAX_CACHED_WORD {
+            cache.insert(text, &out[before..]);
         }
     }
 
@@ -440,31 +458,38 @@ impl SpmModel {
         let mut i = if scratch.symbols.is_empty() { -1 } else { 0 };
         while i >= 0 {
             let s = scratch.symbols[i as usize];
-            // A NORMAL piece is its own id, unless a reserved piece shadows it.
-            if s.id != NO_ID && self.emits_itself[s.id as usize] {
-                out.push(s.id);
-            } else {
-                self.emit(&text[s.start as usize..s.end as usize], &splits, out);
-            }
+            self.emit_symbol(text, s.start..s.end, s.id, &splits, out);
             i = s.next;
         }
     }
 
-    /// For a `part` of one character, its id when it is a NORMAL piece that
-    /// stands for itself, else [`NO_ID`] (to be emitted the long way); `None`
-    /// for longer parts and user-defined symbols.
+    /// Appends the id(s) of the final symbol `text[at]` whose mergeable id is
+    /// `id` ([`NO_ID`] for none).
+    #[inline]
+    fn emit_symbol(
+        &self,
+        text: &str,
+        at: Range<u32>,
+        id: u32,
+        splits: &Splits,
+        out: &mut Vec<u32>,
+    ) {
+        // A NORMAL piece is its own id, unless a reserved piece shadows it.
+        if id != NO_ID && self.emits_itself[id as usize] {
+            out.push(id);
+        } else {
+            self.emit(&text[at.start as usize..at.end as usize], splits, out);
+        }
+    }
+
+    /// For a `part` of one character, its mergeable id ([`NO_ID`] for none);
+    /// `None` for longer parts and when there are user-defined symbols.
     fn lone_char(&self, part: &str) -> Option<u32> {
         if part.len() > 4 || self.user_defined.is_some() {
             return None;
         }
         let (len, id) = self.char_symbol(part);
-        (len == part.len()).then(|| {
-            if id != NO_ID && self.emits_itself[id as usize] {
-                id
-            } else {
-                NO_ID
-            }
-        })
+        (len == part.len()).then_some(id)
     }
 
     /// The first character of `text`: its length and its mergeable id.
