@@ -31,6 +31,7 @@ use std::sync::Mutex;
 use rustc_hash::FxHashMap;
 
 use super::model::{char_pair_key, SpmModel};
+use super::normalizer::marks;
 use super::proto::PieceType;
 use super::SpmError;
 use crate::packed::{key_hash, packed_all, PackedMap, MAX_PACKED, PREFETCH_AHEAD};
@@ -355,11 +356,7 @@ impl SpmModel {
                 || (p == space && !self.joins_after_space.contains(&c))
         };
         let mut start = 0;
-        // Byte by byte: a slice comparison would call memcmp for three bytes.
-        let is_mark =
-            |i: usize| (mark.iter().enumerate()).all(|(k, &m)| bytes.get(i + k) == Some(&m));
-        let marks = memchr::memchr_iter(mark[0], bytes).filter(|&i| is_mark(i));
-        for m in marks {
+        for m in marks(bytes, mark) {
             let after = m + mark.len();
             if m > start {
                 let p = text[..m].chars().next_back().expect("m > 0");

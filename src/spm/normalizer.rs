@@ -28,6 +28,14 @@ use super::proto::NormalizerSpec;
 /// The whitespace mark of escaped text.
 pub const SPACE_SYMBOL: &str = "\u{2581}";
 
+/// Where `mark` (a whole UTF-8 character, such as [`SPACE_SYMBOL`]) starts in
+/// `text`: its first byte found with memchr, the rest compared byte by byte
+/// (a slice comparison would call memcmp for three bytes at every mark).
+pub fn marks<'a>(text: &'a [u8], mark: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+    let is_mark = |i: usize| (mark.iter().enumerate()).all(|(k, &m)| text.get(i + k) == Some(&m));
+    memchr::memchr_iter(mark[0], text).filter(move |&i| is_mark(i))
+}
+
 /// Longest-prefix matching of user-defined symbols (sentencepiece's
 /// `PrefixMatcher`).
 #[derive(Debug, Clone)]

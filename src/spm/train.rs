@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::normalizer::{Normalizer, PrefixMatcher};
+use super::normalizer::{marks, Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, NormalizerSpec, Piece, PieceType, TrainerSpec, BPE};
 use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
 use super::wire::{Field, Message, Value};
@@ -269,8 +269,8 @@ impl WordCounts {
             let bare = std::str::from_utf8(&bytes).expect("cut at character boundaries");
             match (key & MARKED != 0, suffix) {
                 (false, _) => list.push(&[bare], n),
-                (true, false) => list.push(&["\u{2581}", bare], n),
-                (true, true) => list.push(&[bare, "\u{2581}"], n),
+                (true, false) => list.push(&[SPACE_SYMBOL, bare], n),
+                (true, true) => list.push(&[bare, SPACE_SYMBOL], n),
             }
         }
         for (word, n) in self.long {
@@ -332,7 +332,7 @@ impl WordList {
     }
 }
 
-const SPACE_BYTES: &[u8] = "\u{2581}".as_bytes();
+const SPACE_BYTES: &[u8] = SPACE_SYMBOL.as_bytes();
 
 impl<'o> WordCounter<'o> {
     fn new(opts: &'o TrainOptions, normalizer: Normalizer, reserved: &[&str], plain: bool) -> Self {
@@ -350,10 +350,15 @@ impl<'o> WordCounter<'o> {
         }
     }
 
+    /// Whether a line is neither empty nor longer than `max_sentence_length`
+    /// (sentencepiece skips those).
+    fn fits(&self, line: &str) -> bool {
+        !line.is_empty() && line.len() <= self.opts.max_sentence_length
+    }
+
     /// Counts the words of one line into `counts`; false if the line is skipped.
     fn add_line(&self, line: &str, counts: &mut WordCounts) -> bool {
-        if line.is_empty() || line.len() > self.opts.max_sentence_length || line.contains(UNK_CHAR)
-        {
+        if !self.fits(line) || line.contains(UNK_CHAR) {
             return false;
         }
         if self.plain && self.add_plain_line(line, counts) {
@@ -454,7 +459,7 @@ impl<'o> WordCounter<'o> {
             let line = &text[start..end];
             if suspect < end {
                 self.add_line(line, counts);
-            } else if !line.is_empty() && line.len() <= self.opts.max_sentence_length {
+            } else if self.fits(line) {
                 self.add_plain_words(line, counts);
             }
             start = end + 1;
@@ -480,8 +485,7 @@ fn replace_all(m: &PrefixMatcher, text: &str) -> String {
 }
 
 fn has_mark(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    memchr::memchr_iter(SPACE_BYTES[0], bytes).any(|i| bytes[i..].starts_with(SPACE_BYTES))
+    marks(text.as_bytes(), SPACE_BYTES).next().is_some()
 }
 
 /// Calls `f` with the byte range of each word of `text` as sentencepiece's
@@ -489,10 +493,7 @@ fn has_mark(text: &str) -> bool {
 /// `treat_whitespace_as_suffix`).
 fn for_each_word(text: &str, suffix: bool, mut f: impl FnMut(usize, usize)) {
     let mut start = 0;
-    let bytes = text.as_bytes();
-    let marks =
-        memchr::memchr_iter(SPACE_BYTES[0], bytes).filter(|&i| bytes[i..].starts_with(SPACE_BYTES));
-    for i in marks {
+    for i in marks(text.as_bytes(), SPACE_BYTES) {
         if suffix {
             let end = i + SPACE_BYTES.len();
             f(start, end);
@@ -876,6 +877,8 @@ mod tests {
     fn words_start_at_each_space_symbol() {
         assert_eq!(split_words("▁a▁▁bc", false), ["▁a", "▁", "▁bc"]);
         assert_eq!(split_words("a▁b▁", true), ["a▁", "b▁"]);
+        // Characters sharing ▁'s first byte (E2) do not start words.
+        assert_eq!(split_words("▁a—b▅▁c▂", false), ["▁a—b▅", "▁c▂"]);
     }
 
     /// The words of `lines` counted by the general path (normalize, then split).
