@@ -18,7 +18,7 @@
 //! the cut between characters `a` and `b` makes a piece containing `ab`, so a cut
 //! next to the whitespace mark is safe when no mergeable piece has `a` right
 //! before it (or `b` right after it). The model works those character sets out
-//! from its vocabulary ([`SpmModel::joins_before_space`]); Mistral's only piece
+//! from its vocabulary ([`SpmModel::chars`]); Mistral's only piece
 //! with `▁` inside is a run of `▁`s, so a word there is "▁▁…word".
 //! One more global effect: which split an UNUSED piece goes back to is recorded
 //! per text, not per word, so models with UNUSED pieces encode whole texts.
@@ -30,6 +30,7 @@ use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
 
+use super::chars::{AFTER_SPACE, BEFORE_SPACE, FOLLOWED, NO_ID, PRECEDED};
 use super::model::{char_pair_key, SpmModel};
 use super::normalizer::marks;
 use super::proto::PieceType;
@@ -217,8 +218,6 @@ struct Symbol {
     id: u32,
 }
 
-const NO_ID: u32 = u32::MAX;
-
 /// A pair that is a piece: the best (highest score, then leftmost) comes first.
 #[derive(Clone, Copy)]
 struct Candidate {
@@ -352,8 +351,8 @@ impl SpmModel {
         let bytes = text.as_bytes();
         // Whether the text may be cut between `p` and `c` (one of them a mark).
         let cuts = |p: char, c: char| {
-            (c == space && !self.joins_before_space.contains(&p))
-                || (p == space && !self.joins_after_space.contains(&c))
+            (c == space && !self.chars.has(p, BEFORE_SPACE))
+                || (p == space && !self.chars.has(c, AFTER_SPACE))
         };
         let mut start = 0;
         for m in marks(bytes, mark) {
@@ -439,11 +438,19 @@ impl SpmModel {
         let Some((_, mut prev)) = chars.next() else {
             return;
         };
+        let mut followed = self.chars.has(prev, FOLLOWED);
         for (i, c) in chars {
-            if !self.joined.contains(&char_pair_key(prev, c)) {
+            // Only a character that some piece has after another can be joined
+            // to the one before: most pairs are ruled out without hashing.
+            let info = self.chars.get(c);
+            let joined = followed
+                && info.flags & PRECEDED != 0
+                && self.joined.contains(&char_pair_key(prev, c));
+            if !joined {
                 cuts.push(i);
             }
             prev = c;
+            followed = info.flags & FOLLOWED != 0;
         }
     }
 
@@ -493,11 +500,10 @@ impl SpmModel {
     fn char_symbol(&self, text: &str) -> (usize, u32) {
         let b = text.as_bytes()[0];
         if b < 0x80 {
-            return (1, self.ascii_ids[b as usize]);
+            return (1, self.chars.get(char::from(b)).id);
         }
         let c = text.chars().next().unwrap();
-        let id = self.char_ids.get(&c).copied();
-        (c.len_utf8(), id.unwrap_or(NO_ID))
+        (c.len_utf8(), self.chars.get(c).id)
     }
 
     /// One symbol per character, or per user-defined piece where one starts.

@@ -12,13 +12,14 @@
 //! - [`proto`]: `ModelProto` (pieces, trainer and normalizer specs), read and written;
 //! - [`charsmap`]: the precompiled normalization rules (a double-array trie);
 //! - [`normalizer`]: sentencepiece's normalization (dummy prefix, `▁`, whitespace);
-//! - [`model`]: the checked vocabulary;
+//! - [`model`]: the checked vocabulary; [`chars`]: what it says about each character;
 //! - [`encode`]: the merge loop, with a word cache where it is provably exact;
 //! - [`decode`]: ids back to text;
 //! - [`train`], [`train_merge`]: training, compatibly with sentencepiece's BPE trainer;
 //! - [`seam`]: the model seam ([`crate::model::Model`]): special tokens, `<s>`/`</s>`
 //!   options, batches, streaming and files.
 
+pub mod chars;
 pub mod charsmap;
 pub mod decode;
 pub mod encode;

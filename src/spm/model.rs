@@ -8,6 +8,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::chars::CharTable;
 use super::encode::CachePool;
 use super::normalizer::{Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, PieceType, BPE, CHAR, UNIGRAM, WORD};
@@ -41,10 +42,6 @@ pub struct SpmModel {
     pub has_unused: bool,
     /// Whether the normalizer has rules (a precompiled charsmap), which can lengthen text.
     pub has_charsmap: bool,
-    /// Characters that some mergeable piece has directly before / after the
-    /// whitespace mark: the only places where a merge can cross a word boundary.
-    pub joins_before_space: FxHashSet<char>,
-    pub joins_after_space: FxHashSet<char>,
     /// Every two characters that stand next to each other inside some
     /// mergeable piece ([`char_pair_key`]): between any other two, no merge
     /// can ever join the text, so it can be merged in separate parts.
@@ -63,10 +60,10 @@ pub struct SpmModel {
     /// of it is its own id (dense, unlike `entries`, whose lines a word's every
     /// symbol would miss on).
     pub emits_itself: Vec<bool>,
-    /// The mergeable id of each other character that is a piece.
-    pub char_ids: FxHashMap<char, u32>,
-    /// The mergeable id of each ASCII character (or `u32::MAX`).
-    pub ascii_ids: [u32; 128],
+    /// Each character's mergeable id, and where it stands in pieces: next to
+    /// the whitespace mark (the only places where a merge can cross a word
+    /// boundary), or to other characters.
+    pub chars: CharTable,
     /// Whether some string is both a reserved and a mergeable piece (then
     /// `piece_to_id` answers the reserved id for it, and encode must ask).
     pub reserved_shadows_mergeable: bool,
@@ -148,23 +145,13 @@ impl SpmModel {
         } else {
             ' '
         };
-        let (joins_before_space, joins_after_space) = space_neighbours(mergeable.keys(), space);
         let joined = mergeable
             .keys()
             .flat_map(|p| p.chars().zip(p.chars().skip(1)))
             .map(|(a, b)| char_pair_key(a, b))
             .collect();
-        let (pairs, ascii_ids) = (pair_table(&mergeable, &entries), ascii_ids(&mergeable));
-        let char_ids = mergeable
-            .iter()
-            .filter_map(|(p, &id)| {
-                let mut chars = p.chars();
-                match (chars.next(), chars.next()) {
-                    (Some(c), None) if !c.is_ascii() => Some((c, id)),
-                    _ => None,
-                }
-            })
-            .collect();
+        let pairs = pair_table(&mergeable, &entries);
+        let chars = CharTable::new(&mergeable, space);
         let reserved_shadows_mergeable = reserved.keys().any(|p| mergeable.contains_key(p));
         let emits_itself = entries
             .iter()
@@ -173,9 +160,8 @@ impl SpmModel {
         Ok(SpmModel {
             reserved_shadows_mergeable,
             emits_itself,
-            char_ids,
+            chars,
             pairs,
-            ascii_ids,
             has_unused: entries.iter().any(|e| e.kind == PieceType::Unused),
             has_charsmap: !spec.precompiled_charsmap().is_empty(),
             bos_id: control(trainer.bos_piece()),
@@ -188,8 +174,6 @@ impl SpmModel {
             user_defined,
             normalizer,
             denormalizer,
-            joins_before_space,
-            joins_after_space,
             joined,
             space,
             unk_surface: trainer.unk_surface().to_string(),
@@ -423,38 +407,9 @@ fn pair_table(mergeable: &FxHashMap<String, u32>, entries: &[Entry]) -> PairTabl
     table
 }
 
-fn ascii_ids(mergeable: &FxHashMap<String, u32>) -> [u32; 128] {
-    let mut ids = [u32::MAX; 128];
-    for (b, id) in ids.iter_mut().enumerate() {
-        let c = char::from(b as u8).to_string();
-        *id = mergeable.get(&c).copied().unwrap_or(u32::MAX);
-    }
-    ids
-}
-
 /// The key of two characters in [`SpmModel::joined`].
 pub fn char_pair_key(a: char, b: char) -> u64 {
     (u64::from(a) << 32) | u64::from(b)
-}
-
-/// The characters found right before and right after `space` inside pieces.
-fn space_neighbours<'a>(
-    pieces: impl Iterator<Item = &'a String>,
-    space: char,
-) -> (FxHashSet<char>, FxHashSet<char>) {
-    let (mut before, mut after) = (FxHashSet::default(), FxHashSet::default());
-    for piece in pieces {
-        let chars: Vec<char> = piece.chars().collect();
-        for pair in chars.windows(2) {
-            if pair[1] == space {
-                before.insert(pair[0]);
-            }
-            if pair[0] == space {
-                after.insert(pair[1]);
-            }
-        }
-    }
-    (before, after)
 }
 
 #[cfg(test)]

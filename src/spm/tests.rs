@@ -1,6 +1,7 @@
 //! The merge loop, byte fallback, UNUSED pieces and decoding on tiny hand-made
 //! vocabularies.
 
+use super::chars::{AFTER_SPACE, BEFORE_SPACE};
 use super::proto::{NormalizerSpec, TrainerSpec, BPE, UNIGRAM};
 use super::wire::{Message, Value};
 use super::*;
@@ -153,7 +154,7 @@ fn words_are_cut_only_where_no_piece_crosses() {
     let mut v = ABC.to_vec();
     v.push(("a▁", 5.0, Normal));
     let m = model(&v, true);
-    assert!(m.joins_before_space.contains(&'a'));
+    assert!(m.chars.has('a', BEFORE_SPACE));
     assert_eq!(encode_pieces(&m, "ba ab"), ["▁", "b", "a▁", "ab"]);
 }
 
@@ -217,8 +218,8 @@ fn words_are_cut_where_the_whitespace_rule_says_and_nowhere_else() {
         let mut cuts = vec![0];
         for w in chars.windows(2) {
             let ((_, p), (i, c)) = (w[0], w[1]);
-            if (c == m.space && !m.joins_before_space.contains(&p))
-                || (p == m.space && !m.joins_after_space.contains(&c))
+            if (c == m.space && !m.chars.has(p, BEFORE_SPACE))
+                || (p == m.space && !m.chars.has(c, AFTER_SPACE))
             {
                 cuts.push(i);
             }
