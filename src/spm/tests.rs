@@ -279,7 +279,7 @@ fn small_words_merge_as_the_heap_merges_them_ties_and_all() {
 }
 
 #[test]
-fn long_words_merge_in_parts_cut_where_no_piece_joins_two_characters() {
+fn words_merge_in_parts_cut_where_no_piece_joins_two_characters() {
     let m = model(ABC, true);
     // Inside pieces stand only a-b, b-c, a-a and ▁-a: every other two
     // neighbours are a cut.
@@ -288,8 +288,8 @@ fn long_words_merge_in_parts_cut_where_no_piece_joins_two_characters() {
     assert_eq!(m.joined_parts(&word), Some(parts));
     assert_eq!(
         m.joined_parts("aabcb"),
-        None,
-        "short words are merged whole"
+        Some(vec!["aabc", "b"]),
+        "short words are cut too"
     );
     assert_eq!(m.joined_parts(&"a".repeat(40)), None, "no cut in it");
     let texts = [
