@@ -67,6 +67,9 @@ pub struct WordCache {
     words: Vec<(u32, u32)>,
     /// Where the word being encoded is cut into parts.
     cuts: Vec<usize>,
+    /// The text being encoded, normalized, and where its marks are.
+    normalized: String,
+    marks: Vec<u32>,
 }
 
 /// Where [`WordCache`] keeps a word, by its length.
@@ -297,16 +300,27 @@ impl SpmModel {
         cache: &mut WordCache,
         out: &mut Vec<u32>,
     ) {
-        let normalized = self.normalizer.normalize_with(text, dummy_prefix);
+        let mut normalized = std::mem::take(&mut cache.normalized);
+        let mut marks = std::mem::take(&mut cache.marks);
+        let known =
+            (self.normalizer).normalize_into(text, dummy_prefix, &mut normalized, Some(&mut marks));
         let start = out.len();
-        self.encode_normalized(&normalized, cache, out);
+        self.encode_normalized(&normalized, known.then_some(&marks), cache, out);
+        (cache.normalized, cache.marks) = (normalized, marks);
         if self.byte_ids.is_none() {
             collapse_unknown_runs(out, start, self.unk_id);
         }
     }
 
-    /// Appends the ids of already-normalized text.
-    fn encode_normalized(&self, text: &str, cache: &mut WordCache, out: &mut Vec<u32>) {
+    /// Appends the ids of already-normalized text, whose marks are at `marks`
+    /// when known (see [`super::normalizer::Normalizer::normalize_into`]).
+    fn encode_normalized(
+        &self,
+        text: &str,
+        marks: Option<&[u32]>,
+        cache: &mut WordCache,
+        out: &mut Vec<u32>,
+    ) {
         if self.has_unused {
             return self.merge_and_emit(text, &mut cache.scratch, out);
         }
@@ -322,7 +336,12 @@ impl SpmModel {
             // misses overlap instead of coming one after another.
             let mut words = std::mem::take(&mut cache.words);
             words.clear();
-            self.for_each_word(free, |start, end| words.push((start as u32, end as u32)));
+            // The known marks are of the whole text, which is free when there
+            // are no user-defined symbols.
+            let known = marks.filter(|_| free.len() == text.len());
+            self.for_each_word(free, known, |start, end| {
+                words.push((start as u32, end as u32))
+            });
             let word = |&(start, end): &(u32, u32)| &free[start as usize..end as usize];
             for (i, w) in words.iter().enumerate() {
                 if let Some(ahead) = words.get(i + PREFETCH_AHEAD) {
@@ -340,34 +359,42 @@ impl SpmModel {
 
     /// Calls `f` with the byte range of each word of `text`: cut next to the
     /// whitespace mark where no merge can cross (see the module header).
-    /// Only the two neighbours of each mark are looked at: the marks are found
-    /// with memchr, not by decoding every character.
-    pub(super) fn for_each_word(&self, text: &str, mut f: impl FnMut(usize, usize)) {
+    /// Only the two neighbours of each mark are looked at: the marks are
+    /// `known` (from the normalizer), or found with memchr, not by decoding
+    /// every character.
+    pub(super) fn for_each_word(
+        &self,
+        text: &str,
+        known: Option<&[u32]>,
+        mut f: impl FnMut(usize, usize),
+    ) {
         let space = self.space;
         let mut mark = [0u8; 4];
         let mark = space.encode_utf8(&mut mark).as_bytes();
         let bytes = text.as_bytes();
-        // Whether the text may be cut between `p` and `c` (one of them a mark).
-        let cuts = |p: char, c: char| {
-            (c == space && !self.chars.has(p, BEFORE_SPACE))
-                || (p == space && !self.chars.has(c, AFTER_SPACE))
-        };
+        // Whether the text may be cut between `p` and a mark after it, and
+        // between a mark and `c` after it.
+        let (space_before, space_after) = (
+            self.chars.has(space, BEFORE_SPACE),
+            self.chars.has(space, AFTER_SPACE),
+        );
+        let cut_before = |p: char| !self.chars.has(p, BEFORE_SPACE) || (p == space && !space_after);
+        let cut_after = |c: char| !self.chars.has(c, AFTER_SPACE) || (c == space && !space_before);
         let mut start = 0;
-        for m in marks(bytes, mark) {
+        let mut at_mark = |m: usize| {
             let after = m + mark.len();
-            if m > start {
-                let p = text[..m].chars().next_back().expect("m > 0");
-                if cuts(p, space) {
-                    f(start, m);
-                    start = m;
-                }
+            if m > start && cut_before(char_before(text, m)) {
+                f(start, m);
+                start = m;
             }
-            if let Some(c) = text[after..].chars().next() {
-                if cuts(space, c) {
-                    f(start, after);
-                    start = after;
-                }
+            if after < text.len() && cut_after(char_at(text, after)) {
+                f(start, after);
+                start = after;
             }
+        };
+        match known {
+            Some(at) => at.iter().for_each(|&m| at_mark(m as usize)),
+            None => marks(bytes, mark).for_each(at_mark),
         }
         if start < text.len() {
             f(start, text.len());
@@ -739,6 +766,24 @@ impl SpmModel {
             collapse_unknown_runs(&mut out, 0, self.unk_id);
         }
         out
+    }
+}
+
+/// The character that ends at byte `end` (> 0) of `text`.
+#[inline]
+fn char_before(text: &str, end: usize) -> char {
+    match text.as_bytes()[end - 1] {
+        b if b < 0x80 => char::from(b),
+        _ => text[..end].chars().next_back().expect("end > 0"),
+    }
+}
+
+/// The character that starts at byte `at` (< its length) of `text`.
+#[inline]
+fn char_at(text: &str, at: usize) -> char {
+    match text.as_bytes()[at] {
+        b if b < 0x80 => char::from(b),
+        _ => text[at..].chars().next().expect("at < len"),
     }
 }
 

@@ -167,37 +167,75 @@ impl Normalizer {
     /// the model adds one): text that continues after a special token gets none, as
     /// Hugging Face's `prepend_scheme: "first"` does.
     pub fn normalize_with(&self, input: &str, dummy_prefix: bool) -> String {
+        let mut out = String::new();
+        self.normalize_into(input, dummy_prefix, &mut out, None);
+        out
+    }
+
+    /// [`Normalizer::normalize_with`] into `out` (its text replaced, its buffer
+    /// kept). Given `marks`, a plain normalizer ([`Normalizer::is_plain`]) of
+    /// input that holds no `▁` of its own also sets `marks` to where each `▁` of
+    /// `out` starts, and returns true: they are the spaces it wrote, so the
+    /// encoder need not search `out` for them again. Else returns false.
+    pub fn normalize_into(
+        &self,
+        input: &str,
+        dummy_prefix: bool,
+        out: &mut String,
+        marks: Option<&mut Vec<u32>>,
+    ) -> bool {
         let dummy_prefix = dummy_prefix && self.add_dummy_prefix;
+        let mut marks = marks.filter(|_| {
+            // (Positions are u32: a space becomes three bytes.)
+            self.is_plain()
+                && input.len() < (u32::MAX / 4) as usize
+                && memchr::memmem::find(input.as_bytes(), self.space()).is_none()
+        });
+        let known = marks.is_some();
+        if let Some(marks) = marks.as_deref_mut() {
+            marks.clear();
+        }
+        let mut bytes = std::mem::take(out).into_bytes();
+        bytes.clear();
         let mut input = input.as_bytes();
         if self.remove_extra_whitespaces {
             input = self.skip_leading_spaces(input);
         }
         if input.is_empty() {
-            return String::new();
+            *out = String::from_utf8(bytes).expect("empty");
+            return known;
         }
         let space = self.space();
-        let mut out = Vec::with_capacity(input.len() + input.len() / 2 + 3);
+        bytes.reserve(input.len() + input.len() / 2 + 3);
         if dummy_prefix && !self.treat_whitespace_as_suffix {
-            out.extend_from_slice(space);
+            mark(&mut marks, &bytes);
+            bytes.extend_from_slice(space);
         }
-        self.rewrite_body(input, &mut out);
+        self.rewrite_body(input, &mut bytes, marks.as_deref_mut());
         if self.remove_extra_whitespaces {
-            while out.ends_with(space) {
-                out.truncate(out.len() - space.len());
+            while bytes.ends_with(space) {
+                bytes.truncate(bytes.len() - space.len());
+                if let Some(marks) = marks.as_deref_mut() {
+                    marks.pop();
+                }
             }
         }
         if dummy_prefix && self.treat_whitespace_as_suffix {
-            out.extend_from_slice(space);
+            mark(&mut marks, &bytes);
+            bytes.extend_from_slice(space);
         }
-        if self.charsmap.is_none() {
-            // SAFETY: without a charsmap `out` is whole characters of `input` (a
+        *out = if self.charsmap.is_none() {
+            // SAFETY: without a charsmap `bytes` is whole characters of `input` (a
             // `&str`: user-defined symbols and characters end at character
             // boundaries) and the space marks, so it is UTF-8. Checking it again
             // was a twentieth of training time.
-            return unsafe { String::from_utf8_unchecked(out) };
-        }
-        // A charsmap could in principle hold replacements that are not UTF-8.
-        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+            unsafe { String::from_utf8_unchecked(bytes) }
+        } else {
+            // A charsmap could in principle hold replacements that are not UTF-8.
+            String::from_utf8(bytes)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+        };
+        known
     }
 
     /// Drops leading prefixes that normalize to exactly one space.
@@ -214,10 +252,11 @@ impl Normalizer {
 
     /// Rewrites every prefix in turn, escaping spaces and (when removing extra
     /// whitespace) dropping spaces that follow a space.
-    fn rewrite_body(&self, mut input: &[u8], out: &mut Vec<u8>) {
+    /// `marks` (see [`Normalizer::normalize_into`]) only for a plain normalizer.
+    fn rewrite_body(&self, mut input: &[u8], out: &mut Vec<u8>, marks: Option<&mut Vec<u32>>) {
         let space = self.space();
         if self.charsmap.is_none() && self.user_defined.is_none() {
-            return self.copy_body(input, out);
+            return self.copy_body(input, out, marks);
         }
         let mut is_prev_space = self.remove_extra_whitespaces;
         while !input.is_empty() {
@@ -250,7 +289,7 @@ impl Normalizer {
     /// `identity` normalizer of Llama and Mistral): every character is its own
     /// rewrite, so only spaces need a look, and we copy bytes. The input came
     /// from a `&str`, so every character is valid.
-    fn copy_body(&self, input: &[u8], out: &mut Vec<u8>) {
+    fn copy_body(&self, input: &[u8], out: &mut Vec<u8>, mut marks: Option<&mut Vec<u32>>) {
         let space = self.space();
         let mut is_prev_space = self.remove_extra_whitespaces;
         let mut start = 0;
@@ -260,12 +299,20 @@ impl Normalizer {
                 is_prev_space = false;
             }
             if !(is_prev_space && self.remove_extra_whitespaces) {
+                mark(&mut marks, out);
                 out.extend_from_slice(space);
             }
             is_prev_space = true;
             start = i + 1;
         }
         out.extend_from_slice(&input[start..]);
+    }
+}
+
+/// Notes in `marks` (when kept) that a mark starts at the end of `out`.
+fn mark(marks: &mut Option<&mut Vec<u32>>, out: &[u8]) {
+    if let Some(marks) = marks {
+        marks.push(out.len() as u32);
     }
 }
 
@@ -305,6 +352,39 @@ mod tests {
         assert_eq!(n.normalize("   "), "");
         // Only ASCII spaces count: a tab is an ordinary character.
         assert_eq!(n.normalize("\t a"), "▁\t▁a");
+    }
+
+    #[test]
+    fn a_plain_normalizer_tells_where_the_marks_it_wrote_are() {
+        let texts = [
+            "",
+            " ",
+            "   ",
+            "a",
+            "Hi  you ",
+            "  Hi   you  ",
+            "\t a ",
+            "é b—c",
+            " x  ",
+        ];
+        for (dummy, remove, suffix) in (0..8).map(|i| (i & 1 != 0, i & 2 != 0, i & 4 != 0)) {
+            let n = normalizer(dummy, remove, true, suffix);
+            for text in texts {
+                let (mut out, mut at) = ("stale".to_string(), vec![7, 8]);
+                assert!(n.normalize_into(text, true, &mut out, Some(&mut at)));
+                assert_eq!(out, n.normalize(text));
+                let found: Vec<u32> = marks(out.as_bytes(), SPACE_SYMBOL.as_bytes())
+                    .map(|m| m as u32)
+                    .collect();
+                assert_eq!(at, found, "{text:?} dummy {dummy} remove {remove}");
+            }
+            // Marks of the input's own cannot be told from written ones.
+            let mut out = String::new();
+            assert!(!n.normalize_into("a▁b c", true, &mut out, Some(&mut vec![])));
+            assert_eq!(out, n.normalize("a▁b c"));
+        }
+        let unescaped = normalizer(true, false, false, false);
+        assert!(!unescaped.normalize_into("a b", true, &mut String::new(), Some(&mut vec![])));
     }
 
     #[test]

@@ -242,7 +242,7 @@ fn words_are_cut_where_the_whitespace_rule_says_and_nowhere_else() {
         "▁\u{2580}a▁",
     ] {
         let mut starts = Vec::new();
-        m.for_each_word(text, |start, _| starts.push(start));
+        m.for_each_word(text, None, |start, _| starts.push(start));
         let expected = if text.is_empty() { vec![] } else { naive(text) };
         assert_eq!(starts, expected, "{text:?}");
     }
