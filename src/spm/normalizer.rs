@@ -29,11 +29,31 @@ use super::proto::NormalizerSpec;
 pub const SPACE_SYMBOL: &str = "\u{2581}";
 
 /// Where `mark` (a whole UTF-8 character, such as [`SPACE_SYMBOL`]) starts in
-/// `text`: its first byte found with memchr, the rest compared byte by byte
+/// `text`: its first byte found with [`positions`], the rest compared byte by byte
 /// (a slice comparison would call memcmp for three bytes at every mark).
 pub fn marks<'a>(text: &'a [u8], mark: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
     let is_mark = |i: usize| (mark.iter().enumerate()).all(|(k, &m)| text.get(i + k) == Some(&m));
-    memchr::memchr_iter(mark[0], text).filter(move |&i| is_mark(i))
+    positions(mark[0], text).filter(move |&i| is_mark(i))
+}
+
+/// Where `byte` is in `text`, in order, as `memchr::memchr_iter` finds it. On
+/// x86-64 by memchr's SSE2 searcher, which is part of the baseline and so is
+/// inlined: spaces and marks come every few bytes, and the general entry
+/// point's dispatch (to AVX2, for long texts) cost more than each search.
+pub fn positions(byte: u8, text: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    #[cfg(target_arch = "x86_64")]
+    let find = {
+        let one = memchr::arch::x86_64::sse2::memchr::One::new(byte).expect("x86-64 has SSE2");
+        move |hay: &[u8]| one.find(hay)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let find = move |hay: &[u8]| memchr::memchr(byte, hay);
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let found = at + find(text.get(at..)?)?;
+        at = found + 1;
+        Some(found)
+    })
 }
 
 /// Longest-prefix matching of user-defined symbols (sentencepiece's
@@ -293,7 +313,7 @@ impl Normalizer {
         let space = self.space();
         let mut is_prev_space = self.remove_extra_whitespaces;
         let mut start = 0;
-        for i in memchr::memchr_iter(b' ', input) {
+        for i in positions(b' ', input) {
             out.extend_from_slice(&input[start..i]);
             if i > start {
                 is_prev_space = false;
@@ -352,6 +372,34 @@ mod tests {
         assert_eq!(n.normalize("   "), "");
         // Only ASCII spaces count: a tab is an ordinary character.
         assert_eq!(n.normalize("\t a"), "▁\t▁a");
+    }
+
+    #[test]
+    fn positions_finds_every_byte_as_memchr_does() {
+        // Texts around the 16-byte vector's length, matches at both ends.
+        for len in [0, 1, 2, 15, 16, 17, 31, 32, 33, 100] {
+            for gap in [1, 2, 5, 16, 17, 40, 1000] {
+                let text: Vec<u8> = (0..len)
+                    .map(|i| if i % gap == 0 { b' ' } else { b'x' })
+                    .collect();
+                let want: Vec<usize> = memchr::memchr_iter(b' ', &text).collect();
+                assert_eq!(
+                    positions(b' ', &text).collect::<Vec<_>>(),
+                    want,
+                    "{len} {gap}"
+                );
+                let mut last = text.clone();
+                if let Some(end) = last.last_mut() {
+                    *end = b' ';
+                }
+                let want: Vec<usize> = memchr::memchr_iter(b' ', &last).collect();
+                assert_eq!(
+                    positions(b' ', &last).collect::<Vec<_>>(),
+                    want,
+                    "{len} {gap}"
+                );
+            }
+        }
     }
 
     #[test]

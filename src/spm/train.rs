@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::normalizer::{marks, Normalizer, PrefixMatcher, SPACE_SYMBOL};
+use super::normalizer::{marks, positions, Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, NormalizerSpec, Piece, PieceType, TrainerSpec, BPE};
 use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
 use super::wire::{Field, Message, Value};
@@ -407,7 +407,7 @@ impl<'o> WordCounter<'o> {
         // The first word has the mark only from the dummy prefix.
         let mut marked = self.normalizer.add_dummy_prefix();
         let mut start = 0;
-        let ends = memchr::memchr_iter(b' ', line.as_bytes()).chain([line.len()]);
+        let ends = positions(b' ', line.as_bytes()).chain([line.len()]);
         for end in ends {
             // An empty run is the mark alone: a word unless extra spaces go.
             let keep = if remove_extra {
