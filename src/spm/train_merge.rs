@@ -267,6 +267,8 @@ struct Trainer<'v> {
     dirty: Vec<u32>,
     /// Counts merge steps: stamps of word symbols and pair symbols.
     clock: u32,
+    /// The characters of a candidate pair, kept to save an allocation each.
+    pair_chars: Vec<char>,
 }
 
 /// Learns up to `num_pieces` merged pieces from distinct `words` (each a string of
@@ -321,6 +323,7 @@ impl<'v> Trainer<'v> {
             heap: BinaryHeap::new(),
             dirty: Vec::new(),
             clock: 0,
+            pair_chars: Vec::new(),
         };
         for (i, (word, count)) in words.iter().enumerate() {
             // The words come in count order, from all over the corpus's text.
@@ -401,14 +404,19 @@ impl<'v> Trainer<'v> {
         if let Some(&id) = self.pairs.get(&key) {
             return (id != NOT_A_PIECE).then_some(id);
         }
+        let mut chars = std::mem::take(&mut self.pair_chars);
         let (sa, sb) = (&self.symbols[a as usize], &self.symbols[b as usize]);
-        let chars: Vec<char> = sa.text.chars().chain(sb.text.chars()).collect();
-        if sa.is_unk || sb.is_unk || !self.validity.allows(&chars) {
+        chars.clear();
+        chars.extend(sa.text.chars().chain(sb.text.chars()));
+        let valid = !sa.is_unk && !sb.is_unk && self.validity.allows(&chars);
+        let text: Option<Rc<str>> = valid.then(|| [&*sa.text, &*sb.text].concat().into());
+        let len = chars.len() as u32;
+        self.pair_chars = chars;
+        let Some(text) = text else {
             self.pairs.insert(key, NOT_A_PIECE);
             return None;
-        }
-        let text: Rc<str> = format!("{}{}", sa.text, sb.text).into();
-        let id = self.new_symbol(text, chars.len() as u32, a, b, false);
+        };
+        let id = self.new_symbol(text, len, a, b, false);
         self.pairs.insert(key, id);
         Some(id)
     }
