@@ -313,8 +313,10 @@ impl WordList {
         (0..self.len()).map(|i| (self.word(i), self.counts[i]))
     }
 
-    /// The words in sentencepiece's order: count descending, then the word.
-    fn sorted(&self) -> Vec<(&str, u64)> {
+    /// The words in sentencepiece's order: count descending, then the word,
+    /// sorted on `threads` threads (the words are distinct: one order, whatever
+    /// the threads).
+    fn sorted(&self, threads: usize) -> Vec<(&str, u64)> {
         // The first 8 bytes, big-endian, order words as their bytes do: most
         // comparisons of equal counts end there without a call to memcmp.
         let prefix = |w: &str| {
@@ -327,7 +329,12 @@ impl WordList {
             .iter()
             .map(|(w, n)| (std::cmp::Reverse(n), prefix(w), w))
             .collect();
-        keyed.sort_unstable();
+        let pool =
+            (threads > 1).then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build());
+        match pool {
+            Some(Ok(pool)) => pool.install(|| keyed.par_sort_unstable()),
+            _ => keyed.sort_unstable(),
+        }
         keyed.into_iter().map(|(n, _, w)| (w, n.0)).collect()
     }
 }
@@ -770,7 +777,7 @@ fn train_from_words(
     for (w, n) in unknown {
         words.push(&[&w], n);
     }
-    let sorted = words.sorted();
+    let sorted = words.sorted(opts.num_threads.max(1));
 
     let num_pieces = opts.vocab_size - num_reserved - required.len();
     let learned = learn_pieces(&sorted, num_pieces, &opts.validity, |n| progress.pieces(n));
@@ -934,13 +941,17 @@ mod tests {
                     .filter(|l| l.len() <= 60 && !l.contains(UNK_CHAR))
                     .collect();
                 let general = general_counts(&counter, &kept);
-                assert_eq!(by_line.sorted(), general.sorted(), "{dummy} {remove}");
+                assert_eq!(by_line.sorted(1), general.sorted(2), "{dummy} {remove}");
                 // The same lines as one text, with and without a final newline.
                 for end in ["", "\n"] {
                     let mut whole = WordCounts::default();
                     counter.add_text(&(lines.join("\n") + end), &mut whole);
                     let whole = whole.into_list(false);
-                    assert_eq!(whole.sorted(), general.sorted(), "{dummy} {remove} {end:?}");
+                    assert_eq!(
+                        whole.sorted(2),
+                        general.sorted(1),
+                        "{dummy} {remove} {end:?}"
+                    );
                 }
             }
         }
