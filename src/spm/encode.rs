@@ -522,11 +522,7 @@ impl SpmModel {
 
     /// The first character of `text`: its length and its mergeable id.
     fn char_symbol(&self, text: &str) -> (usize, u32) {
-        let b = text.as_bytes()[0];
-        if b < 0x80 {
-            return (1, self.chars.get(char::from(b)).id);
-        }
-        let c = text.chars().next().unwrap();
+        let c = char_at(text, 0);
         (c.len_utf8(), self.chars.get(c).id)
     }
 
