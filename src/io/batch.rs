@@ -65,14 +65,18 @@ pub fn encode_each<M: Model, E>(
     specials: Specials,
     threads: usize,
     mut wait: impl FnMut(&mut (dyn FnMut() -> Option<Done> + Send)) -> Option<Done>,
-    mut receive: impl FnMut(usize, Vec<u32>) -> Result<(), E>,
+    mut receive: impl FnMut(usize, &[u32]) -> Result<(), E>,
 ) -> Result<(), BatchError<E>> {
     let workers = threads.max(1).min(texts.len());
     if workers <= 1 {
         // One thread: texts are encoded a group at a time inside one `wait` (without
         // the GIL), then received. One `wait` per text cost more than encoding a short
-        // text (a line of a SentencePiece corpus) itself.
+        // text (a line of a SentencePiece corpus) itself. A group's ids go into one
+        // buffer, kept from group to group: a vector per text was a malloc and a free
+        // per line, and a realloc whenever a line had more ids than guessed.
         return model.with_cache(|cache| {
+            let mut flat: Vec<u32> = Vec::new();
+            let mut ends: Vec<usize> = Vec::new();
             let mut start = 0;
             while start < texts.len() {
                 let mut end = start + 1;
@@ -81,22 +85,29 @@ pub fn encode_each<M: Model, E>(
                     bytes += texts[end].len();
                     end += 1;
                 }
-                let mut results = Vec::with_capacity(end - start);
-                let mut group = || {
+                flat.clear();
+                ends.clear();
+                let mut failure = None;
+                wait(&mut || {
                     for &text in &texts[start..end] {
-                        let ids = encode_one(model, text, specials, cache);
-                        let failed = ids.is_err();
-                        results.push(ids);
-                        if failed {
-                            break; // the texts after it are never received
+                        let encoded = check_disallowed(text, specials.disallowed).and_then(|()| {
+                            model.encode_cached(text, specials.allowed, cache, &mut flat)
+                        });
+                        if let Err(e) = encoded {
+                            failure = Some(e); // the texts after it are never received
+                            break;
                         }
+                        ends.push(flat.len());
                     }
                     None
-                };
-                wait(&mut group);
-                for (k, ids) in results.into_iter().enumerate() {
-                    let ids = ids.map_err(BatchError::Encode)?;
-                    receive(start + k, ids).map_err(BatchError::Receive)?;
+                });
+                let mut from = 0;
+                for (k, &to) in ends.iter().enumerate() {
+                    receive(start + k, &flat[from..to]).map_err(BatchError::Receive)?;
+                    from = to;
+                }
+                if let Some(e) = failure {
+                    return Err(BatchError::Encode(e));
                 }
                 start = end;
             }
@@ -138,7 +149,7 @@ pub fn encode_each<M: Model, E>(
                     }
                 }
                 Ok(ids) if first_failure.is_none() && refused.is_none() => {
-                    if let Err(e) = receive(i, ids) {
+                    if let Err(e) = receive(i, &ids) {
                         stop();
                         refused = Some(e);
                     }
@@ -185,7 +196,17 @@ pub fn encode_flat<M: Model>(
     let mut offsets = Vec::with_capacity(texts.len() + 1);
     offsets.push(0u64);
     let mut early: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
-    let mut written = 0usize; // ids
+    // Writes the ids of the next text in order after those written.
+    fn place(out: &mut [MaybeUninit<u8>], offsets: &mut Vec<u64>, ids: &[u32]) {
+        let written = *offsets.last().expect("offsets start with 0") as usize;
+        let dst = &mut out[written * 4..(written + ids.len()) * 4];
+        for (d, id) in dst.chunks_exact_mut(4).zip(ids) {
+            for (d, b) in d.iter_mut().zip(id.to_le_bytes()) {
+                d.write(b);
+            }
+        }
+        offsets.push((written + ids.len()) as u64);
+    }
     let placed = encode_each(
         model,
         texts,
@@ -193,16 +214,13 @@ pub fn encode_flat<M: Model>(
         threads,
         |next| next(),
         |i, ids| {
-            early.insert(i, ids);
+            if i + 1 != offsets.len() {
+                early.insert(i, ids.to_vec()); // a text before it is still being encoded
+                return Ok(());
+            }
+            place(out, &mut offsets, ids);
             while let Some(ids) = early.remove(&(offsets.len() - 1)) {
-                let dst = &mut out[written * 4..(written + ids.len()) * 4];
-                for (d, id) in dst.chunks_exact_mut(4).zip(&ids) {
-                    for (d, b) in d.iter_mut().zip(id.to_le_bytes()) {
-                        d.write(b);
-                    }
-                }
-                written += ids.len();
-                offsets.push(written as u64);
+                place(out, &mut offsets, &ids);
             }
             Ok::<(), std::convert::Infallible>(())
         },
@@ -285,6 +303,43 @@ mod tests {
                 Err(BatchError::Encode(EncodeError::Disallowed { ref token })) if token == "<|e|>"
             ));
             assert!(got.iter().all(|&i| i != 40 && i != 150));
+            if threads == 1 {
+                // In order, every text before the failing one, none after it.
+                assert_eq!(got, (0..40).collect::<Vec<_>>());
+            }
         }
+    }
+
+    #[test]
+    fn one_thread_receives_each_text_alone_across_groups() {
+        // Over three groups' worth of text, so the kept buffer is reused.
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        let texts: Vec<String> = (0..3 * GROUP_BYTES / 40)
+            .map(|i| "aaab daaab ".repeat(i % 5) + &"ac ".repeat(i % 4))
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let specials = Specials {
+            allowed: e.all_specials(),
+            disallowed: e.no_specials(),
+        };
+        let mut got = Vec::new();
+        encode_each(
+            &e,
+            &texts,
+            specials,
+            1,
+            |next| next(),
+            |i, ids| {
+                got.push((i, ids.to_vec()));
+                Ok::<(), ()>(())
+            },
+        )
+        .unwrap();
+        let want: Vec<(usize, Vec<u32>)> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, e.encode(t, e.all_specials()).unwrap()))
+            .collect();
+        assert_eq!(got, want);
     }
 }

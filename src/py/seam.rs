@@ -216,7 +216,7 @@ impl<M: Model> Seam<M> {
             num_threads,
             |next| py.detach(next), // wait without the GIL
             |i, ids| {
-                lists[i] = Some(self.id_list(py, &ids)?);
+                lists[i] = Some(self.id_list(py, ids)?);
                 Ok(())
             },
         )
