@@ -41,17 +41,16 @@ pub struct Specials<'a> {
     pub disallowed: &'a SpecialMatcher,
 }
 
-/// Checks and encodes one text.
-fn encode_one<M: Model>(
+/// Checks one text and appends its ids to `out`.
+fn encode_into<M: Model>(
     model: &M,
     text: &str,
     specials: Specials,
     cache: &mut M::Cache,
-) -> Result<Vec<u32>, EncodeError> {
+    out: &mut Vec<u32>,
+) -> Result<(), EncodeError> {
     check_disallowed(text, specials.disallowed)?;
-    let mut ids = Vec::with_capacity(text.len() / 3);
-    model.encode_cached(text, specials.allowed, cache, &mut ids)?;
-    Ok(ids)
+    model.encode_cached(text, specials.allowed, cache, out)
 }
 
 /// Encodes every text on `threads` threads; `receive(index, ids)` runs on the calling
@@ -90,10 +89,7 @@ pub fn encode_each<M: Model, E>(
                 let mut failure = None;
                 wait(&mut || {
                     for &text in &texts[start..end] {
-                        let encoded = check_disallowed(text, specials.disallowed).and_then(|()| {
-                            model.encode_cached(text, specials.allowed, cache, &mut flat)
-                        });
-                        if let Err(e) = encoded {
+                        if let Err(e) = encode_into(model, text, specials, cache, &mut flat) {
                             failure = Some(e); // the texts after it are never received
                             break;
                         }
@@ -126,7 +122,8 @@ pub fn encode_each<M: Model, E>(
                     if i >= texts.len() {
                         break;
                     }
-                    let ids = encode_one(model, texts[i], specials, cache);
+                    let mut ids = Vec::with_capacity(texts[i].len() / 3);
+                    let ids = encode_into(model, texts[i], specials, cache, &mut ids).map(|()| ids);
                     if ids.is_err() {
                         stop();
                     }
