@@ -52,22 +52,14 @@ impl<M: Model> Seam<M> {
                 .collect()
         });
         let len = ffi::Py_ssize_t::try_from(ids.len()).expect("list length fits isize");
-        // SAFETY: a new list of `len` slots, each set exactly once to a new (owned)
-        // reference before the list is seen by Python code.
+        // SAFETY: a new list of `len` empty slots, each set exactly once to a new
+        // (owned) reference before the list is seen by Python code. Its slots are only
+        // written (PyList_SET_ITEM, not PyList_SetItem, which reads the old item first:
+        // a read of the never-touched memory would map the shared zero page, and the
+        // write replacing it interrupts the cores of a batch's workers to flush their
+        // TLBs, once for each 4 KiB of the list).
         unsafe {
-            // A long list starts as `[None] * len` rather than PyList_New's calloc: the
-            // stable ABI's PyList_SetItem reads each slot before writing it, and a read
-            // of never-touched memory maps the shared zero page, which the write must
-            // then replace — a page-table change that, while the batch's workers run
-            // on the other cores, interrupts every one of them to flush its TLB, once
-            // for each 4 KiB of the list. Writing the slots first (list repetition)
-            // takes ordinary page faults instead.
-            let list = if ids.len() >= 1024 {
-                let none = PyList::new(py, [py.None()])?;
-                ffi::PySequence_Repeat(none.as_ptr(), len)
-            } else {
-                ffi::PyList_New(len)
-            };
+            let list = ffi::PyList_New(len);
             if list.is_null() {
                 return Err(PyErr::fetch(py));
             }
@@ -77,7 +69,7 @@ impl<M: Model> Seam<M> {
                     Some(int) => int.clone_ref(py).into_ptr(),
                     None => id.into_pyobject(py)?.into_ptr(),
                 };
-                ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, item);
+                ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, item);
             }
             Ok(list)
         }
