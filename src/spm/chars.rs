@@ -153,5 +153,10 @@ mod tests {
             assert_eq!(info(c), NOTHING, "{c:?}");
         }
         assert!(t.has('a', BEFORE_SPACE) && !t.has('a', AFTER_SPACE));
+        // The mark next to itself: both flags or neither (the word cutter
+        // relies on it between two marks).
+        let with_run: FxHashMap<String, u32> = [("x▁▁y".to_string(), 0)].into_iter().collect();
+        let t = CharTable::new(&with_run, space);
+        assert!(t.has(space, BEFORE_SPACE) && t.has(space, AFTER_SPACE));
     }
 }

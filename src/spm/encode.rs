@@ -373,13 +373,10 @@ impl SpmModel {
         let mark = space.encode_utf8(&mut mark).as_bytes();
         let bytes = text.as_bytes();
         // Whether the text may be cut between `p` and a mark after it, and
-        // between a mark and `c` after it.
-        let (space_before, space_after) = (
-            self.chars.has(space, BEFORE_SPACE),
-            self.chars.has(space, AFTER_SPACE),
-        );
-        let cut_before = |p: char| !self.chars.has(p, BEFORE_SPACE) || (p == space && !space_after);
-        let cut_after = |c: char| !self.chars.has(c, AFTER_SPACE) || (c == space && !space_before);
+        // between a mark and `c` after it. Between two marks both ask the same:
+        // the mark is before a mark in some piece exactly when one is after it.
+        let cut_before = |p: char| !self.chars.has(p, BEFORE_SPACE);
+        let cut_after = |c: char| !self.chars.has(c, AFTER_SPACE);
         let mut start = 0;
         let mut at_mark = |m: usize| {
             let after = m + mark.len();
