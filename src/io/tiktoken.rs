@@ -21,6 +21,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::bpe::ranks::{recover_merges, RecoverError, MAX_RANK};
+use crate::bpe::special_ids::{assign_special_ids, SpecialIdError, Unnumbered};
 use crate::bpe::Encoder;
 
 /// Why a file was not parsed: the first faulty line, as [`parse`] reads them in order.
@@ -344,61 +345,9 @@ impl LoadError {
     }
 }
 
-/// Ids for `specials` (`None`: the rank of the same bytes, else the next free id), in
-/// the order given, a repeated name skipped. A special may share the id of the
-/// ordinary token with its own bytes; any other holder of its id is an error.
-fn assign_special_ids(
-    token_at: &FxHashMap<u32, &[u8]>,
-    specials: &[(String, Option<u32>)],
-) -> Result<Vec<(String, u32)>, LoadError> {
-    let mut rank_of: Option<FxHashMap<&[u8], u32>> = None;
-    let mut special_at: FxHashMap<u32, &str> = FxHashMap::default();
-    let mut next = token_at.keys().max().map_or(0, |&m| m as u64 + 1);
-    let mut assigned: Vec<(String, u32)> = Vec::with_capacity(specials.len());
-    for (name, id) in specials {
-        if special_at.values().any(|s| s == name) {
-            continue;
-        }
-        let id = match id {
-            Some(id) => *id,
-            None => {
-                let rank_of = rank_of.get_or_insert_with(|| {
-                    let mut m = FxHashMap::default();
-                    for (&r, &t) in token_at {
-                        m.entry(t)
-                            .and_modify(|l: &mut u32| *l = (*l).min(r))
-                            .or_insert(r);
-                    }
-                    m
-                });
-                match rank_of.get(name.as_bytes()) {
-                    Some(&r) => r,
-                    None => u32::try_from(next)
-                        .map_err(|_| LoadError::Encoder(format!("no id left for {name:?}")))?,
-                }
-            }
-        };
-        let holder = token_at
-            .get(&id)
-            .copied()
-            .or_else(|| special_at.get(&id).map(|s| s.as_bytes()));
-        if let Some(holder) = holder.filter(|&h| h != name.as_bytes()) {
-            return Err(LoadError::SpecialId {
-                special: name.clone(),
-                id,
-                holder: holder.to_vec(),
-            });
-        }
-        special_at.insert(id, name);
-        next = next.max(id as u64 + 1);
-        assigned.push((name.clone(), id));
-    }
-    Ok(assigned)
-}
-
 /// An encoder straight from the text of a `.tiktoken` file: ids are the ranks, the
 /// merges are recovered from them ([`recover_merges`]), `specials` get their ids
-/// ([`assign_special_ids`]). What Python's `Tokenizer(ranks inverted,
+/// ([`assign_special_ids`], the CS336 rule). What Python's `Tokenizer(ranks inverted,
 /// merges_from_ranks(ranks), specials, pattern)` builds, without the Python dicts in
 /// between, with the same first error. Returns the specials with their ids, in order.
 pub fn load(
@@ -418,7 +367,20 @@ pub fn load(
         merges => merges.map_err(LoadError::Recover)?,
     };
     let token_at: FxHashMap<u32, &[u8]> = entries.iter().map(|(t, r)| (*r, t.as_slice())).collect();
-    let assigned = assign_special_ids(&token_at, specials)?;
+    let assigned = assign_special_ids(&token_at, specials, Unnumbered::SameBytesOrNext).map_err(
+        |e| match e {
+            SpecialIdError::Taken {
+                special,
+                id,
+                holder,
+            } => LoadError::SpecialId {
+                special,
+                id,
+                holder,
+            },
+            e => LoadError::Encoder(e.message(&|s| format!("{s:?}"), &|b| format!("{b:?}"))),
+        },
+    )?;
     let special_ids: FxHashMap<u32, ()> = assigned.iter().map(|&(_, id)| (id, ())).collect();
     // A special sharing an ordinary token's id takes it over: a merge needing that
     // token cannot be made.

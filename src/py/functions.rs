@@ -1,4 +1,4 @@
-//! Module functions: `.tiktoken` parsing, merges from ranks, and the safe-cut rule for
+//! Module functions: `.tiktoken` parsing, merges from ranks, special-token ids, and the safe-cut rule for
 //! the tests.
 
 use pyo3::prelude::*;
@@ -6,8 +6,9 @@ use pyo3::types::{PyBytes, PyDict};
 
 use rustc_hash::FxHashMap;
 
-use super::errors::{parse_error, recover_error, repr_bytes, value_error};
+use super::errors::{parse_error, recover_error, repr, repr_bytes, value_error};
 use crate::bpe::ranks::{recover_merges, MAX_RANK};
+use crate::bpe::special_ids::{assign_special_ids as assign_special_ids_core, Unnumbered};
 
 /// The contents of a `.tiktoken` file as {token: rank}, in file order; a fault is a
 /// ValueError naming `path` and the line (`io::tiktoken` has the grammar).
@@ -57,6 +58,26 @@ fn merges_from_ranks<'py>(
         .collect())
 }
 
+/// Ids for special tokens given as `(token, id or None)` over the ordinary `vocab`
+/// (`bpe::special_ids`): an unnumbered token takes the id of its own bytes when
+/// `same_bytes` (the CS336 constructor), else the next free id (`with_special_tokens`).
+#[pyfunction]
+fn assign_special_ids(
+    py: Python<'_>,
+    vocab: FxHashMap<u32, Vec<u8>>,
+    special_tokens: Vec<(String, Option<u32>)>,
+    same_bytes: bool,
+) -> PyResult<Vec<(String, u32)>> {
+    let token_at: FxHashMap<u32, &[u8]> = vocab.iter().map(|(&i, t)| (i, &t[..])).collect();
+    let rule = if same_bytes {
+        Unnumbered::SameBytesOrNext
+    } else {
+        Unnumbered::Next
+    };
+    assign_special_ids_core(&token_at, &special_tokens, rule)
+        .map_err(|e| value_error(e.message(&|s| repr(py, s), &|b| repr_bytes(py, b))))
+}
+
 /// Offsets where the built-in patterns allow cutting text (`chunking::is_newline_cut`),
 /// for the tests that check that rule.
 #[pyfunction]
@@ -67,6 +88,7 @@ fn newline_cuts(data: &[u8]) -> Vec<usize> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(assign_special_ids, m)?)?;
     m.add_function(wrap_pyfunction!(newline_cuts, m)?)?;
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(parse_tiktoken, m)?)?;

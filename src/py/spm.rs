@@ -68,6 +68,18 @@ pymethods_with_seam!(SentencePieceModel {
         Ok(PyBytes::new(py, &bytes))
     }
 
+    /// What each id adds to `decode_bytes(ids)` (`spm::decode`); None for a model
+    /// with a denormalizer.
+    fn surfaces<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<i64>,
+    ) -> PyResult<Option<Vec<Bound<'py, PyBytes>>>> {
+        let ids = self.checked_ids(&ids)?;
+        let surfaces = py.detach(|| self.core().surfaces(&ids)).map_err(error)?;
+        Ok(surfaces.map(|all| all.iter().map(|s| PyBytes::new(py, s)).collect()))
+    }
+
     /// Ids -> text, as `SentencePieceProcessor.decode(ids)`; IndexError for an
     /// id outside the vocabulary.
     fn decode(&self, py: Python<'_>, ids: Vec<i64>) -> PyResult<String> {

@@ -27,7 +27,7 @@ use super::SpmError;
 impl SpmModel {
     /// Decodes ids to text; an id outside the vocabulary is an error.
     pub fn decode(&self, ids: &[u32]) -> Result<String, SpmError> {
-        let text = self.decode_with(ids, push_chars)?;
+        let text = self.decode_with(ids, push_chars, None)?;
         let text = String::from_utf8(text).expect("push_chars writes UTF-8");
         Ok(match &self.denormalizer {
             Some(d) => d.normalize(&text),
@@ -40,14 +40,44 @@ impl SpmModel {
         if self.denormalizer.is_some() {
             return self.decode(ids).map(String::into_bytes);
         }
-        self.decode_with(ids, |text, bytes| text.append(bytes))
+        self.decode_with(ids, |text, bytes| text.append(bytes), None)
+    }
+
+    /// What each id adds to [`decode_bytes`](Self::decode_bytes)`(ids)`, so that the
+    /// surfaces joined are exactly those bytes: a control piece adds nothing, the first
+    /// piece no dummy-prefix space. None for a model with a denormalizer, whose rules
+    /// rewrite the joined text as a whole.
+    ///
+    /// ```text
+    /// ["<s>", "▁Hello", "▁world"] -> ["", "Hello", " world"]
+    /// ```
+    pub fn surfaces(&self, ids: &[u32]) -> Result<Option<Vec<Vec<u8>>>, SpmError> {
+        if self.denormalizer.is_some() {
+            return Ok(None);
+        }
+        let mut ends = Vec::with_capacity(ids.len());
+        let text = self.decode_with(ids, |text, bytes| text.append(bytes), Some(&mut ends))?;
+        let mut start = 0;
+        Ok(Some(
+            ends.into_iter()
+                .map(|end| {
+                    let surface = text[start..end].to_vec();
+                    start = end;
+                    surface
+                })
+                .collect(),
+        ))
     }
 
     /// The pieces' surfaces joined; runs of byte pieces go through `push_bytes`.
+    /// With `ends`, pending bytes are pushed after every id and the text's length
+    /// after each id is noted there (for appending `push_bytes` only: sooner pushes
+    /// give the same text).
     fn decode_with(
         &self,
         ids: &[u32],
         push_bytes: impl Fn(&mut Vec<u8>, &mut Vec<u8>),
+        mut ends: Option<&mut Vec<usize>>,
     ) -> Result<Vec<u8>, SpmError> {
         let mut text = Vec::new();
         let mut bytes = Vec::new();
@@ -64,13 +94,17 @@ impl SpmModel {
             let id = self.piece_to_id(&entry.piece);
             if self.kind(id) == PieceType::Byte {
                 bytes.push(byte_of_piece(&entry.piece).expect("byte pieces are checked at load"));
-                continue;
+            } else {
+                push_bytes(&mut text, &mut bytes);
+                if dummy_seen || !text.is_empty() {
+                    strip_dummy = false;
+                }
+                dummy_seen = self.decode_piece(&entry.piece, id, strip_dummy, &mut text);
             }
-            push_bytes(&mut text, &mut bytes);
-            if dummy_seen || !text.is_empty() {
-                strip_dummy = false;
+            if let Some(ends) = ends.as_deref_mut() {
+                push_bytes(&mut text, &mut bytes);
+                ends.push(text.len());
             }
-            dummy_seen = self.decode_piece(&entry.piece, id, strip_dummy, &mut text);
         }
         push_bytes(&mut text, &mut bytes);
         Ok(text)
