@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bytepair
-from bytepair import encodings, formats
+from bytepair import formats
+from bytepair.formats import bundled
 from bytepair.tokenizer import Tokenizer
 
 from conftest import DATA, EOT
@@ -42,7 +43,7 @@ def plain_parse(data: bytes) -> dict[bytes, int]:
 
 @pytest.mark.parametrize("file", BUNDLED_FILES)
 def test_bundled_files_parse_as_a_plain_reading_does(file):
-    data = encodings._bundled_data(file)
+    data = bundled.rank_file_text(file)
     ranks = formats.tiktoken.parse(data, file)
     assert list(ranks.items()) == list(plain_parse(data).items())
 
@@ -181,17 +182,19 @@ def test_errors_name_file_and_line_for_crlf_files(tmp_path):
 def eager_encoding(name: str) -> Tokenizer:
     """The bundled encoding built the general way: parse, merges_from_ranks,
     Tokenizer(vocab, merges, ...)."""
-    file, pattern, specials = encodings._ENCODINGS[name]
-    ranks = formats.tiktoken.parse(encodings._bundled_data(file), file)
+    file, pattern, specials = bundled.ENCODINGS[name]
+    ranks = formats.tiktoken.parse(bundled.rank_file_text(file), file)
     vocab = {rank: token for token, rank in ranks.items()}
     return Tokenizer(vocab, formats.tiktoken.merges_from_ranks(ranks), specials, pattern)
 
 
 def fresh_encoding(name: str) -> Tokenizer:
     """The bundled encoding as get_encoding builds it, not shared with other tests."""
-    file, pattern, specials = encodings._ENCODINGS[name]
-    data = encodings._bundled_data(file)
-    return formats.tiktoken.from_bytes(data, encodings._bundled_path(file), pattern, specials)
+    file, pattern, specials = bundled.ENCODINGS[name]
+    data = bundled.rank_file_text(file)
+    return Tokenizer.from_model(
+        formats.tiktoken.from_bytes(data, bundled.rank_file_path(file), pattern, specials)
+    )
 
 
 @pytest.mark.parametrize("name", ["gpt2", "p50k_base", "cl100k_base", "o200k_base"])

@@ -12,12 +12,10 @@ from bytepair.encodings import (
     get_encoding,
     list_encodings,
 )
-from bytepair.formats import load
 from bytepair.patterns import PATTERNS
 from bytepair.streaming import StreamDecoder
-from bytepair.tokenizer import Tokenizer
+from bytepair.tokenizer import Tokenizer, TrainingStats, load
 from bytepair.training import (
-    TrainingStats,
     train,
     train_bpe,
     train_from_counts,

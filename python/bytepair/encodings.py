@@ -1,9 +1,6 @@
-"""The OpenAI encodings, bundled: gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base,
-o200k_base — byte-for-byte tiktoken's, usable offline.
-
-The rank files ship inside the package (``bytepair/data/*.tiktoken.xz``, OpenAI's
-published files, xz-compressed); nothing is ever downloaded. An encoding is loaded on
-first use and cached for the life of the process.
+"""The OpenAI encodings by name and by model: gpt2, r50k_base, p50k_base, p50k_edit,
+cl100k_base, o200k_base — byte-for-byte tiktoken's, usable offline (the rank files ship
+inside the package: :mod:`bytepair.formats.bundled`).
 
 >>> enc = get_encoding("cl100k_base")                          # doctest: +SKIP
 >>> enc.encode("hello world")                                  # doctest: +SKIP
@@ -12,43 +9,8 @@ first use and cached for the life of the process.
 
 from __future__ import annotations
 
-import lzma
-import threading
-from importlib import resources
-
-from bytepair.formats import tiktoken as tiktoken_format
-from bytepair.patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
+from bytepair.formats import bundled
 from bytepair.tokenizer import Tokenizer
-
-ENDOFTEXT = "<|endoftext|>"
-FIM_PREFIX = "<|fim_prefix|>"
-FIM_MIDDLE = "<|fim_middle|>"
-FIM_SUFFIX = "<|fim_suffix|>"
-ENDOFPROMPT = "<|endofprompt|>"
-
-# name -> (rank file, pattern, special tokens); as tiktoken_ext/openai_public.py defines them.
-_ENCODINGS: dict[str, tuple[str, str, dict[str, int]]] = {
-    "gpt2": ("r50k_base", GPT2_PATTERN, {ENDOFTEXT: 50256}),
-    "r50k_base": ("r50k_base", GPT2_PATTERN, {ENDOFTEXT: 50256}),
-    "p50k_base": ("p50k_base", GPT2_PATTERN, {ENDOFTEXT: 50256}),
-    "p50k_edit": (
-        "p50k_base",
-        GPT2_PATTERN,
-        {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
-    ),
-    "cl100k_base": (
-        "cl100k_base",
-        CL100K_PATTERN,
-        {
-            ENDOFTEXT: 100257,
-            FIM_PREFIX: 100258,
-            FIM_MIDDLE: 100259,
-            FIM_SUFFIX: 100260,
-            ENDOFPROMPT: 100276,
-        },
-    ),
-    "o200k_base": ("o200k_base", O200K_PATTERN, {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
-}
 
 # tiktoken's model tables (tiktoken/model.py).
 MODEL_TO_ENCODING: dict[str, str] = {
@@ -117,52 +79,21 @@ MODEL_PREFIX_TO_ENCODING: dict[str, str] = {
     "ft:babbage-002": "cl100k_base",
 }
 
-_cache: dict[str, Tokenizer] = {}
-_lock = threading.Lock()
-
 
 def list_encodings() -> list[str]:
     """Names of the bundled encodings."""
-    return list(_ENCODINGS)
+    return bundled.names()
 
 
-def bundled_ranks(file: str) -> dict[bytes, int]:
-    """The ranks of a bundled ``.tiktoken`` file: token bytes -> rank."""
-    return tiktoken_format.parse(_bundled_data(file), _bundled_path(file))
-
-
-def _bundled_path(file: str) -> str:
-    return f"bytepair/data/{file}.tiktoken.xz"
-
-
-def _bundled_data(file: str) -> bytes:
-    """The text of a bundled ``.tiktoken`` file (decompressed)."""
-    packed = resources.files("bytepair").joinpath("data", f"{file}.tiktoken.xz")
-    return lzma.decompress(packed.read_bytes())
+_tokenizers: dict[str, Tokenizer] = {}
 
 
 def get_encoding(name: str) -> Tokenizer:
     """A bundled encoding by name (see :func:`list_encodings`), loaded once per process."""
-    if name not in _ENCODINGS:
-        import difflib
-
-        guess = difflib.get_close_matches(name, list(_ENCODINGS), n=1, cutoff=0.5)
-        hint = f"did you mean {guess[0]!r}? " if guess else ""
-        raise ValueError(
-            f"unknown encoding {name!r}; {hint}bundled encodings: {', '.join(_ENCODINGS)}"
-        )
-    with _lock:
-        tok = _cache.get(name)
-        if tok is None:
-            file, pattern, specials = _ENCODINGS[name]
-            # Parsed, merges recovered and the encoder built in the Rust core; the
-            # Python vocab and merges are made only if asked for (Tokenizer.vocab...).
-            tok = tiktoken_format.from_bytes(
-                _bundled_data(file), _bundled_path(file), pattern, specials
-            )
-            tok.name = name
-            _cache[name] = tok
-        return tok
+    tok = _tokenizers.get(name)
+    if tok is None:
+        tok = _tokenizers.setdefault(name, Tokenizer.from_model(bundled.model(name)))
+    return tok
 
 
 def encoding_name_for_model(model: str) -> str:
@@ -174,7 +105,7 @@ def encoding_name_for_model(model: str) -> str:
             return name
     raise KeyError(
         f"no known encoding for model {model!r}; use get_encoding() with one of "
-        f"{', '.join(_ENCODINGS)}"
+        f"{', '.join(bundled.names())}"
     )
 
 

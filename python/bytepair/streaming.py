@@ -46,12 +46,21 @@ class StreamDecoder:
     """
 
     def __init__(self, tokenizer, errors: str = "replace") -> None:
-        self._tokenizer = tokenizer
+        self._model = tokenizer.model
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors=errors)
+        # What a token adds can depend on what came before it, until some text has
+        # been written (SentencePiece drops the first piece's dummy-prefix space): the
+        # ids so far while they wrote nothing, then the last id that wrote something.
+        self._context: list[int] = []
 
     def step(self, token: int) -> str:
         """Adds one token; returns the text completed by it (maybe empty)."""
-        return self._decoder.decode(self._tokenizer.decode_single_token_bytes(token))
+        surface = self._model.surfaces([*self._context, token])[-1]
+        if surface:
+            self._context = [token]
+        elif not self._context or not self._model.surfaces(self._context)[-1]:
+            self._context.append(token)
+        return self._decoder.decode(surface)
 
     def flush(self) -> str:
         """Ends the stream: bytes of an unfinished character come out as U+FFFD."""

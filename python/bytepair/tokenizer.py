@@ -15,12 +15,31 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Literal
 
+from bytepair import formats
 from bytepair import specials as _specials
-from bytepair.models.bpe import BPE
-from bytepair.patterns import pattern_name
+from bytepair.models import BPE, Model, Unsupported
 from bytepair.specials import AllowedSpecial, DisallowedSpecial
+
+
+@dataclass
+class TrainingStats:
+    """What happened during training (``Tokenizer.training_stats`` after training)."""
+
+    bytes_read: int
+    distinct_pretokens: int
+    merges_requested: int
+    merges_done: int
+    count_seconds: float
+    merge_seconds: float
+    # Bad records skipped with skip_bad_records=True (each also reported in a warning).
+    records_skipped: int = 0
+
+    @property
+    def seconds(self) -> float:
+        return self.count_seconds + self.merge_seconds
 
 
 def _without_surrogates(text: str) -> str:
@@ -50,8 +69,6 @@ class Tokenizer:
     [256, 99]
     """
 
-    #: The encoding's name for bundled encodings (``"cl100k_base"``), else None.
-    name: str | None = None
     #: What training measured (a ``TrainingStats``), for tokenizers made by training.
     training_stats = None
 
@@ -65,16 +82,21 @@ class Tokenizer:
         self._model = BPE(vocab, merges, special_tokens, pattern)
 
     @classmethod
-    def from_model(cls, model) -> Tokenizer:
+    def from_model(cls, model: Model) -> Tokenizer:
         """A tokenizer over a model object (see ``bytepair.models``)."""
         tok = cls.__new__(cls)
         tok._model = model
         return tok
 
     @property
-    def model(self):
-        """The model object: its kind (``model.kind``) and data."""
+    def model(self) -> Model:
+        """The model object (``bytepair.models``): its data and what it can do."""
         return self._model
+
+    @property
+    def name(self) -> str | None:
+        """The encoding's name for bundled encodings (``"cl100k_base"``), else None."""
+        return getattr(self._model, "name", None)
 
     @property
     def _core(self):
@@ -85,17 +107,14 @@ class Tokenizer:
     @classmethod
     def load(cls, path: str | os.PathLike, **options) -> Tokenizer:
         """Loads a tokenizer file of any supported format (see :func:`bytepair.load`)."""
-        from bytepair.formats import load
-
         return load(path, **options)
 
     def save(self, path: str | os.PathLike, format: str | None = None, **options) -> None:
         """Writes the tokenizer; the format follows ``format=`` or the path's suffix
-        (``.bytepair`` — ours, the default —, ``.json``, ``.tiktoken``, a folder for
-        ``gpt2`` or ``hf``). See ``bytepair.formats``."""
-        from bytepair.formats import save
-
-        save(self, path, format=format, **options)
+        (``.bytepair`` — ours, the default —, ``.json``, ``.tiktoken``, ``.model``, a
+        folder for ``gpt2`` or ``hf``). A format that cannot hold this kind of model
+        says which can. See ``bytepair.formats``."""
+        formats.save(self._model, path, format=format, **options)
 
     @classmethod
     def from_files(
@@ -107,9 +126,8 @@ class Tokenizer:
     ) -> Tokenizer:
         """Loads GPT-2 style ``vocab.json`` + ``merges.txt`` (or ``encoder.json`` +
         ``vocab.bpe``), tokens in GPT-2's byte-to-unicode notation."""
-        from bytepair.formats import gpt2
-
-        return gpt2.read_files(vocab_path, merges_path, special_tokens, pattern)
+        model = formats.gpt2.read_files(vocab_path, merges_path, special_tokens, pattern)
+        return cls.from_model(model)
 
     @classmethod
     def from_tiktoken(
@@ -122,9 +140,8 @@ class Tokenizer:
         recovered from them. The file holds neither pattern nor special tokens, so pass
         them: ``Tokenizer.from_tiktoken("cl100k_base.tiktoken", "cl100k", {"<|endoftext|>": 100257})``.
         """
-        from bytepair.formats import tiktoken
-
-        return tiktoken.read(path, pattern=pattern, special_tokens=special_tokens)
+        model = formats.tiktoken.read(path, pattern=pattern, special_tokens=special_tokens)
+        return cls.from_model(model)
 
     def save_tiktoken(self, path: str | os.PathLike) -> None:
         """Writes the ordinary tokens as a ``.tiktoken`` file (see ``formats.tiktoken``)."""
@@ -133,9 +150,7 @@ class Tokenizer:
     @classmethod
     def from_hf(cls, path: str | os.PathLike) -> Tokenizer:
         """Loads a Hugging Face ``tokenizer.json`` (or a folder holding one)."""
-        from bytepair.formats import hf
-
-        return hf.read(path)
+        return cls.from_model(formats.hf.read(path))
 
     def save_hf(self, path: str | os.PathLike, **options) -> None:
         """Writes Hugging Face files: a folder (``tokenizer.json``,
@@ -156,12 +171,18 @@ class Tokenizer:
         self.save(folder, format="gpt2", names=names)
 
     def __reduce__(self):
-        # Pickled as our own file format (or a bundled name): unpickling runs only our
-        # constructor, so a tokenizer crosses to worker processes (multiprocessing,
-        # DataLoader workers, datasets.map, Ray) without shipping code.
-        from bytepair.formats import pickling
-
-        return pickling.reduce(self)
+        # Pickled as a bundled name or the text of our own .bytepair format: plain data,
+        # so unpickling runs only our constructor, and a tokenizer crosses to worker
+        # processes (multiprocessing, DataLoader workers, datasets.map, Ray) without
+        # shipping code.
+        state: dict = {"version": 1}
+        if self.name is not None:
+            state["name"] = self.name
+        else:
+            state["bytepair"] = formats.bytepair.to_text(self._model)
+        if self.training_stats is not None:
+            state["training_stats"] = dict(vars(self.training_stats))
+        return restore, (state,)
 
     def __deepcopy__(self, memo):
         return self  # immutable: a copy would be identical in every observable way
@@ -180,7 +201,10 @@ class Tokenizer:
     def merges(self) -> list[tuple[bytes, bytes]]:
         """The merges in rank order, as pairs of bytes (a copy); AttributeError for a
         model kind without merges (SentencePiece merges by piece score)."""
-        return list(self._model.merges)
+        merges = self._model.merges
+        if merges is None:
+            raise AttributeError(self._model.why_not("merges"))
+        return list(merges)
 
     @property
     def special_tokens(self) -> dict[str, int]:
@@ -228,15 +252,7 @@ class Tokenizer:
         if len(self._model.special_tokens) > 3:
             specials += ", ..."
         name = f" name={self.name}" if self.name else ""
-        if self._model.kind != "bpe":
-            return (
-                f"<Tokenizer{name} kind={self._model.kind} vocab_size={self.vocab_size} "
-                f"special_tokens=[{specials}]>"
-            )
-        return (
-            f"<Tokenizer{name} vocab_size={self.vocab_size} merges={self._model.merge_count} "
-            f"pattern={pattern_name(self.pattern)} special_tokens=[{specials}]>"
-        )
+        return f"<Tokenizer{name} {self._model.describe()} special_tokens=[{specials}]>"
 
     def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> Tokenizer:
         """A new tokenizer with more special tokens, e.g. chat markers on cl100k_base:
@@ -306,21 +322,10 @@ class Tokenizer:
             data = text_or_bytes.encode("utf-8")
         else:
             data = bytes(text_or_bytes)
-        token = self._ids_of_bytes().get(data)
+        token = self._model.ids_of_bytes.get(data)
         if token is None:
             raise KeyError(f"{text_or_bytes!r} is not a single token")
         return token
-
-    def _ids_of_bytes(self) -> dict[bytes, int]:
-        ids = self.__dict__.get("_ids_of")
-        if ids is None:
-            special_ids = set(self._model.special_tokens.values())
-            ids = {}
-            for i, t in sorted(self._model.vocab.items(), reverse=True):
-                if i not in special_ids:
-                    ids[t] = i  # the lowest id wins where bytes repeat, as in encoding
-            self.__dict__["_ids_of"] = ids
-        return ids
 
     def encode_with_unstable(
         self,
@@ -328,43 +333,29 @@ class Tokenizer:
         *,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
-    ) -> tuple[list[int], set[tuple[int, ...]]]:
-        """Splits the encoding of a prompt into the tokens more text will not change and
-        candidates for the rest: ``(stable, completions)``.
+    ) -> tuple[list[int], list[list[int]]]:
+        """tiktoken's ``encode_with_unstable``: the tokens of ``text`` that more text
+        cannot change, and the candidate encodings of the rest (``completions``), as
+        tiktoken computes them (its types: a list and a list of lists, the completions
+        sorted here where tiktoken's order is a set's).
 
-        ``stable`` encodes the text before its last pre-token (and before whitespace
-        that more text could join), so ``encode(text + more)`` starts with ``stable`` for
-        any ``more``. ``completions`` holds the rest's encoding as it stands and every
-        single token whose bytes start with the rest's bytes (" fo" -> " fox", ...).
+        The last pre-token (and whitespace tokens before it) is unstable. Its
+        completions are every single token whose bytes start with its bytes, the
+        re-encoding of each cut of it with a token that continues it, and, when it ends
+        in whitespace, its encoding with that character apart.
 
         >>> import bytepair
         >>> stable, completions = bytepair.get_encoding("cl100k_base").encode_with_unstable("hello fo")
-        >>> stable, (39935,) in completions
+        >>> stable, [39935] in completions
         ([15339], True)
         """
-        from bytepair.reference import pretokenize
+        from bytepair import unstable
 
-        allowed, disallowed = self._specials(allowed_special, disallowed_special)
-        self._run("count", text, allowed, disallowed)  # the special-token check, as encode
-        head = 0  # the last piece starts after the last allowed special token
-        for token in allowed:
-            at = text.rfind(token)
-            if at >= 0:
-                head = max(head, at + len(token))
-        pieces = pretokenize(text[head:], self.pattern) if text[head:] else []
-        if pieces:
-            pieces.pop()  # more text can extend or split the last piece
-        while pieces and not pieces[-1].strip():
-            pieces.pop()  # and whitespace before it can join what follows
-        cut = head + sum(len(p) for p in pieces)
-        stable = self._run("encode", text[:cut], allowed, disallowed)
-        rest = text[cut:]
-        completions: set[tuple[int, ...]] = set()
-        if rest:
-            completions.add(tuple(self._run("encode", rest, allowed, disallowed)))
-            start = rest.encode("utf-8", "replace")
-            completions.update((i,) for t, i in self._ids_of_bytes().items() if t.startswith(start))
-        return stable, completions
+        allowed, _ = self._specials(allowed_special, disallowed_special)
+        tokens = self.encode(
+            text, allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
+        return unstable.split(self._model, text, tokens, allowed)
 
     def encode_batch(
         self,
@@ -504,8 +495,9 @@ class Tokenizer:
         ids = list(ids)
         try:
             return self._core.decode_bytes(ids)
-        except (OverflowError, TypeError):
-            bad = next(i for i in ids if not isinstance(i, int) or not 0 <= i < 2**32)
+        except (OverflowError, TypeError, IndexError, KeyError):
+            vocab = self._model.vocab
+            bad = next(i for i in ids if not isinstance(i, int) or i not in vocab)
             raise KeyError(f"unknown token id {bad!r}") from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
@@ -522,14 +514,15 @@ class Tokenizer:
         return [self.decode_single_token_bytes(t) for t in tokens]
 
     def decode_with_offsets(self, tokens: Iterable[int]) -> tuple[str, list[int]]:
-        """The text and, for each token, the index of the character it starts in (a
-        token that starts inside a character points at that character).
+        """The text (as ``decode``, strictly) and, for each token, the index of the
+        character it starts in (a token that starts inside a character points at that
+        character; a token that adds no text, the character after).
 
         >>> import bytepair
         >>> bytepair.get_encoding("cl100k_base").decode_with_offsets([15339, 1917])
         ('hello world', [0, 5])
         """
-        pieces = self.decode_tokens_bytes(tokens)
+        pieces = self._model.surfaces(list(tokens))
         offsets, chars = [], 0
         for piece in pieces:
             # A UTF-8 continuation byte (10xxxxxx) first: the token begins mid-character.
@@ -563,3 +556,50 @@ class Tokenizer:
         """The bytes of every ordinary (non-special) token, sorted."""
         special = set(self._model.special_tokens.values())
         return sorted(t for i, t in self._model.vocab.items() if i not in special)
+
+
+def load(
+    path_or_name: str | os.PathLike,
+    *,
+    format: str | None = None,
+    pattern: str | None = None,
+    special_tokens=None,
+    add_bos: bool | None = None,
+    add_eos: bool | None = None,
+) -> Tokenizer:
+    """A tokenizer from a bundled encoding name (``"cl100k_base"``), a ``.bytepair``
+    file, a ``tokenizer.json`` (or a folder holding one), a ``.tiktoken`` file (give
+    ``pattern`` and ``special_tokens``: the format holds neither), a GPT-2 folder or a
+    SentencePiece ``.model``. ``add_bos`` / ``add_eos`` (SentencePiece models only) put
+    ``<s>`` / ``</s>`` around every text, overriding what the file says.
+
+    >>> import bytepair
+    >>> bytepair.load("gpt2").encode("hello")
+    [31373]
+    """
+    model = formats.read(
+        path_or_name,
+        format=format,
+        pattern=pattern,
+        special_tokens=special_tokens,
+        add_bos=add_bos,
+        add_eos=add_eos,
+    )
+    return Tokenizer.from_model(model)
+
+
+def restore(state: dict) -> Tokenizer:
+    """A pickled tokenizer back (the inverse of ``Tokenizer.__reduce__``)."""
+    if state.get("version") != 1:
+        raise ValueError(f"pickled tokenizer of unknown version {state.get('version')!r}")
+    if "name" in state:
+        model = formats.bundled.model(state["name"])
+    else:
+        model = formats.bytepair.from_bytes(state["bytepair"].encode("utf-8"), "<pickle>")
+    tok = Tokenizer.from_model(model)
+    if "training_stats" in state:
+        tok.training_stats = TrainingStats(**state["training_stats"])
+    return tok
+
+
+__all__ = ["Tokenizer", "TrainingStats", "Unsupported", "load", "restore"]

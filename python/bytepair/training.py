@@ -24,7 +24,7 @@ from bytepair.patterns import resolve_pattern
 from bytepair.runners import check_engine
 from bytepair.shards.one_file import _block_kwargs
 from bytepair.sources import is_dataset, open_sources
-from bytepair.tokenizer import Tokenizer, _threads, _without_surrogates
+from bytepair.tokenizer import Tokenizer, TrainingStats, _threads, _without_surrogates
 
 # Documents from an iterator are sent to the core in batches of about this many chars.
 _BATCH_CHARS = 8 << 20
@@ -32,24 +32,6 @@ _BATCH_CHARS = 8 << 20
 _PART_CHARS = 1 << 20
 # Token ids are 32-bit in the core.
 MAX_VOCAB_SIZE = 1 << 32
-
-
-@dataclass
-class TrainingStats:
-    """What happened during training (``Tokenizer.training_stats`` after training)."""
-
-    bytes_read: int
-    distinct_pretokens: int
-    merges_requested: int
-    merges_done: int
-    count_seconds: float
-    merge_seconds: float
-    # Bad records skipped with skip_bad_records=True (each also reported in a warning).
-    records_skipped: int = 0
-
-    @property
-    def seconds(self) -> float:
-        return self.count_seconds + self.merge_seconds
 
 
 @dataclass(frozen=True)

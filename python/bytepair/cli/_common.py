@@ -110,22 +110,23 @@ def load_tokenizer(args, spec: str | None = None):
     from pathlib import Path
 
     from bytepair.encodings import list_encodings
-    from bytepair.formats import detect, load
+    from bytepair.formats import detect
+    from bytepair.tokenizer import load
 
     spec = spec or args.tokenizer
     specials = parse_specials(getattr(args, "special", []) or [])
     pattern = getattr(args, "pattern", None)
     path = Path(spec)
     # Detected once here and handed to load, which would otherwise read the head again.
-    kind = detect(path) if path.exists() and spec not in list_encodings() else None
-    if kind == "tiktoken":
+    fmt = detect(path) if path.exists() and spec not in list_encodings() else None
+    if fmt == "tiktoken":
         if pattern is None:
             raise ValueError(
                 f"{spec}: a .tiktoken file holds no pre-tokenizer pattern; pass --pattern "
                 "(gpt2, cl100k, o200k or a regex) and its special tokens with --special TOKEN=ID"
             )
-        return load(spec, format=kind, pattern=pattern, special_tokens=specials)
-    tok = load(spec, format=kind, pattern=pattern if path.is_dir() else None)
+        return load(spec, format=fmt, pattern=pattern, special_tokens=specials)
+    tok = load(spec, format=fmt, pattern=pattern if path.is_dir() else None)
     if specials:
         tok = tok.with_special_tokens(specials)
     return tok

@@ -1,4 +1,4 @@
-"""Tokenizer files: one module per format, and one loader and one saver over them.
+"""Tokenizer files: one module per format, and one reader and one writer over them.
 
 - :mod:`~bytepair.formats.bytepair` — ours (``.bytepair``): pattern, special tokens and
   merges in one readable JSON file;
@@ -10,9 +10,12 @@
   Mistral);
 - :mod:`~bytepair.formats.gpt2` — GPT-2's ``vocab.json`` + ``merges.txt`` (or
   ``encoder.json`` + ``vocab.bpe``) folders;
-- :mod:`~bytepair.formats.pickling` — what ``pickle`` stores (our own format, never code).
+- :mod:`~bytepair.formats.bundled` — the encodings that ship inside the package.
 
-:func:`load` recognises a bundled encoding name or a file by its *content* (the suffix
+Formats read files into models (``bytepair.models``) and write models to files; the
+``Tokenizer`` wraps what they read. Each module says which model classes it writes in
+its ``WRITERS`` table, so a new model kind is a new entry there, not a new ``if``.
+:func:`read` recognises a bundled encoding name or a file by its *content* (the suffix
 only breaks ties); :func:`save` picks the writer by ``format=`` or the suffix. Readers
 never run code (no eval, no pickle); a problem is an error naming the file and the
 line or entry at fault. Writers go through a temporary file and a rename.
@@ -24,17 +27,21 @@ import difflib
 import os
 from pathlib import Path
 
+from bytepair.formats import bundled, gpt2, hf, sentencepiece, tiktoken
 from bytepair.formats import bytepair as bytepair_format
-from bytepair.formats import gpt2, hf, sentencepiece, tiktoken
+from bytepair.models import Model, Unsupported
+from bytepair.models.base import registered
 
-#: Format names, as ``format=`` and ``bytepair convert --to`` take them.
-FORMATS = ("bytepair", "tiktoken", "hf", "gpt2", "sentencepiece")
-_BY_SUFFIX = {
-    ".bytepair": "bytepair",
-    ".tiktoken": "tiktoken",
-    ".json": "hf",
-    ".model": "sentencepiece",
+#: The format modules by name, as ``format=`` and ``bytepair convert --to`` take them.
+MODULES = {
+    "bytepair": bytepair_format,
+    "tiktoken": tiktoken,
+    "hf": hf,
+    "gpt2": gpt2,
+    "sentencepiece": sentencepiece,
 }
+FORMATS = tuple(MODULES)
+_BY_SUFFIX = {suffix: name for name, module in MODULES.items() for suffix in module.SUFFIXES}
 
 
 def _check_format(format: str | None) -> None:
@@ -56,14 +63,9 @@ def detect(path: str | os.PathLike) -> str:
         )
     with open(path, "rb") as f:
         head = f.read(1 << 16)
-    if bytepair_format.sniff(head):
-        return "bytepair"
-    if hf.sniff(head):
-        return "hf"
-    if sentencepiece.sniff(head):
-        return "sentencepiece"
-    if tiktoken.sniff(head):
-        return "tiktoken"
+    for name in ("bytepair", "hf", "sentencepiece", "tiktoken"):
+        if MODULES[name].sniff(head):
+            return name
     if head.lstrip().startswith(b"{") and path.name in ("vocab.json", "encoder.json"):
         raise ValueError(f"{path}: a GPT-2 vocabulary alone; load the folder holding it")
     if path.suffix in _BY_SUFFIX:
@@ -75,9 +77,7 @@ def detect(path: str | os.PathLike) -> str:
 
 
 def _unknown_name(name: str) -> str:
-    from bytepair.encodings import list_encodings
-
-    names = list_encodings()
+    names = bundled.names()
     guess = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
     if not guess:
         guess = [n for n in names if n.startswith(name) or name.startswith(n.split("_")[0])]
@@ -85,7 +85,7 @@ def _unknown_name(name: str) -> str:
     return f"{name}: no such tokenizer file or bundled encoding{hint}"
 
 
-def load(
+def read(
     path_or_name: str | os.PathLike,
     *,
     format: str | None = None,
@@ -93,51 +93,33 @@ def load(
     special_tokens=None,
     add_bos: bool | None = None,
     add_eos: bool | None = None,
-):
-    """A tokenizer from a bundled encoding name (``"cl100k_base"``), a ``.bytepair``
-    file, a ``tokenizer.json`` (or a folder holding one), a ``.tiktoken`` file (give
-    ``pattern`` and ``special_tokens``: the format holds neither), a GPT-2 folder or a
-    SentencePiece ``.model``. ``add_bos`` / ``add_eos`` (SentencePiece models only) put
-    ``<s>`` / ``</s>`` around every text, overriding what the file says.
-
-    >>> import bytepair
-    >>> bytepair.load("gpt2").encode("hello")
-    [31373]
-    """
-    from bytepair.encodings import get_encoding, list_encodings
-
+) -> Model:
+    """The model in a bundled encoding (by name), a file or a folder (see
+    :func:`bytepair.load`, which wraps it in a ``Tokenizer``)."""
     _check_format(format)
     path = Path(path_or_name)
-    if isinstance(path_or_name, str) and path_or_name in list_encodings() and not path.exists():
-        if add_bos is not None or add_eos is not None:
-            raise ValueError(
-                f"{path_or_name}: add_bos and add_eos are options of SentencePiece models"
-            )
-        return get_encoding(path_or_name)
-    if not path.exists():
-        raise FileNotFoundError(_unknown_name(str(path_or_name)))
-    kind = format or detect(path)
-    tok = _read(path, kind, pattern, special_tokens)
-    if add_bos is None and add_eos is None:
-        return tok
-    if tok.model.kind != "sentencepiece":
-        raise ValueError(f"{path}: add_bos and add_eos are options of SentencePiece models")
-    return type(tok).from_model(tok.model.with_options(add_bos=add_bos, add_eos=add_eos))
-
-
-def _read(path: Path, kind: str, pattern, special_tokens):
-    if kind == "tiktoken":
-        given = tiktoken.MISSING if pattern is None else pattern
-        return tiktoken.read(path, pattern=given, special_tokens=special_tokens)
-    if kind == "gpt2":
-        return gpt2.read(path, pattern=pattern, special_tokens=special_tokens)
-    if pattern is not None or special_tokens is not None:
-        raise ValueError(f"{path}: a {kind} file holds its own pattern and special tokens")
-    if kind == "hf":
-        return hf.read(path)
-    if kind == "sentencepiece":
-        return sentencepiece.read(path)
-    return bytepair_format.read(path)
+    options = {k: v for k, v in (("add_bos", add_bos), ("add_eos", add_eos)) if v is not None}
+    if isinstance(path_or_name, str) and path_or_name in bundled.names() and not path.exists():
+        model = bundled.model(path_or_name)
+        where = path_or_name
+    else:
+        if not path.exists():
+            raise FileNotFoundError(_unknown_name(str(path_or_name)))
+        name = format or detect(path)
+        if name == "tiktoken":
+            given = tiktoken.MISSING if pattern is None else pattern
+            model = tiktoken.read(path, pattern=given, special_tokens=special_tokens)
+        elif name == "gpt2":
+            model = gpt2.read(path, pattern=pattern, special_tokens=special_tokens)
+        elif pattern is not None or special_tokens is not None:
+            raise ValueError(f"{path}: a {name} file holds its own pattern and special tokens")
+        else:
+            model = MODULES[name].read(path)
+        where = str(path)
+    try:
+        return model.with_options(**options)
+    except Unsupported as e:
+        raise Unsupported(f"{where}: {e}") from None
 
 
 def format_for_path(path: str | os.PathLike, format: str | None = None) -> str:
@@ -158,20 +140,32 @@ def format_for_path(path: str | os.PathLike, format: str | None = None) -> str:
     )
 
 
-def save(tok, path: str | os.PathLike, format: str | None = None, **options) -> None:
-    """Writes ``tok`` to ``path`` in ``format`` (default: by suffix; see
+def writer(format: str, model: Model, path: str | os.PathLike | None = None):
+    """The function of ``format`` that writes ``model``'s class, or :class:`Unsupported`
+    naming the formats that can hold it."""
+    found = registered(MODULES[format].WRITERS, model)
+    if found is not None:
+        return found
+    can = [name for name, module in MODULES.items() if registered(module.WRITERS, model)]
+    where = f"{path}: " if path is not None else ""
+    suffix = Path(path).suffix if path is not None else ""
+    how = (
+        f"the {suffix} suffix means the {format} format"
+        if suffix in _BY_SUFFIX and _BY_SUFFIX[suffix] == format
+        else f"the {format} format"
+    )
+    raise Unsupported(
+        f"{where}{how}, which cannot hold this {model.kind} model; save it to a .bytepair "
+        f"path, or keep the name and pass format= one of {', '.join(can)}"
+    )
+
+
+def save(model: Model, path: str | os.PathLike, format: str | None = None, **options) -> None:
+    """Writes ``model`` to ``path`` in ``format`` (default: by suffix; see
     :func:`format_for_path`). Options go to the writer (``hf``: ``eos_token``...;
     ``gpt2``: ``names``)."""
-    kind = format_for_path(path, format)
-    if kind == "hf":
-        hf.write(tok, path, **options)
-    elif kind == "gpt2":
-        gpt2.write(tok, path, **options)
-    elif options:
-        raise TypeError(f"the {kind} format takes no options ({', '.join(options)})")
-    elif kind == "tiktoken":
-        tiktoken.write(tok, path)
-    elif kind == "sentencepiece":
-        sentencepiece.write(tok, path)
-    else:
-        bytepair_format.write(tok, path)
+    name = format_for_path(path, format)
+    write = writer(name, model, path)
+    if options and name not in ("hf", "gpt2"):
+        raise TypeError(f"the {name} format takes no options ({', '.join(options)})")
+    write(model, path, **options)

@@ -34,6 +34,9 @@ from pathlib import Path
 
 from bytepair._files import atomic_write
 from bytepair.formats.byte_table import str_to_token, token_to_str
+from bytepair.models import BPE, Model, SentencePiece, Unsupported
+from bytepair.models.base import registered
+from bytepair.models.bpe import canonical_vocab
 
 FORMAT_NAME = "bytepair"
 FORMAT_VERSION = 1
@@ -136,24 +139,19 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
     return {"merges": merges, "special_tokens": specials, "pattern": pattern, "vocab": vocab}
 
 
-def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>"):
-    """A Tokenizer from a ``.bytepair`` file's bytes."""
-    from bytepair.models.bpe import canonical_vocab
-    from bytepair.tokenizer import Tokenizer
-
+def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>") -> Model:
+    """The model in a ``.bytepair`` file's bytes."""
     if b'"model": "sentencepiece"' in raw[:4096]:
         return _sentencepiece_from_text(raw, path)
     doc = loads(raw, path)
     vocab = doc["vocab"] if doc["vocab"] is not None else canonical_vocab(doc["merges"])
     try:
-        return Tokenizer(vocab, doc["merges"], doc["special_tokens"], doc["pattern"])
+        return BPE(vocab, doc["merges"], doc["special_tokens"], doc["pattern"])
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
 
 
-def _sentencepiece_from_text(raw: bytes, path):
-    from bytepair.formats import sentencepiece
-
+def _sentencepiece_from_text(raw: bytes, path) -> SentencePiece:
     doc = json.loads(raw)
     if doc.get("version") != FORMAT_VERSION or "sentencepiece_model" not in doc:
         raise ValueError(f'{path}: a sentencepiece .bytepair file needs "sentencepiece_model"')
@@ -162,10 +160,10 @@ def _sentencepiece_from_text(raw: bytes, path):
     except ValueError:
         raise ValueError(f'{path}: "sentencepiece_model" is not base64') from None
     options = {"add_bos": bool(doc.get("add_bos")), "add_eos": bool(doc.get("add_eos"))}
-    return sentencepiece.from_bytes(data, path, **options)
+    return SentencePiece.from_bytes(data, str(path), **options)
 
 
-def _sentencepiece_text(model) -> str:
+def _sentencepiece_text(model: SentencePiece) -> str:
     doc = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -177,13 +175,7 @@ def _sentencepiece_text(model) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def to_text(tok) -> str:
-    """The ``.bytepair`` text of a tokenizer (see the module docstring)."""
-    model = tok.model
-    if model.kind == "sentencepiece":
-        return _sentencepiece_text(model)
-    if model.kind != "bpe":
-        raise ValueError(f"the .bytepair format holds byte-level BPE models, not {model.kind!r}")
+def _bpe_text(model: BPE) -> str:
     special_ids = set(model.special_tokens.values())
     vocab = None
     if not model.has_canonical_ids():
@@ -191,11 +183,26 @@ def to_text(tok) -> str:
     return dumps(model.merges, model.special_tokens, model.pattern, vocab)
 
 
-def read(path: str | os.PathLike):
+#: The text of each model class in this format.
+TEXT = {BPE: _bpe_text, SentencePiece: _sentencepiece_text}
+
+
+def to_text(model: Model) -> str:
+    """The ``.bytepair`` text of a model (see the module docstring)."""
+    text = registered(TEXT, model)
+    if text is None:
+        raise Unsupported(f"the .bytepair format cannot hold this {model.kind} model")
+    return text(model)
+
+
+def read(path: str | os.PathLike) -> Model:
     """Loads a ``.bytepair`` file."""
     return from_bytes(Path(path).read_bytes(), path)
 
 
-def write(tok, path: str | os.PathLike) -> None:
+def write(model: Model, path: str | os.PathLike) -> None:
     """Writes a ``.bytepair`` file (through a temporary file and a rename)."""
-    atomic_write(path, to_text(tok).encode("utf-8"))
+    atomic_write(path, to_text(model).encode("utf-8"))
+
+
+WRITERS = dict.fromkeys(TEXT, write)

@@ -13,8 +13,11 @@ from pathlib import Path
 
 from bytepair._files import atomic_write
 from bytepair.formats.byte_table import str_to_token, token_to_str
+from bytepair.models import BPE
 
 NAMES = (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))
+#: A GPT-2 folder has no suffix: :func:`bytepair.formats.format_for_path` picks it for folders.
+SUFFIXES: tuple[str, ...] = ()
 
 
 def find_files(folder: str | os.PathLike) -> tuple[Path, Path] | None:
@@ -56,12 +59,10 @@ def read_vocab_and_merges(vocab_path: str | os.PathLike, merges_path: str | os.P
     return vocab, merges
 
 
-def read_files(vocab_path, merges_path, special_tokens=None, pattern: str | None = "gpt2"):
-    """A Tokenizer from the two files (special tokens given by the caller)."""
-    from bytepair.tokenizer import Tokenizer
-
+def read_files(vocab_path, merges_path, special_tokens=None, pattern: str | None = "gpt2") -> BPE:
+    """The model in the two files (special tokens given by the caller)."""
     vocab, merges = read_vocab_and_merges(vocab_path, merges_path)
-    return Tokenizer(vocab, merges, special_tokens, pattern)
+    return BPE(vocab, merges, special_tokens, pattern)
 
 
 def folder_specials(folder: Path, vocab: dict[int, bytes]) -> dict[str, int]:
@@ -94,11 +95,9 @@ def _json(path: Path):
         raise ValueError(f"{path}: not valid JSON ({e})") from None
 
 
-def read(folder: str | os.PathLike, pattern: str | None = None, special_tokens=None):
+def read(folder: str | os.PathLike, pattern: str | None = None, special_tokens=None) -> BPE:
     """Loads a GPT-2 folder (``vocab.json`` + ``merges.txt`` or ``encoder.json`` +
     ``vocab.bpe``), its special tokens from the folder's config files unless given."""
-    from bytepair.tokenizer import Tokenizer
-
     folder = Path(folder)
     found = find_files(folder)
     if found is None:
@@ -109,7 +108,7 @@ def read(folder: str | os.PathLike, pattern: str | None = None, special_tokens=N
     if special_tokens is None:
         special_tokens = folder_specials(folder, vocab)
     try:
-        return Tokenizer(vocab, merges, special_tokens, pattern or "gpt2")
+        return BPE(vocab, merges, special_tokens, pattern or "gpt2")
     except ValueError as e:
         raise ValueError(f"{folder}: {e}") from None
 
@@ -137,25 +136,27 @@ def json_bytes(doc) -> bytes:
     return (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
-def write(tok, folder: str | os.PathLike, names: tuple[str, str] = NAMES[0], **options) -> None:
+def write(
+    model: BPE, folder: str | os.PathLike, names: tuple[str, str] = NAMES[0], **options
+) -> None:
     """Writes ``vocab.json`` ({token: id}, special tokens as their literal text) and
     ``merges.txt`` (``#version: 0.2`` then one "left right" merge a line) into folder,
     created if needed, and the special tokens in ``tokenizer_config.json`` +
     ``special_tokens_map.json`` (see ``formats.hf.write_config``)."""
     from bytepair.formats import hf
 
-    model = tok.model
-    if model.kind != "bpe":
-        raise ValueError(f"GPT-2 files hold byte-level BPE models, not {model.kind!r}")
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise NotADirectoryError(f"{folder}: exists and is not a folder")
     vocab_name, merges_name = names
     strings = token_strings(model.vocab, model.special_tokens, f"{folder / vocab_name}: ")
     lines = ["#version: 0.2"] + [token_to_str(a) + " " + token_to_str(b) for a, b in model.merges]
-    config = hf.config_files(tok, tokenizer_class=None, **options)
+    config = hf.config_files(model, tokenizer_class=None, **options)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write(folder / vocab_name, json_bytes(strings))
     atomic_write(folder / merges_name, ("\n".join(lines) + "\n").encode("utf-8"))
     for name, doc in config.items():
         atomic_write(folder / name, json_bytes(doc))
+
+
+WRITERS = {BPE: write}

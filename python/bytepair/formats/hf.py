@@ -18,6 +18,8 @@ from bytepair._files import atomic_write
 from bytepair.formats import hf_sentencepiece
 from bytepair.formats.byte_table import str_to_token, token_to_str
 from bytepair.formats.gpt2 import json_bytes, token_strings
+from bytepair.models import BPE, Model, SentencePiece
+from bytepair.models.base import registered
 
 SUFFIXES = (".json",)
 
@@ -66,7 +68,7 @@ def added_token(i: int, content: str, special: bool = True) -> dict:
     }
 
 
-def tokenizer_json(tok) -> dict:
+def tokenizer_json(model: BPE) -> dict:
     """The ``tokenizer.json`` document of a byte-level BPE tokenizer.
 
     ``tokenizers.Tokenizer.from_file`` loads it and encodes text to the same ids as
@@ -75,9 +77,6 @@ def tokenizer_json(tok) -> dict:
     by ``ByteLevel`` (no regex of its own), and the model is a plain ``BPE``. Special
     tokens also appear in the model's vocab (as GPT-2's file has them).
     """
-    model = tok.model
-    if model.kind != "bpe":
-        raise ValueError(f"this writer handles byte-level BPE models, not {model.kind!r}")
     special_tokens = dict(model.special_tokens)
     strings = token_strings(model.vocab, special_tokens, "tokenizer.json: ")
     byte_level = {
@@ -132,7 +131,7 @@ def tokenizer_json(tok) -> dict:
 
 
 def config_files(
-    tok,
+    model: Model,
     *,
     tokenizer_class: str | None = "PreTrainedTokenizerFast",
     eos_token: str | None = "<|endoftext|>",
@@ -144,9 +143,7 @@ def config_files(
     """``tokenizer_config.json`` and ``special_tokens_map.json`` for a tokenizer: every
     special token in ``added_tokens_decoder``, and the roles transformers reads
     (``eos_token`` defaults to ``<|endoftext|>`` when the tokenizer has it)."""
-    specials = tok.special_tokens
-    if tok.model.kind == "sentencepiece":  # <unk> is a piece of its own kind, not CONTROL
-        specials[tok.model.id_to_piece(tok.model.unk_id)] = tok.model.unk_id
+    specials = registered(CONFIG_SPECIALS, model)(model)
     roles = {"bos_token": bos_token, "eos_token": eos_token, "unk_token": unk_token}
     roles["pad_token"] = pad_token
     for role, token in list(roles.items()):
@@ -188,12 +185,11 @@ def config_files(
     return {"tokenizer_config.json": config, "special_tokens_map.json": special_map}
 
 
-def write(tok, path: str | os.PathLike, **options) -> None:
+def write(model: Model, path: str | os.PathLike, **options) -> None:
     """A ``.json`` path gets ``tokenizer.json`` alone; any other path is a folder
     (created if needed) with ``tokenizer.json`` and the two config files."""
     path = Path(path)
-    spm = tok.model.kind == "sentencepiece"
-    doc = hf_sentencepiece.tokenizer_json(tok) if spm else tokenizer_json(tok)
+    doc = registered(JSON, model)(model)
     if path.suffix == ".json":
         if options:
             raise ValueError(
@@ -204,9 +200,8 @@ def write(tok, path: str | os.PathLike, **options) -> None:
         return
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"{path}: exists and is not a folder")
-    if spm:
-        options = {"eos_token": None, **hf_sentencepiece.config_roles(tok), **options}
-    config = config_files(tok, **options)
+    options = {**registered(ROLE_DEFAULTS, model)(model), **options}
+    config = config_files(model, **options)
     path.mkdir(parents=True, exist_ok=True)
     atomic_write(path / "tokenizer.json", json_bytes(doc))
     for name, content in config.items():
@@ -292,8 +287,8 @@ def read_tokenizer_json(
     pattern: str | None = None
     byte_level = None
     for n, pre in enumerate(pretokenizers):
-        kind = pre.get("type")
-        if kind == "Split" and byte_level is None and pattern is None:
+        component = pre.get("type")
+        if component == "Split" and byte_level is None and pattern is None:
             if pre.get("behavior") != "Isolated" or pre.get("invert"):
                 raise fail(
                     f"pre-tokenizer Split with behavior {pre.get('behavior')!r} and invert "
@@ -306,11 +301,11 @@ def read_tokenizer_json(
                 pattern = re.escape(spec["String"])
             else:
                 raise fail(f"pre-tokenizer Split has no pattern: {pre!r}")
-        elif kind == "ByteLevel" and byte_level is None and n == len(pretokenizers) - 1:
+        elif component == "ByteLevel" and byte_level is None and n == len(pretokenizers) - 1:
             byte_level = pre
         else:
             raise fail(
-                f"pre-tokenizer {kind} (at position {n}) is not supported; bytepair reads "
+                f"pre-tokenizer {component} (at position {n}) is not supported; bytepair reads "
                 "byte-level BPE files: [Split] then ByteLevel"
             )
     if byte_level is None:
@@ -388,10 +383,8 @@ def read_tokenizer_json(
     return vocab, merges, specials, pattern
 
 
-def read(path: str | os.PathLike):
+def read(path: str | os.PathLike) -> Model:
     """Loads a ``tokenizer.json`` file, or a folder holding one."""
-    from bytepair.tokenizer import Tokenizer
-
     path = Path(path)
     if path.is_dir():
         path = path / "tokenizer.json"
@@ -400,6 +393,20 @@ def read(path: str | os.PathLike):
         return hf_sentencepiece.from_doc(doc, path)
     vocab, merges, special_tokens, pattern = read_tokenizer_json(path, doc)
     try:
-        return Tokenizer(vocab, merges, special_tokens, pattern)
+        return BPE(vocab, merges, special_tokens, pattern)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
+
+
+# Per model kind: the tokenizer.json document, the roles (bos/eos/unk) the config files
+# get by default, and the special tokens they list.
+JSON = {BPE: tokenizer_json, SentencePiece: hf_sentencepiece.tokenizer_json}
+ROLE_DEFAULTS = {
+    BPE: lambda model: {},
+    SentencePiece: lambda model: {"eos_token": None, **hf_sentencepiece.config_roles(model)},
+}
+CONFIG_SPECIALS = {
+    BPE: lambda model: dict(model.special_tokens),
+    SentencePiece: hf_sentencepiece.config_specials,
+}
+WRITERS = dict.fromkeys(JSON, write)

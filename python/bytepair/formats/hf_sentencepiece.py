@@ -22,6 +22,7 @@ import base64
 import os
 
 from bytepair.formats.sentencepiece import build
+from bytepair.models import SentencePiece
 
 SPACE = "\u2581"
 #: Where the exact ``.model`` travels inside a ``tokenizer.json``.
@@ -43,7 +44,7 @@ def is_sentencepiece(doc: dict) -> bool:
 
 def _merges(pieces: list[tuple[str, float, str]]) -> list[list[str]]:
     """Every cut of a NORMAL piece into two NORMAL pieces, best-scoring piece first."""
-    ids = {p: i for i, (p, _, kind) in enumerate(pieces) if kind == "NORMAL"}
+    ids = {p: i for i, (p, _, piece_type) in enumerate(pieces) if piece_type == "NORMAL"}
     found = []
     for piece, i in ids.items():
         for cut in range(1, len(piece)):
@@ -75,10 +76,9 @@ def _template(model) -> dict | None:
     }
 
 
-def tokenizer_json(tok) -> dict:
+def tokenizer_json(model: SentencePiece) -> dict:
     """The ``tokenizer.json`` of a SentencePiece tokenizer (see the module docstring);
     ValueError for a normalizer HF's components cannot express exactly."""
-    model = tok.model
     settings = model.core.settings()
     inexact = [
         what
@@ -100,9 +100,9 @@ def tokenizer_json(tok) -> dict:
     from bytepair.formats.hf import added_token
 
     added = [
-        added_token(i, piece, special=kind != "USER_DEFINED")
-        for i, (piece, _, kind) in enumerate(pieces)
-        if kind in ("UNKNOWN", "CONTROL", "USER_DEFINED")
+        added_token(i, piece, special=piece_type != "USER_DEFINED")
+        for i, (piece, _, piece_type) in enumerate(pieces)
+        if piece_type in ("UNKNOWN", "CONTROL", "USER_DEFINED")
     ]
     decoders = [
         {"type": "Replace", "pattern": {"String": SPACE}, "content": " "},
@@ -141,9 +141,8 @@ def tokenizer_json(tok) -> dict:
     }
 
 
-def config_roles(tok) -> dict[str, str | None]:
+def config_roles(model: SentencePiece) -> dict[str, str | None]:
     """bos/eos/unk for ``tokenizer_config.json``: the model's own pieces."""
-    model = tok.model
     settings = model.core.settings()
     return {
         "bos_token": settings["bos_piece"] if model.bos_id is not None else None,
@@ -184,22 +183,26 @@ def _add_dummy_prefix(doc: dict, fail) -> bool:
             scheme = "always" if pre.get("add_prefix_space", True) else "never"
         dummy = scheme != "never"
     for norm in _components(doc.get("normalizer"), "normalizers"):
-        kind = norm.get("type")
-        if kind == "Prepend" and norm.get("prepend") == SPACE:
+        component = norm.get("type")
+        if component == "Prepend" and norm.get("prepend") == SPACE:
             dummy = True
-        elif kind == "Replace" and norm.get("content") == SPACE:
+        elif component == "Replace" and norm.get("content") == SPACE:
             dummy = bool(dummy)
         else:
-            raise fail(f"normalizer {kind} is not supported for a SentencePiece-style BPE")
+            raise fail(f"normalizer {component} is not supported for a SentencePiece-style BPE")
     if dummy is None:
         raise fail("neither a Metaspace pre-tokenizer nor a Replace(' ', '▁') normalizer")
     return dummy
 
 
-def from_doc(doc: dict, path: str | os.PathLike):
-    """A Tokenizer of the ``sentencepiece`` kind from a parsed ``tokenizer.json``."""
-    from bytepair.models.sentencepiece import SentencePiece
-    from bytepair.tokenizer import Tokenizer
+def config_specials(model: SentencePiece) -> dict[str, int]:
+    """The special tokens ``tokenizer_config.json`` lists: the CONTROL pieces and
+    ``<unk>`` (a piece of its own type)."""
+    return {**model.special_tokens, model.id_to_piece(model.unk_id): model.unk_id}
+
+
+def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
+    """The SentencePiece model in a parsed ``tokenizer.json``."""
 
     def fail(message: str):
         return ValueError(f"{path}: {message}")
@@ -216,7 +219,7 @@ def from_doc(doc: dict, path: str | os.PathLike):
     if EMBEDDED in model:
         embedded = SentencePiece.from_bytes(base64.b64decode(model[EMBEDDED]), str(path), **options)
         if [p for p, _, _ in embedded.pieces] == by_id:
-            return Tokenizer.from_model(embedded)
+            return embedded
     added = {t["id"]: t for t in doc.get("added_tokens") or []}
     unk = model.get("unk_token") or "<unk>"
     byte_fallback = bool(model.get("byte_fallback"))
@@ -231,15 +234,15 @@ def from_doc(doc: dict, path: str | os.PathLike):
     pieces = []
     for i, piece in enumerate(by_id):
         if piece == unk:
-            kind = "UNKNOWN"
+            piece_type = "UNKNOWN"
         elif i in added:
-            kind = "CONTROL" if added[i].get("special") else "USER_DEFINED"
+            piece_type = "CONTROL" if added[i].get("special") else "USER_DEFINED"
         elif byte_fallback and len(piece) == 6 and piece.startswith("<0x") and piece[5] == ">":
-            kind = "BYTE"
+            piece_type = "BYTE"
         else:
-            kind = "NORMAL"
-        score = -float(first_rank.get(piece, len(merges) + i)) if kind == "NORMAL" else 0.0
-        pieces.append((piece, score, kind))
+            piece_type = "NORMAL"
+        score = -float(first_rank.get(piece, len(merges) + i)) if piece_type == "NORMAL" else 0.0
+        pieces.append((piece, score, piece_type))
     data = build(
         pieces,
         byte_fallback=byte_fallback,
@@ -248,4 +251,4 @@ def from_doc(doc: dict, path: str | os.PathLike):
         bos_piece=bos,
         eos_piece=eos,
     )
-    return Tokenizer.from_model(SentencePiece.from_bytes(data, str(path), **options))
+    return SentencePiece.from_bytes(data, str(path), **options)

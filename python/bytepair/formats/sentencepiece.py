@@ -18,6 +18,7 @@ import struct
 from pathlib import Path
 
 from bytepair._files import atomic_write
+from bytepair.models import SentencePiece
 
 SUFFIXES = (".model",)
 #: sentencepiece's piece types, by their number in the protobuf.
@@ -35,32 +36,23 @@ def sniff(head: bytes) -> bool:
     return at + 1 < len(head) and head[at + 1] == 0x0A
 
 
-def from_bytes(data: bytes, path: str | os.PathLike = "<bytes>", **options):
-    """A Tokenizer from a ``.model`` file's bytes; options: ``add_bos``, ``add_eos``."""
-    from bytepair.models.sentencepiece import SentencePiece
-    from bytepair.tokenizer import Tokenizer
-
-    return Tokenizer.from_model(SentencePiece.from_bytes(data, str(path), **options))
+def from_bytes(data: bytes, path: str | os.PathLike = "<bytes>", **options) -> SentencePiece:
+    """The model in a ``.model`` file's bytes; options: ``add_bos``, ``add_eos``."""
+    return SentencePiece.from_bytes(data, str(path), **options)
 
 
-def read(path: str | os.PathLike, **options):
+def read(path: str | os.PathLike, **options) -> SentencePiece:
     """Loads a ``.model`` file (ValueError naming the file, and the byte offset when
     it is corrupt)."""
     return from_bytes(Path(path).read_bytes(), path, **options)
 
 
-def model_of(tok):
-    """The SentencePiece model of ``tok``, or ValueError naming its kind."""
-    if tok.model.kind != "sentencepiece":
-        raise ValueError(
-            f"a .model file holds a SentencePiece model, not a {tok.model.kind!r} model"
-        )
-    return tok.model
-
-
-def write(tok, path: str | os.PathLike) -> None:
+def write(model: SentencePiece, path: str | os.PathLike) -> None:
     """Writes the ``.model`` file (identical to the one the model was loaded from)."""
-    atomic_write(path, model_of(tok).to_bytes())
+    atomic_write(path, model.to_bytes())
+
+
+WRITERS = {SentencePiece: write}
 
 
 # -- writing a ModelProto from parts ------------------------------------------------------
@@ -99,10 +91,10 @@ def build(
     """The ``.model`` bytes of a BPE model with these pieces ((piece, score, type) in
     id order) and an identity normalizer."""
     out = bytearray()
-    for piece, score, kind in pieces:
+    for piece, score, piece_type in pieces:
         body = _field(1, piece) + _field(2, float(score))
-        if kind != "NORMAL":
-            body += _field(3, TYPES[kind])
+        if piece_type != "NORMAL":
+            body += _field(3, TYPES[piece_type])
         out += _field(1, body)
     trainer = _field(3, 2) + _field(4, len(pieces))  # model_type BPE, vocab_size
     trainer += _field(35, byte_fallback)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bytepair import _core
 from bytepair._files import atomic_write
+from bytepair.models.bpe import BPE, special_items
 from bytepair.patterns import resolve_pattern
 
 SUFFIXES = (".tiktoken",)
@@ -67,25 +68,22 @@ def merges_from_ranks(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     return _core.merges_from_ranks(ranks)
 
 
-def from_bytes(data: bytes, path: str, pattern: str | None, special_tokens=None):
-    """A Tokenizer from a ``.tiktoken`` file's bytes (``path`` names it in errors).
+def from_bytes(data: bytes, path: str, pattern: str | None, special_tokens=None) -> BPE:
+    """The model in a ``.tiktoken`` file's bytes (``path`` names it in errors).
 
     The Rust core parses the file, recovers the merges, gives the special tokens their
     ids and builds the encoder in one step, with no Python dicts in between.
     """
-    from bytepair.models.bpe import BPE, special_items
-    from bytepair.tokenizer import Tokenizer
-
     regex = resolve_pattern(pattern)
     core, specials = _core.Encoder.from_tiktoken(data, path, special_items(special_tokens), regex)
-    return Tokenizer.from_model(BPE.from_core(core, dict(specials), regex))
+    return BPE.from_core(core, dict(specials), regex)
 
 
 #: ``read``'s default: the pattern must be given (None means "no pre-tokenization").
 MISSING = "<missing>"
 
 
-def read(path: str | os.PathLike, pattern: str | None = MISSING, special_tokens=None):
+def read(path: str | os.PathLike, pattern: str | None = MISSING, special_tokens=None) -> BPE:
     """Loads a ``.tiktoken`` file; ``pattern`` is required (the file holds none)."""
     if pattern is MISSING:
         raise ValueError(
@@ -95,7 +93,7 @@ def read(path: str | os.PathLike, pattern: str | None = MISSING, special_tokens=
     return from_bytes(Path(path).read_bytes(), str(path), pattern, special_tokens)
 
 
-def write(tok, path: str | os.PathLike) -> None:
+def write(model: BPE, path: str | os.PathLike) -> None:
     """Writes the ordinary tokens, each token's id its rank.
 
     tiktoken merges by rank, so the ids must give back exactly this tokenizer's merges;
@@ -103,7 +101,6 @@ def write(tok, path: str | os.PathLike) -> None:
     makes) this is a ValueError and nothing is written. The pattern and special tokens
     are not part of the format: pass them to tiktoken (or ``bytepair.load``) yourself.
     """
-    model = tok.model
     special_ids = set(model.special_tokens.values())
     ranks: dict[bytes, int] = {}
     for i, token in sorted(model.vocab.items()):
@@ -132,3 +129,6 @@ def write(tok, path: str | os.PathLike) -> None:
             f"but the ranks imply {theirs!r}, so tiktoken would encode differently"
         )
     write_ranks(path, ranks)
+
+
+WRITERS = {BPE: write}

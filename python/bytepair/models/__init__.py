@@ -1,15 +1,17 @@
-"""Model kinds behind the one :class:`~bytepair.Tokenizer` class.
+"""Model kinds behind the one :class:`~bytepair.Tokenizer` class, and the interface
+they share (:class:`Model`, in :mod:`bytepair.models.base`).
 
-A model is data (what a file stores) plus its compiled core (``model.core``), an
-object of ``bytepair._core`` with one method set for every kind: ``encode``,
-``encode_to_bytes``, ``count``, ``encode_batch``, ``encode_batch_to_bytes``,
-``encode_prefix``, ``encode_file``, ``decode_bytes``, ``max_id`` and ``vocab_len``.
-``Tokenizer`` only ever calls that set, so a second model kind (SentencePiece-style
-code-point BPE) is a new module here, not an ``if`` in the tokenizer.
+- :mod:`bytepair.models.bpe`: byte-level BPE (GPT-2, tiktoken, CS336, minbpe);
+- :mod:`bytepair.models.sentencepiece`: SentencePiece-style code-point BPE with byte
+  fallback (Llama 2, Mistral).
 
-- :mod:`bytepair.models.bpe`: byte-level BPE (GPT-2, tiktoken, CS336, minbpe).
+A second model kind is a new module here, not an ``if`` in the tokenizer: the
+tokenizer, the formats and the reports ask the model (its data, ``surfaces``,
+``with_special_tokens``...), never its kind.
 """
 
+from bytepair.models.base import Model, Unsupported
 from bytepair.models.bpe import BPE
+from bytepair.models.sentencepiece import SentencePiece
 
-__all__ = ["BPE"]
+__all__ = ["BPE", "Model", "SentencePiece", "Unsupported"]

@@ -9,9 +9,11 @@ built in Rust, and most programs never ask for ``vocab``).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cached_property
 
 from bytepair import _core
-from bytepair.patterns import resolve_pattern
+from bytepair.models.base import Unsupported, ids_of_bytes
+from bytepair.patterns import pattern_name, resolve_pattern
 
 
 class BPE:
@@ -21,6 +23,8 @@ class BPE:
     bytes must be there), ``merges`` the merges in order as pairs of bytes (the
     CS336 form). ``special_tokens`` is a list of strings (each gets its id in
     ``vocab`` if its bytes are there, else the next free id) or a dict ``{token: id}``.
+    Special-token ids are given by the core (``_core.assign_special_ids``), the one
+    place that gives them for every way a model is built.
     """
 
     kind = "bpe"
@@ -32,16 +36,17 @@ class BPE:
         special_tokens: Iterable[str] | dict[str, int] | None = None,
         pattern: str | None = "gpt2",
     ) -> None:
-        self._vocab: dict[int, bytes] | None = {int(i): bytes(t) for i, t in vocab.items()}
+        vocab = {int(i): bytes(t) for i, t in vocab.items()}
         self._merges: list[tuple[bytes, bytes]] | None = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern = resolve_pattern(pattern)
-        self.special_tokens = self._assign_special_ids(special_tokens)
+        self.special_tokens = dict(
+            _core.assign_special_ids(vocab, special_items(special_tokens), True)
+        )
+        for t, i in self.special_tokens.items():
+            vocab.setdefault(i, t.encode("utf-8"))
+        self._vocab: dict[int, bytes] | None = vocab
         special_ids = set(self.special_tokens.values())
-        # Lowest id wins when bytes repeat (training can make the same bytes twice).
-        ids_of: dict[bytes, int] = {}
-        for i in sorted(self._vocab, reverse=True):
-            if i not in special_ids:
-                ids_of[self._vocab[i]] = i
+        ids_of = ids_of_bytes(vocab, special_ids)
         merge_ids = []
         for n, (a, b) in enumerate(self._merges):
             try:
@@ -50,7 +55,7 @@ class BPE:
                 raise ValueError(
                     f"merge #{n} ({a!r}, {b!r}) uses {e.args[0]!r}, which is not in the vocabulary"
                 ) from None
-        ordinary = {i: t for i, t in self._vocab.items() if i not in special_ids}
+        ordinary = {i: t for i, t in vocab.items() if i not in special_ids}
         self.core = _core.Encoder(ordinary, merge_ids, self.special_tokens, self.pattern)
 
     @classmethod
@@ -63,26 +68,6 @@ class BPE:
         model.special_tokens = special_tokens
         model.core = core
         return model
-
-    def _assign_special_ids(self, special_tokens) -> dict[str, int]:
-        specials: dict[str, int] = {}
-        by_bytes = None
-        for t, i in special_items(special_tokens):
-            token = t.encode("utf-8")
-            if i is None:
-                if by_bytes is None:
-                    by_bytes = {b: j for j, b in sorted(self.vocab.items(), reverse=True)}
-                i = by_bytes.get(token)
-                if i is None:
-                    i = max(self.vocab, default=-1) + 1
-                    by_bytes[token] = i
-            if self.vocab.setdefault(i, token) != token:
-                raise ValueError(
-                    f"special token {t!r} has id {i}, which the vocabulary gives to "
-                    f"{self.vocab[i]!r}"
-                )
-            specials[t] = i
-        return specials
 
     @property
     def vocab(self) -> dict[int, bytes]:
@@ -116,11 +101,23 @@ class BPE:
     def max_token_value(self) -> int:
         return self.core.max_id() if self._vocab is None else max(self._vocab)
 
+    @cached_property
+    def ids_of_bytes(self) -> dict[bytes, int]:
+        """Ordinary token bytes -> id (the lowest id where bytes repeat, as in encoding)."""
+        return ids_of_bytes(self.vocab, self.special_tokens.values())
+
+    #: Every byte is a token: nothing falls back to bytes.
+    byte_fallback_ids: frozenset[int] = frozenset()
+
     def token_bytes(self, token: int) -> bytes:
         try:
             return self.vocab[token]
-        except KeyError:
-            raise KeyError(f"unknown token id {token}") from None
+        except (KeyError, TypeError):
+            raise KeyError(f"unknown token id {token!r}") from None
+
+    def surfaces(self, ids: list[int]) -> list[bytes]:
+        """Each token's bytes: a byte-level token always adds exactly its bytes."""
+        return [self.token_bytes(i) for i in ids]
 
     def has_canonical_ids(self) -> bool:
         """True when ids are the layout training makes: bytes 0-255, merge i = 256 + i."""
@@ -129,27 +126,38 @@ class BPE:
         return ordinary == canonical_vocab(self.merges)
 
     def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> BPE:
-        """The same model with more special tokens (a new model; this one is unchanged)."""
-        specials = dict(self.special_tokens)
-        if isinstance(special_tokens, dict):
-            extra = dict(special_tokens)
-        else:
-            if isinstance(special_tokens, str):
-                raise TypeError("special_tokens must be a list of strings, not a single string")
-            free = max(self.max_token_value + 1, 0)
-            extra = {}
-            for t in special_tokens:
-                if t not in specials and t not in extra:
-                    extra[t] = free
-                    free += 1
-        for t, i in extra.items():
-            if t in specials and specials[t] != i:
-                raise ValueError(f"special token {t!r} already has id {specials[t]}, not {i}")
-        specials.update(extra)
-        ordinary = {
-            i: t for i, t in self.vocab.items() if i not in set(self.special_tokens.values())
-        }
+        """The same model with more special tokens (a new model; this one is unchanged).
+        A token given without an id gets the next free one."""
+        extra = special_items(special_tokens)
+        for t, i in extra:
+            if i is not None and self.special_tokens.get(t, i) != i:
+                raise ValueError(
+                    f"special token {t!r} already has id {self.special_tokens[t]}, not {i}"
+                )
+        items = list(self.special_tokens.items()) + extra
+        specials = dict(_core.assign_special_ids(self.vocab, items, False))
+        special_ids = set(self.special_tokens.values())
+        ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
         return BPE(ordinary, self.merges, specials, self.pattern)
+
+    def with_options(self, **options) -> BPE:
+        if not options:
+            return self
+        raise Unsupported(f"{', '.join(options)}: {self.why_not('options')}")
+
+    def describe(self) -> str:
+        return (
+            f"vocab_size={self.vocab_size} merges={self.merge_count} "
+            f"pattern={pattern_name(self.pattern)}"
+        )
+
+    def why_not(self, what: str) -> str:
+        if what == "options":
+            return (
+                "a byte-level BPE model has no such option (add_bos and add_eos are "
+                "options of SentencePiece models)"
+            )
+        return f"a byte-level BPE model cannot give {what}"
 
 
 def canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:

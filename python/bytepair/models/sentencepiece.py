@@ -33,6 +33,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from bytepair import _core
+from bytepair.models.base import Unsupported, ids_of_bytes
 
 #: The whitespace mark of normalized text.
 SPACE = "\u2581"
@@ -73,8 +74,12 @@ class SentencePiece:
         """The ``.model`` bytes (identical to the file a loaded model came from)."""
         return self.core.to_bytes()
 
-    def with_options(self, *, add_bos: bool | None = None, add_eos: bool | None = None):
+    def with_options(
+        self, *, add_bos: bool | None = None, add_eos: bool | None = None
+    ) -> SentencePiece:
         """The same model with other ``add_bos`` / ``add_eos`` (a new model)."""
+        if add_bos is None and add_eos is None:
+            return self
         bos = self.add_bos if add_bos is None else add_bos
         eos = self.add_eos if add_eos is None else add_eos
         return SentencePiece.from_bytes(self.to_bytes(), add_bos=bos, add_eos=eos)
@@ -108,11 +113,19 @@ class SentencePiece:
         """id -> the bytes of the piece (see the module docstring)."""
         return {i: piece_bytes(p, kind) for i, (p, _, kind) in enumerate(self.pieces)}
 
-    @property
-    def merges(self):
-        raise AttributeError(
-            "a SentencePiece model has no merges: it merges pieces by score (see model.pieces)"
-        )
+    #: None: a SentencePiece model merges pieces by score, not by a list of merges.
+    merges = None
+
+    @cached_property
+    def ids_of_bytes(self) -> dict[bytes, int]:
+        """The bytes of NORMAL, USER_DEFINED and BYTE pieces -> id (lowest id first)."""
+        others = [i for i, (_, _, kind) in enumerate(self.pieces) if kind in _NOT_TEXT]
+        return ids_of_bytes(self.vocab, others)
+
+    @cached_property
+    def byte_fallback_ids(self) -> frozenset[int]:
+        """The BYTE pieces (``<0x0A>``...), what text without a piece falls back to."""
+        return frozenset(i for i, (_, _, kind) in enumerate(self.pieces) if kind == "BYTE")
 
     @property
     def vocab_size(self) -> int:
@@ -137,19 +150,19 @@ class SentencePiece:
     def token_bytes(self, token: int) -> bytes:
         try:
             return self.vocab[token]
-        except KeyError:
-            raise KeyError(f"unknown token id {token}") from None
+        except (KeyError, TypeError):
+            raise KeyError(f"unknown token id {token!r}") from None
 
     def surfaces(self, ids: list[int]) -> list[bytes]:
-        """What each id adds to ``decode_bytes(ids)``: its bytes, but nothing for a
-        control piece and without the dummy-prefix space on the first piece
+        """What each id adds to ``decode_bytes(ids)``, exactly: nothing for a control
+        piece, " ⁇ " for ``<unk>``, no dummy-prefix space on the first piece
         (Mistral: ``<s> ▁Hello ▁world`` -> ``[b"", b"Hello", b" world"]``)."""
-        out, first = [], self.core.settings()["add_dummy_prefix"]
+        ids = list(ids)
         for i in ids:
-            data = b"" if self.pieces[i][2] == "CONTROL" else self.token_bytes(i)
-            if first and data:
-                data, first = data.removeprefix(b" "), False
-            out.append(data)
+            self.token_bytes(i)  # KeyError naming an unknown id, as decode_bytes
+        out = self.core.surfaces(ids)
+        if out is None:
+            raise Unsupported(self.why_not("token surfaces"))
         return out
 
     def normalize(self, text: str) -> str:
@@ -167,7 +180,28 @@ class SentencePiece:
         return self.core.id_to_piece(token)
 
     def with_special_tokens(self, special_tokens) -> SentencePiece:
-        raise ValueError(
-            "a SentencePiece model's special tokens are its CONTROL pieces; add pieces "
-            "when training it (control_symbols=...)"
-        )
+        raise Unsupported(self.why_not("new special tokens"))
+
+    def describe(self) -> str:
+        return f"kind={self.kind} vocab_size={self.vocab_size}"
+
+    def why_not(self, what: str) -> str:
+        if what == "merges":
+            return (
+                "a SentencePiece model has no merges: it merges pieces by score (see model.pieces)"
+            )
+        if what == "new special tokens":
+            return (
+                "a SentencePiece model's special tokens are its CONTROL pieces; add pieces "
+                "when training it (control_symbols=...)"
+            )
+        if what == "token surfaces":
+            return (
+                "this SentencePiece model has denormalization rules, which rewrite the "
+                "decoded text as a whole: a token's own text is not defined"
+            )
+        return f"a SentencePiece model cannot give {what}"
+
+
+#: Piece types that stand for no text of their own (not found by their bytes).
+_NOT_TEXT = ("CONTROL", "UNKNOWN", "UNUSED")

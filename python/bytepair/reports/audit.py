@@ -182,20 +182,18 @@ def audit(
 
 
 def _notes(tok) -> list[str]:
-    if tok.model.kind == "bpe":
+    if tok.model.merges is not None:
         return []
     return [
-        f"a {tok.model.kind} model has no merges: the checks 'unreachable', 'split by "
-        "pattern' and 'absorbed' are skipped"
+        f"{tok.model.why_not('merges')}: the checks 'unreachable', 'split by pattern' and "
+        "'absorbed' are skipped"
     ]
 
 
 def _lowest_ids(ordinary: dict[int, bytes], tok) -> dict[bytes, int]:
     """bytes -> the id encoding gives them (the lowest, where bytes repeat; for
     SentencePiece a byte piece only where no other piece has the bytes)."""
-    fallback = set()
-    if tok.model.kind == "sentencepiece":
-        fallback = {i for i, (_, _, kind) in enumerate(tok.model.pieces) if kind == "BYTE"}
+    fallback = tok.model.byte_fallback_ids
     lowest: dict[bytes, int] = {}
     for i in sorted(ordinary, key=lambda i: (i in fallback, i), reverse=True):
         lowest[ordinary[i]] = i
@@ -205,7 +203,7 @@ def _lowest_ids(ordinary: dict[int, bytes], tok) -> dict[bytes, int]:
 def _tokenizer_reasons(tok, ordinary, lowest, flag) -> set[int]:
     """Flags what the tokenizer alone shows; returns the ids it never produces."""
     never: set[int] = set()
-    merges = tok.model.merges if tok.model.kind == "bpe" else None
+    merges = tok.model.merges
     if merges is not None:
         made = {a + b for a, b in merges}
         unreachable = {merges[n][0] + merges[n][1] for n in unreachable_merges(merges)}
@@ -247,7 +245,7 @@ def _corpus_reasons(tok, ordinary, lowest, counts, threshold, never, found, flag
     # Each occurrence of a token built by merge (a, b) built one a and one b; parents
     # come later in merge order, so one pass from the last merge down adds them up.
     triples = []
-    for a, b in tok.model.merges if tok.model.kind == "bpe" else ():
+    for a, b in tok.model.merges or ():
         parent = lowest.get(a + b)
         if parent is not None and parent not in never:
             triples.append((parent, lowest[a], lowest[b]))

@@ -122,7 +122,7 @@ def vocab_stats(tok) -> VocabStats:
     longest = sorted((i for i in vocab if i not in specials), key=lambda i: (-len(vocab[i]), i))
     return VocabStats(
         vocab_size=tok.vocab_size,
-        merges=len(tok.model.merges) if tok.model.kind == "bpe" else None,
+        merges=None if tok.model.merges is None else len(tok.model.merges),
         special=len(specials),
         by_length=dict(sorted(by_length.items())),
         by_kind=dict(by_kind),

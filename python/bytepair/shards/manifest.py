@@ -28,7 +28,7 @@ def tokenizer_spec(tok) -> dict:
         return {"name": tok.name}
     from bytepair.formats import bytepair as bytepair_format
 
-    return {"bytepair": bytepair_format.to_text(tok)}
+    return {"bytepair": bytepair_format.to_text(tok.model)}
 
 
 def tokenizer_from_spec(spec: dict, where: str):
@@ -39,8 +39,10 @@ def tokenizer_from_spec(spec: dict, where: str):
         return get_encoding(spec["name"])
     if "bytepair" in spec:
         from bytepair.formats import bytepair as bytepair_format
+        from bytepair.tokenizer import Tokenizer
 
-        return bytepair_format.from_bytes(spec["bytepair"].encode("utf-8"), where)
+        model = bytepair_format.from_bytes(spec["bytepair"].encode("utf-8"), where)
+        return Tokenizer.from_model(model)
     raise ValueError(f"{where}: 'tokenizer' holds neither 'name' nor 'bytepair'")
 
 

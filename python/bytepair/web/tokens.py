@@ -47,7 +47,7 @@ def _merge_table(tok) -> dict[bytes, tuple[bytes, bytes]]:
     with _merge_lock:  # built once per tokenizer, kept beside its other lookup tables
         table = tok.__dict__.get("_merged_from")
         if table is None:
-            merges = tok.model.merges if getattr(tok.model, "kind", None) == "bpe" else []
+            merges = tok.model.merges or []
             table = {a + b: (a, b) for a, b in reversed(merges)}
             tok.__dict__["_merged_from"] = table
         return table
@@ -59,7 +59,7 @@ def merge_of(tok, token: bytes) -> dict | None:
     pair = _merge_table(tok).get(token)
     if pair is None:
         return None
-    ids = tok._ids_of_bytes()
+    ids = tok.model.ids_of_bytes
     left, right = pair
     return {
         "left": ids.get(left),
@@ -85,8 +85,7 @@ def encode_view(tok, text: str, **special_options) -> dict:
     starts = char_starts(text)
     # Where each token falls in the text: its bytes, or (SentencePiece) what it adds
     # to the decoded text, which drops the dummy-prefix space.
-    surfaces = getattr(tok.model, "surfaces", None)
-    placed = surfaces(ids) if surfaces else [tok.decode_single_token_bytes(i) for i in ids]
+    placed = tok.model.surfaces(ids)
     tokens, at = [], 0
     for i, surface in zip(ids, placed):
         data = tok.decode_single_token_bytes(i)

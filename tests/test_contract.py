@@ -1,0 +1,298 @@
+"""The Tokenizer contract, one suite over every kind of model we load: each public
+method either works — and agrees with ``encode`` / ``decode`` — or raises one clear
+error (``bytepair.models.Unsupported``, a ValueError) saying why this kind cannot.
+
+Kinds: a bundled encoding (cl100k_base), a trained byte-level BPE, a Hugging Face
+byte-level ``tokenizer.json`` (GPT-2's), and a SentencePiece BPE loaded from its
+``.model`` and from its ``tokenizer.json`` (trained here by the sentencepiece library).
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bytepair
+from bytepair import formats
+from bytepair.models import Unsupported
+
+from conftest import DATA, EOT
+
+TEXTS = [
+    "",
+    "Hello world",
+    " leading space and  two  spaces",
+    "tabs\tand\nnew lines\n\n",
+    "unicode: café, 日本語, emoji 🎉 and ﷽",
+    "numbers 1234567 and code: def f(x): return x**2",
+    "   ",
+]
+
+
+@pytest.fixture(scope="session")
+def spm_model_path(tmp_path_factory) -> Path:
+    """A small SentencePiece BPE, trained by the sentencepiece library itself."""
+    spm = pytest.importorskip("sentencepiece", reason="sentencepiece is not installed")
+    folder = tmp_path_factory.mktemp("spm")
+    spm.SentencePieceTrainer.train(
+        input=str(DATA / "tinystories_sample.txt"),
+        model_prefix=str(folder / "small"),
+        model_type="bpe",
+        vocab_size=400,
+        byte_fallback=True,
+        normalization_rule_name="identity",
+        remove_extra_whitespaces=False,
+        control_symbols=["<ctl>"],
+        minloglevel=2,
+    )
+    return folder / "small.model"
+
+
+def _spm_json(spm_model_path: Path, folder: Path) -> bytepair.Tokenizer:
+    path = folder / "spm.json"
+    bytepair.load(spm_model_path).save(path)
+    return bytepair.load(path)
+
+
+KINDS = ["bundled-bpe", "trained-bpe", "hf-bpe", "spm-model", "spm-json"]
+
+
+@pytest.fixture(scope="session", params=KINDS)
+def tok(request, tinystories_tokenizer, tmp_path_factory) -> bytepair.Tokenizer:
+    kind = request.param
+    if kind == "bundled-bpe":
+        return bytepair.get_encoding("cl100k_base")
+    if kind == "trained-bpe":
+        return tinystories_tokenizer
+    if kind == "hf-bpe":
+        return bytepair.load(DATA / "gpt2" / "tokenizer.json")
+    path = request.getfixturevalue("spm_model_path")
+    if kind == "spm-model":
+        return bytepair.load(path)
+    return _spm_json(path, tmp_path_factory.mktemp("spm-json"))
+
+
+def has_merges(tok) -> bool:
+    return tok.model.merges is not None
+
+
+# -- encoding ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_every_encode_variant_gives_the_ids_of_encode(tok, text):
+    ids = tok.encode(text)
+    assert tok.encode_ordinary(text) == ids
+    assert tok.count_tokens(text) == len(ids)
+    assert tok.encode_to_numpy(text).tolist() == ids
+    assert tok.encode_batch([text, text], num_threads=2) == [ids, ids]
+    assert tok.encode_ordinary_batch([text]) == [ids]
+    flat, offsets = tok.encode_batch_to_numpy([text, "x", text], num_threads=2)
+    assert flat[offsets[0] : offsets[1]].tolist() == ids
+    assert flat[offsets[2] : offsets[3]].tolist() == ids
+    assert list(tok.encode_iterable(iter(text))) == ids  # one character at a time
+    assert [i for chunk in tok.encode_chunks([text[:3], text[3:]]) for i in chunk] == ids
+
+
+def test_text_spelling_a_special_token_is_refused_by_default_and_encoded_when_allowed(tok):
+    if not tok.special_tokens:
+        pytest.skip("this tokenizer has no special tokens")
+    special, i = next(iter(tok.special_tokens.items()))
+    with pytest.raises(ValueError, match="special token .* is not allowed here"):
+        tok.encode(f"a {special} b")
+    assert i in tok.encode(f"a {special} b", allowed_special="all")
+    assert i not in tok.encode(f"a {special} b", disallowed_special=())
+    assert tok.encode_single_token(special) == i
+    assert tok.is_special_token(i)
+
+
+def test_a_single_token_round_trips_through_encode_single_token(tok):
+    data = tok.decode_single_token_bytes(tok.encode("Hello")[0])
+    assert tok.encode_single_token(data) in tok.encode("Hello") or tok.decode_bytes(
+        [tok.encode_single_token(data)]
+    ).endswith(data.strip())
+    with pytest.raises(KeyError, match="not a single token"):
+        tok.encode_single_token(b"\x00not a token\x00" * 3)
+
+
+def test_encode_with_unstable_is_tiktokens_or_refused_by_name(tok):
+    if has_merges(tok):
+        stable, completions = tok.encode_with_unstable("Hello wor")
+        ids = tok.encode("Hello wor")
+        assert ids[: len(stable)] == stable
+        assert ids[len(stable) :] in completions
+        assert all(isinstance(c, list) for c in completions)
+    else:
+        with pytest.raises(Unsupported, match="tiktoken's, for byte-level BPE"):
+            tok.encode_with_unstable("Hello wor")
+
+
+def test_encode_file_writes_the_ids_of_encode(tok, tmp_path):
+    text = "\n".join(TEXTS[1:]) * 3
+    src = tmp_path / "in.txt"
+    src.write_text(text, encoding="utf-8")
+    n = tok.encode_file(src, tmp_path / "out.bin", num_threads=2)
+    dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
+    got = np.fromfile(tmp_path / "out.bin", dtype=dtype).tolist()
+    assert n == len(got) and got == tok.encode(text)
+
+
+# -- decoding ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_decode_variants_agree_with_decode(tok, text):
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text
+    assert tok.decode_bytes(ids) == text.encode("utf-8")
+    assert tok.decode_batch([ids, ids]) == [text, text]
+    assert tok.decode_bytes_batch([ids]) == [text.encode("utf-8")]
+    assert tok.decode(np.array(ids, dtype=np.uint32)) == text
+    assert b"".join(tok.model.surfaces(ids)) == tok.decode_bytes(ids)
+    assert "".join(tok.decode_stream(ids)) == text
+    decoded, offsets = tok.decode_with_offsets(ids)
+    assert decoded == text
+    assert len(offsets) == len(ids)
+    assert offsets == sorted(offsets) and all(0 <= o <= len(text) for o in offsets)
+
+
+def test_decoding_an_unknown_id_names_it(tok):
+    bad = tok.n_vocab + 7
+    with pytest.raises(KeyError, match=str(bad)):
+        tok.decode_bytes([bad])
+    with pytest.raises(KeyError, match=str(bad)):
+        tok.decode_single_token_bytes(bad)
+    with pytest.raises(KeyError, match=str(bad)):
+        tok.decode_with_offsets([bad])
+
+
+def test_decode_with_offsets_points_each_token_at_its_first_character(tok):
+    text = "Hello wide world"
+    ids = tok.encode(text)
+    decoded, offsets = tok.decode_with_offsets(ids)
+    surfaces = tok.model.surfaces(ids)
+    for o, surface in zip(offsets, surfaces):
+        if surface.strip():
+            assert decoded[o:].encode("utf-8").startswith(surface.lstrip(b" ")) or decoded[
+                o:
+            ].encode("utf-8").startswith(surface)
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(max_size=60))
+def test_generated_text_round_trips_in_every_kind(tok, text):
+    ids = tok.encode(text, disallowed_special=())
+    assert tok.decode(ids) == text
+    assert "".join(tok.decode_stream(ids)) == text
+    assert tok.decode_with_offsets(ids)[0] == text
+
+
+# -- the model's data ----------------------------------------------------------------------
+
+
+def test_the_data_properties_are_consistent(tok):
+    vocab = tok.vocab
+    assert tok.vocab_size == len(vocab)
+    assert tok.max_token_value == max(vocab) and tok.n_vocab == tok.max_token_value + 1
+    assert all(vocab[i] == t.encode("utf-8") for t, i in tok.special_tokens.items())
+    assert tok.special_tokens_set == set(tok.special_tokens)
+    assert tok.token_byte_values() == sorted(
+        t for i, t in vocab.items() if i not in tok.special_tokens.values()
+    )
+    assert tok.model.kind in repr(tok) or "merges=" in repr(tok)
+    if has_merges(tok):
+        assert len(tok.merges) == tok.model.merge_count
+    else:
+        with pytest.raises(AttributeError, match="no merges"):
+            _ = tok.merges
+
+
+def test_with_special_tokens_adds_them_or_says_why_not(tok):
+    if has_merges(tok):
+        more = tok.with_special_tokens(["<|new|>"])
+        new_id = more.special_tokens["<|new|>"]
+        assert new_id == tok.max_token_value + 1
+        assert more.encode("a<|new|>", allowed_special="all")[-1] == new_id
+        assert "<|new|>" not in tok.special_tokens  # the original is unchanged
+    else:
+        with pytest.raises(Unsupported, match="CONTROL pieces"):
+            tok.with_special_tokens(["<|new|>"])
+
+
+def test_options_exist_where_the_kind_has_them(tok):
+    if has_merges(tok):
+        with pytest.raises(Unsupported, match="add_bos"):
+            tok.model.with_options(add_bos=True)
+    else:
+        with_bos = bytepair.Tokenizer.from_model(tok.model.with_options(add_bos=True))
+        assert with_bos.encode("Hello")[0] == tok.model.bos_id
+
+
+# -- files and pickles -------------------------------------------------------------------
+
+
+def test_pickle_gives_back_an_equal_tokenizer(tok):
+    back = pickle.loads(pickle.dumps(tok))
+    text = "Hello world, café 🎉"
+    assert back.encode(text) == tok.encode(text)
+    assert back.special_tokens == tok.special_tokens
+    assert back.vocab == tok.vocab
+
+
+@pytest.mark.parametrize("fmt", formats.FORMATS)
+def test_save_and_load_round_trip_in_every_format_that_holds_the_kind(tok, fmt, tmp_path):
+    names = {
+        "bytepair": "t.bytepair",
+        "tiktoken": "t.tiktoken",
+        "hf": "t.json",
+        "gpt2": "folder",
+        "sentencepiece": "t.model",
+    }
+    path = tmp_path / names[fmt]
+    try:
+        formats.writer(fmt, tok.model)
+    except Unsupported as e:
+        assert "format=" in str(e) and "bytepair" in str(e)
+        with pytest.raises(Unsupported, match="cannot hold this"):
+            tok.save(path, format=fmt)
+        assert not path.exists()
+        return
+    try:
+        tok.save(path, format=fmt)
+    except ValueError as e:
+        # Some files of a kind cannot be written in a format (ids that are not ranks):
+        # the error says why, and nothing is written.
+        assert str(path) in str(e)
+        assert not path.exists()
+        return
+    # tiktoken and GPT-2 files keep no pattern (and .tiktoken no special tokens).
+    extra = {
+        "tiktoken": {"pattern": tok.pattern, "special_tokens": tok.special_tokens},
+        "gpt2": {"pattern": tok.pattern},
+    }.get(fmt, {})
+    back = bytepair.load(path, **extra)
+    for text in TEXTS:
+        assert back.encode(text, disallowed_special=()) == tok.encode(
+            text, disallowed_special=()
+        ), text
+
+
+def test_a_name_whose_suffix_belongs_to_another_kind_says_what_to_do(tok, tmp_path):
+    suffix = ".tiktoken" if not has_merges(tok) else ".model"
+    with pytest.raises(Unsupported, match=r"\.bytepair.*format="):
+        tok.save(tmp_path / f"x{suffix}")
+    assert not (tmp_path / f"x{suffix}").exists()
+
+
+def test_minbpe_style_model_name_saves_with_format_bytepair(tinystories_tokenizer, tmp_path):
+    path = tmp_path / "toy.model"
+    tinystories_tokenizer.save(path, format="bytepair")
+    assert bytepair.load(path).encode("Once upon a time") == tinystories_tokenizer.encode(
+        "Once upon a time"
+    )
+    assert EOT in bytepair.load(path).special_tokens
