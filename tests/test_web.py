@@ -3,7 +3,9 @@ headless Chromium (skipped, with the reason, when Chromium or Playwright is miss
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import http.server
 import json
 import os
 import shutil
@@ -15,10 +17,13 @@ import threading
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bytepair
 from bytepair.web import Registry, make_server
 from bytepair.web.chat import read_template
+from bytepair.web.tokens import CharSpans
 
 from conftest import EOT
 
@@ -62,11 +67,15 @@ def server(gpt2):
 
 
 def request(server, method: str, path: str, body=None, headers=None, raw: bytes | None = None):
-    """(status, parsed JSON or bytes, headers) of one request to the server."""
+    """(status, parsed JSON or bytes, headers) of one request to the server; a POST is
+    sent as ``Content-Type: application/json`` unless ``headers`` say otherwise."""
     host, port = server.server_address[:2]
     conn = http.client.HTTPConnection(host, port, timeout=30)
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    conn.request(method, path, body=data, headers=headers or {})
+    sent = {"Content-Type": "application/json"} if method == "POST" else {}
+    sent.update(headers or {})
+    sent = {k: v for k, v in sent.items() if v is not None}  # None: leave the header out
+    conn.request(method, path, body=data, headers=sent)
     response = conn.getresponse()
     payload = response.read()
     conn.close()
@@ -301,6 +310,241 @@ def test_requests_for_another_host_name_are_refused(server):
     assert status == 200
 
 
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]", "LOCALHOST", "localhost:80"])
+def test_a_loopback_host_without_the_port_is_accepted_as_clients_send_it_for_port_80(server, host):
+    # `bytepair serve --port 80`: browsers and curl send "Host: localhost", no ":80".
+    status, _, _ = request(server, "GET", "/api/tokenizers", headers={"Host": host})
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example", "localhost.evil.example", "127.0.0.1.nip.io:80", "localhost@evil", ""]
+)
+def test_a_host_that_is_not_a_loopback_name_is_refused_with_or_without_a_port(server, host):
+    status, data, _ = request(server, "GET", "/api/tokenizers", headers={"Host": host})
+    assert status == 403 and "Host" in data["error"]
+
+
+def test_is_loopback_host_reads_the_name_and_ignores_the_port():
+    from bytepair.web.server import is_loopback_host
+
+    assert [
+        is_loopback_host(h)
+        for h in ("localhost", "localhost:80", "127.0.0.1:8000", "[::1]", "[::1]:80")
+    ] == [True] * 5
+    assert [
+        is_loopback_host(h)
+        for h in ("evil.example", "evil.example:80", "[::2]", "localhost:x", "localhost:80:80")
+    ] == [False] * 5
+
+
+# -- what pages elsewhere, careless clients and large texts get ----------------------------
+
+EVIL = "https://evil.example"
+ENCODE_HI = {"text": "hi", "tokenizer": "gpt2"}
+
+
+@contextlib.contextmanager
+def serving(registry: Registry | None = None, **limits):
+    """A server of its own with the given limits (make_server's keywords)."""
+    srv = make_server(registry or Registry(), "127.0.0.1", 0, **limits)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(timeout=5)
+
+
+def raw_request(server, head: bytes, body: bytes = b"") -> tuple[int, dict]:
+    """Status and JSON of a request written byte for byte (headers http.client will not
+    send). The server answers once and closes (HTTP/1.0), within the socket's timeout."""
+    with socket.create_connection(server.server_address[:2], timeout=30) as sock:
+        sock.sendall(head + body)
+        response = b""
+        for _ in range(10_000):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            response += chunk
+    status_line, _, rest = response.partition(b"\r\n")
+    assert status_line.startswith(b"HTTP/"), response[:200]
+    return int(status_line.split()[1]), json.loads(rest.partition(b"\r\n\r\n")[2])
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/json"])
+def test_a_post_from_a_page_on_another_site_is_refused_with_403(server, content_type):
+    # text/plain is a "simple" request: a browser sends it cross-origin without asking first.
+    status, data, _ = post(
+        server, "/api/encode", ENCODE_HI, headers={"Origin": EVIL, "Content-Type": content_type}
+    )
+    port = server.server_address[1]
+    assert status == 403
+    assert data == {
+        "error": f"a request from the page at {EVIL} is refused: this server answers only "
+        f"its own page, http://127.0.0.1:{port}"
+    }
+
+
+def test_only_the_origin_of_the_page_itself_is_answered(server):
+    port = server.server_address[1]
+    for origin in (
+        "null",  # a sandboxed frame or a file:// page
+        f"http://localhost:{port}",  # a loopback page, but not this one
+        f"http://127.0.0.1:{port + 1}",
+        f"https://127.0.0.1:{port}",
+        f"http://127.0.0.1:{port}.evil.example",
+        "http://127.0.0.1",
+    ):
+        status, _, _ = post(server, "/api/encode", ENCODE_HI, headers={"Origin": origin})
+        assert status == 403, origin
+        status, _, _ = request(server, "GET", "/api/tokenizers", headers={"Origin": origin})
+        assert status == 403, origin
+    status, data, _ = post(
+        server, "/api/encode", ENCODE_HI, headers={"Origin": f"http://127.0.0.1:{port}"}
+    )
+    assert status == 200 and data["ids"] == [5303]
+    # The page's origin at port 80 has no port, as its Host has none.
+    status, _, _ = post(
+        server,
+        "/api/encode",
+        ENCODE_HI,
+        headers={"Host": "localhost", "Origin": "http://localhost"},
+    )
+    assert status == 200
+    status, _, _ = post(server, "/api/encode", ENCODE_HI)  # curl and scripts send no Origin
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None],
+)
+def test_an_api_post_that_is_not_json_is_refused_with_415(server, content_type):
+    status, data, _ = post(server, "/api/encode", ENCODE_HI, headers={"Content-Type": content_type})
+    assert status == 415
+    assert data == {
+        "error": f"send the body as Content-Type: application/json (got {content_type or 'none'})"
+    }
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "Application/JSON"])
+def test_json_with_parameters_or_in_capitals_is_json(server, content_type):
+    status, data, _ = post(server, "/api/encode", ENCODE_HI, headers={"Content-Type": content_type})
+    assert status == 200 and data["ids"] == [5303]
+
+
+def test_a_text_over_the_token_limit_is_413_naming_both_numbers():
+    text = " hello world" * 60  # 120 tokens in gpt2
+    with serving(max_tokens=100) as srv:
+        status, data, _ = post(srv, "/api/encode", {"text": text, "tokenizer": "gpt2"})
+        assert status == 413
+        assert data == {
+            "error": "the text is 120 tokens (gpt2); this server shows at most 100 tokens "
+            "per request (bytepair serve --max-tokens N)",
+            "tokens": 120,
+            "max_tokens": 100,
+        }
+        status, data, _ = post(
+            srv, "/api/encode", {"text": " hello world" * 50, "tokenizer": "gpt2"}
+        )
+        assert status == 200 and data["count"] == 100
+
+
+def test_compare_and_chat_count_every_token_they_would_show_against_the_limit():
+    text = " hello world" * 30  # 60 tokens in each
+    with serving(max_tokens=100) as srv:
+        body = {"text": text, "tokenizers": ["gpt2", "cl100k_base"]}
+        status, data, _ = post(srv, "/api/compare", body)
+        assert status == 413 and data["tokens"] == 120
+        assert data["error"].startswith("the text is 120 tokens (gpt2: 60, cl100k_base: 60);")
+        messages = [{"role": "user", "content": text * 2}]
+        status, data, _ = post(srv, "/api/chat", {"tokenizer": "cl100k_base", "messages": messages})
+        assert status == 413 and data["tokens"] == 127  # 120 + 7 for the ChatML markup
+
+
+def test_a_large_text_inside_the_byte_limit_gets_a_short_413_not_a_huge_answer(server):
+    # 4 MB of " a" is 2,000,000 tokens: a view of each was a 500 MB answer and 3 GB in the server.
+    text = " a" * 2_000_000
+    status, data, headers = post(server, "/api/encode", {"text": text, "tokenizer": "gpt2"})
+    assert status == 413 and data["tokens"] == 2_000_000
+    assert int(headers["Content-Length"]) < 300
+
+
+def test_a_request_past_the_busy_workers_waits_then_is_refused_with_429():
+    with serving(workers=1, queue_wait=0.2) as srv:
+        assert srv.work_slots.acquire(timeout=5)  # one request at work
+        try:
+            status, data, headers = post(srv, "/api/encode", ENCODE_HI)
+        finally:
+            srv.work_slots.release()
+        assert status == 429 and headers["Retry-After"] == "1"
+        assert data == {"error": "the server is busy with other requests; try again in a moment"}
+        status, data, _ = post(srv, "/api/encode", ENCODE_HI)  # the worker is free again
+        assert status == 200 and data["ids"] == [5303]
+
+
+def test_requests_past_the_waiting_room_are_refused_at_once_with_429():
+    # Bodies wait in memory for a worker, so only so many may wait.
+    with serving(workers=1, waiting=2, queue_wait=30) as srv:
+        for _ in range(3):
+            assert srv.request_slots.acquire(timeout=5)
+        try:
+            status, data, _ = post(srv, "/api/encode", {"text": "a" * 100_000, "tokenizer": "gpt2"})
+        finally:
+            for _ in range(3):
+                srv.request_slots.release()
+        assert status == 429 and "busy" in data["error"]
+        status, _, _ = post(srv, "/api/encode", ENCODE_HI)
+        assert status == 200
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+        (b'{"text": "hi", "tokenizer": "gpt2", "n": ' + b"1" * 5000 + b"}", "not JSON"),
+    ],
+)
+def test_json_too_deep_or_too_long_a_number_is_400_without_a_traceback(
+    server, capsys, raw, message
+):
+    status, data, _ = post(server, "/api/encode", None, raw=raw)
+    assert status == 400 and message in data["error"]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "length", ["\u00b2".encode("latin-1"), "\u0661".encode("utf-8"), b"12abc", b"-5", b"1" * 40]
+)
+def test_a_malformed_content_length_is_400_without_a_traceback(server, capsys, length):
+    head = (
+        b"POST /api/encode HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + length + b"\r\n\r\n"
+    )
+    status, data = raw_request(server, head, b'{"text": "hi", "tokenizer": "gpt2"}')
+    assert status == 400
+    assert data["error"].startswith("Content-Length must be a number of bytes, not ")
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_fault_of_ours_is_a_500_naming_it_and_the_server_goes_on(capsys):
+    class Broken:  # a tokenizer whose every call fails
+        def count_tokens(self, text, **options):
+            raise RuntimeError("the core is broken")
+
+    with serving(Registry({"broken": Broken()})) as srv:
+        status, data, _ = post(srv, "/api/encode", {"text": "hi", "tokenizer": "broken"})
+        assert status == 500
+        assert data == {"error": "internal error: RuntimeError: the core is broken"}
+        assert "the core is broken" in capsys.readouterr().err  # with its traceback
+        status, data, _ = post(srv, "/api/encode", ENCODE_HI)
+        assert status == 200 and data["ids"] == [5303]
+
+
 def test_the_page_is_three_files_with_a_policy_allowing_only_this_server(server):
     for path, kind in (
         ("/", "text/html"),
@@ -320,7 +564,8 @@ def test_cli_serve_prints_the_url_of_a_free_port_and_stops_on_ctrl_c(tmp_path, g
     path = tmp_path / "mine.bytepair"
     gpt2.save(path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bytepair", "serve", "--port", "0", "-t", str(path)],
+        [sys.executable, "-m", "bytepair", "serve", "--port", "0", "-t", str(path)]
+        + ["--max-tokens", "5"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -335,10 +580,33 @@ def test_cli_serve_prints_the_url_of_a_free_port_and_stops_on_ctrl_c(tmp_path, g
         names = [t["name"] for t in json.loads(conn.getresponse().read())["tokenizers"]]
         conn.close()
         assert names[0] == str(path)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        body = json.dumps({"text": " a" * 6, "tokenizer": "gpt2"})
+        conn.request("POST", "/api/encode", body, {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert (response.status, json.loads(response.read())["max_tokens"]) == (413, 5)
+        conn.close()
     finally:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0 and "stopped" in err
+
+
+def test_cli_serve_help_gives_the_servers_default_token_limit(capsys):
+    from bytepair.cli import build_parser
+    from bytepair.web.server import MAX_TOKENS
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--help"])
+    assert f"(default: {MAX_TOKENS:,})" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_cli_serve_refuses_a_token_limit_under_one(value, capsys):
+    from bytepair.cli import main
+
+    assert main(["serve", "--port", "0", "--max-tokens", value]) == 1
+    assert f"--max-tokens {value}: give at least 1" in capsys.readouterr().err
 
 
 # -- the page in a browser ------------------------------------------------------------------
@@ -514,6 +782,71 @@ def test_the_page_asks_for_nothing_but_this_server(browser, server):
     context.close()
     hosts = {urlsplit(u).hostname for u in seen if not u.startswith("data:")}
     assert hosts == {"127.0.0.1"}, seen
+
+
+class OtherSite(http.server.BaseHTTPRequestHandler):
+    """Another site's page (``page`` is set per test), from another port of 127.0.0.1:
+    a local dev server, say. Chromium lets a page from the loopback address space reach
+    127.0.0.1 (one from the Internet it stops itself, but not every browser does)."""
+
+    page = b""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(self.page)))
+        self.end_headers()
+        self.wfile.write(self.page)
+
+    def log_message(self, format, *args):
+        pass
+
+
+def test_a_page_on_another_site_cannot_make_the_server_work(browser, server):
+    # What any page could do while ours is open: a "simple" POST (text/plain), which
+    # a browser sends without asking first, its answer left unread (no-cors).
+    api = f"{server.url}api/encode"
+    script = f"""
+      fetch({json.dumps(api)}, {{method: "POST", mode: "no-cors",
+        headers: {{"Content-Type": "text/plain"}},
+        body: JSON.stringify({{text: "hi", tokenizer: "gpt2"}})}})
+      .then(() => document.title = "sent", () => document.title = "failed");
+    """
+    page_html = f"<!doctype html><title></title><script>{script}</script>".encode()
+    other = http.server.HTTPServer(
+        ("127.0.0.1", 0), type("Page", (OtherSite,), {"page": page_html})
+    )
+    thread = threading.Thread(target=other.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        answers = []
+        page.on("response", lambda r: answers.append(r) if r.url == api else None)
+        page.goto(f"http://127.0.0.1:{other.server_address[1]}/")
+        page.wait_for_function("document.title !== ''", timeout=15_000)
+        seen = [r.status for r in answers]
+    finally:
+        context.close()
+        other.shutdown()
+        other.server_close()
+        thread.join(timeout=5)
+    # 403 for its Origin (text/plain from no page at all would be a 415; before: a 200).
+    assert seen == [403]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40), st.lists(st.integers(1, 5), max_size=60))
+def test_char_spans_cover_every_character_each_byte_span_touches(text, sizes):
+    data = text.encode("utf-8", "surrogatepass")
+    owner = [i for i, c in enumerate(text) for _ in c.encode("utf-8", "surrogatepass")]
+    spans, at = CharSpans(text), 0
+    for size in sizes:
+        touched = owner[at : at + size]
+        expected = (touched[0], touched[-1] + 1) if touched else (len(text), len(text))
+        assert spans.next(size) == expected, (text, at, size)
+        at += size
+    assert len(owner) == len(data)
 
 
 @pytest.mark.parametrize("module", ["bytepair.web.tokens", "bytepair.web.chat"])

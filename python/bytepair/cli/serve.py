@@ -25,6 +25,15 @@ def add_parser(sub) -> None:
     s.add_argument(
         "--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)"
     )
+    s.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        # The default is bytepair.web.server.MAX_TOKENS (not imported here: every
+        # subcommand would start 30 ms slower).
+        help="most tokens one request may show, in all (default: 100,000); "
+        "each is ~1.5 KB of server memory while the answer is made",
+    )
     s.add_argument("--open", action="store_true", help="open the page in a web browser")
     s.add_argument(
         "--chat-template",
@@ -47,10 +56,15 @@ def run(args) -> None:
     template = read_template(args.chat_template) if args.chat_template else None
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port {args.port}: a port is 0 to 65535")
+    limits = {}
+    if args.max_tokens is not None:
+        if args.max_tokens < 1:
+            raise ValueError(f"--max-tokens {args.max_tokens}: give at least 1")
+        limits["max_tokens"] = args.max_tokens
     if args.host not in LOOPBACK:
         warn(f"--host {args.host}: the page is reachable from other machines")
     try:
-        server = make_server(Registry(given, template), args.host, args.port)
+        server = make_server(Registry(given, template), args.host, args.port, **limits)
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
             raise ValueError(

@@ -12,34 +12,38 @@ Everything here is plain data (dicts, lists, ints, strings) ready for JSON.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left, bisect_right
 
 _merge_lock = threading.Lock()
 
 
-def char_starts(text: str) -> list[int]:
-    """The byte offset (in UTF-8) at which each character starts, and the total at the end.
+# Every byte value that starts a UTF-8 character (all but the continuation bytes 10xxxxxx).
+_STARTS = bytes(b for b in range(256) if b & 0xC0 != 0x80)
 
-    >>> char_starts("aé中")
-    [0, 1, 3, 6]
+
+class CharSpans:
+    """Character offsets of consecutive byte spans of ``text``'s UTF-8, widened to whole
+    characters: a token that splits a character covers that character (so the pieces
+    of a split character overlap). One pass over the bytes, in the order asked, with no
+    table per character (a 10 MB text would need one of 10 million ints).
+
+    >>> spans = CharSpans("a中b")  # bytes: a, e4 b8 ad, b
+    >>> [spans.next(n) for n in (1, 2, 1, 1)]
+    [(0, 1), (1, 2), (1, 2), (2, 3)]
     """
-    starts, at = [], 0
-    for c in text:
-        starts.append(at)
-        at += len(c.encode("utf-8", "surrogatepass"))
-    starts.append(at)
-    return starts
 
+    def __init__(self, text: str):
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.at = 0  # the byte offset where the next span begins
+        self.chars = 0  # the characters that start before it
 
-def byte_to_char_span(starts: list[int], begin: int, end: int) -> tuple[int, int]:
-    """Character offsets of the bytes ``begin:end``, widened to whole characters: a
-    token that splits a character covers that character (so the pieces of a split
-    character overlap).
-
-    >>> byte_to_char_span(char_starts("中"), 0, 2), byte_to_char_span(char_starts("中"), 2, 3)
-    ((0, 1), (0, 1))
-    """
-    return bisect_right(starts, begin) - 1, bisect_left(starts, end)
+    def next(self, size: int) -> tuple[int, int]:
+        """The span of the next ``size`` bytes, as (first character, end character)."""
+        inside = self.at < len(self.data) and self.data[self.at] not in _STARTS
+        start = self.chars - inside  # a span beginning mid-character covers that character
+        piece = self.data[self.at : self.at + size]
+        self.chars += len(piece) - len(piece.translate(None, _STARTS))
+        self.at += size
+        return start, self.chars
 
 
 def _merge_table(tok) -> dict[bytes, tuple[bytes, bytes]]:
@@ -82,14 +86,14 @@ def encode_view(tok, text: str, **special_options) -> dict:
     """
     ids = tok.encode(text, **special_options)
     special_ids = set(tok.special_tokens.values())
-    starts = char_starts(text)
+    char_spans = CharSpans(text)
     # Where each token falls in the text: its bytes, or (SentencePiece) what it adds
     # to the decoded text, which drops the dummy-prefix space.
     placed = tok.model.surfaces(ids)
     tokens, at = [], 0
     for i, surface in zip(ids, placed):
         data = tok.decode_single_token_bytes(i)
-        start, end = byte_to_char_span(starts, at, at + len(surface))
+        start, end = char_spans.next(len(surface))
         try:
             shown, partial = data.decode("utf-8"), False
         except UnicodeDecodeError:
