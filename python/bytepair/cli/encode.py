@@ -219,7 +219,7 @@ def run_shards(args) -> None:
         )
     except ValueError as e:
         raise cli_special_error(e, "a document") from None
-    size = sum(x["bytes"] for x in summary["inputs"])
+    size = sum(x["bytes"] for x in summary["inputs"] or [])
     secs = summary["seconds"]
     parts = []
     for split, counts in summary["splits"].items():
@@ -229,6 +229,13 @@ def run_shards(args) -> None:
                 f"{plural(n, split + ' shard')} ({counts['tokens']:,} tokens, "
                 f"{plural(counts['documents'], 'document')})"
             )
+    if summary["complete"]:
+        print(
+            f"{args.output}: already complete ({' and '.join(parts) or 'no shards'}); "
+            "nothing to do",
+            file=sys.stderr,
+        )
+        return
     print(
         f"wrote {' and '.join(parts) or 'no shards'} to {args.output} as {summary['dtype']} "
         f"from {size / 1e6:.1f} MB in {secs:.2f} s ({size / 1e6 / max(secs, 1e-9):.1f} MB/s)"
