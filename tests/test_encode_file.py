@@ -128,3 +128,115 @@ def test_an_exception_in_progress_stops_encoding_and_leaves_nothing(tmp_path):
             tok.encode_file(src, tmp_path / "out.bin", num_threads=2, progress=progress)
     assert len(calls) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+# -- `bytepair encode FILE -o x.bin` reads inputs as `count` and `-o dir/` do ---------------
+
+
+def cli(*args, stdin: bytes | None = None):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "bytepair", *map(str, args)]
+    return subprocess.run(cmd, input=stdin, capture_output=True, timeout=120)
+
+
+def test_a_jsonl_file_to_bin_holds_its_records_texts_not_the_raw_json(tmp_path):
+    import json
+
+    docs = ["hello world", "second doc", "naïve café"]
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": d, "id": i}) + "\n" for i, d in enumerate(docs)))
+    tok = bytepair.get_encoding("gpt2")
+    expected = [i for d in docs for i in tok.encode(d)]
+    for out in ("x.bin", "x.npy"):
+        r = cli("encode", "-t", "gpt2", jsonl, "-o", tmp_path / out)
+        assert r.returncode == 0, r.stderr
+    assert np.fromfile(tmp_path / "x.bin", dtype="<u2").tolist() == expected
+    assert np.load(tmp_path / "x.npy").tolist() == expected
+    counted = cli("count", "-t", "gpt2", jsonl)
+    assert counted.stdout.decode() == f"{len(expected)}\t{jsonl}\n"
+    printed = cli("encode", "-t", "gpt2", jsonl)
+    assert printed.stdout.decode().splitlines() == [" ".join(map(str, tok.encode(d))) for d in docs]
+    shards = cli("encode", "-t", "gpt2", jsonl, "-o", f"{tmp_path}/dir/", "--eot", "none")
+    assert shards.returncode == 0, shards.stderr
+    assert bytepair.open_shards(tmp_path / "dir").tokens()[:].tolist() == expected
+
+
+def test_the_text_field_option_applies_to_a_bin_output(tmp_path):
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_text('{"body": "hello world"}\n')
+    r = cli("encode", "-t", "gpt2", jsonl, "-o", tmp_path / "x.bin", "--text-field", "body")
+    assert r.returncode == 0, r.stderr
+    assert np.fromfile(tmp_path / "x.bin", dtype="<u2").tolist() == [31373, 995]
+
+
+def test_a_compressed_text_file_to_bin_is_read_unpacked(tmp_path):
+    import gzip
+
+    text = "hello world<|endoftext|>again\n"
+    path = tmp_path / "t.txt.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    r = cli("encode", "-t", "gpt2", path, "-o", tmp_path / "x.bin")
+    assert r.returncode == 0, r.stderr
+    expected = bytepair.get_encoding("gpt2").encode(text, allowed_special="all")
+    assert np.fromfile(tmp_path / "x.bin", dtype="<u2").tolist() == expected
+
+
+def test_invalid_utf8_on_stdin_with_errors_strict_fails_naming_stdin_and_the_offset():
+    r = cli("encode", "-t", "gpt2", "--errors", "strict", stdin=b"hello\xffworld")
+    assert r.returncode == 1 and r.stdout == b""
+    assert r.stderr.decode() == (
+        "bytepair encode: error: <stdin>: invalid UTF-8 at byte offset 5 (byte 0xff)\n"
+    )
+    replaced = cli("encode", "-t", "gpt2", "--errors", "replace", stdin=b"hello\xffworld")
+    assert replaced.stdout.decode().split() == ["31373", "4210", "6894"]
+
+
+# -- a full disk is the output's fault --------------------------------------------------
+
+
+@pytest.fixture
+def full_disk_output(monkeypatch):
+    """Temporary outputs go to /dev/full, whose every write fails with ENOSPC."""
+    import contextlib
+
+    from bytepair.shards import one_file
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+
+    @contextlib.contextmanager
+    def to_dev_full(path):
+        yield "/dev/full"
+
+    monkeypatch.setattr(one_file, "temporary_output", to_dev_full)
+
+
+@pytest.mark.parametrize("suffix", [".bin", ".npy"])
+def test_a_full_disk_while_encoding_a_file_names_the_output_not_the_input(
+    tmp_path, full_disk_output, suffix
+):
+    import errno
+
+    src = tmp_path / "in.txt"
+    src.write_text("hello world " * 100_000)
+    dst = tmp_path / f"out{suffix}"
+    with pytest.raises(OSError) as e:
+        bytepair.get_encoding("gpt2").encode_file(src, dst)
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(dst)
+    assert str(src) not in str(e.value)
+
+
+def test_a_full_disk_while_encoding_records_names_the_output(tmp_path, full_disk_output):
+    import errno
+
+    from bytepair.shards.one_file import encode_documents
+    from bytepair.sources import open_sources
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "hello world"}\n' * 1000)
+    dst = tmp_path / "out.bin"
+    with pytest.raises(OSError) as e:
+        encode_documents(bytepair.get_encoding("gpt2"), open_sources([src]), dst)
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(dst)

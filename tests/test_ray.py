@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import bytepair
+from bytepair.runners import feed
 from bytepair.sources import _stream, open_sources
 
 from conftest import DATA, EOT
@@ -73,6 +74,39 @@ def connect(address: str) -> None:
     ray.init(address=address, _node_ip_address=HEAD, log_to_driver=False)
 
 
+def kill_one_task(monkeypatch, module, name: str, tmp_path: Path) -> Path:
+    """Replaces the task function ``module.name`` with one whose first run, on whichever
+    worker, kills its own worker process (Ray must retry the task); returns the marker
+    file that run creates. The replacement is a closure, so Ray ships it by value: the
+    workers need not import this test module."""
+    import inspect
+
+    task = getattr(module, name)
+    marker = str(tmp_path / "killed-once")
+
+    def die_the_first_time() -> None:
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return
+        os.close(fd)
+        os._exit(1)
+
+    if inspect.isgeneratorfunction(task):
+
+        def dying(*args, **kwargs):
+            die_the_first_time()
+            yield from task(*args, **kwargs)
+    else:
+
+        def dying(*args, **kwargs):
+            die_the_first_time()
+            return task(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, dying)
+    return Path(marker)
+
+
 def test_the_cluster_has_two_nodes_on_loopback(cluster):
     connect(cluster)
     try:
@@ -110,15 +144,14 @@ def test_a_task_whose_worker_dies_is_retried_and_the_result_is_the_same(
     import bytepair.runners.ray as ray_runner
 
     monkeypatch.setattr(ray_runner, "PART_BYTES", 60_000)
-    marker = tmp_path / "killed-once"
-    monkeypatch.setenv("BYTEPAIR_TEST_KILL_ONE_TASK", str(marker))
+    marker = kill_one_task(monkeypatch, ray_runner, "_count_part", tmp_path)
     connect(cluster)
     try:
         remote = bytepair.train(corpus, 600, special_tokens=[EOT], progress=False, engine="ray")
     finally:
         ray.shutdown()
     assert marker.exists()  # a worker did die
-    monkeypatch.delenv("BYTEPAIR_TEST_KILL_ONE_TASK")
+    monkeypatch.undo()
     assert remote.merges == bytepair.train(corpus, 600, special_tokens=[EOT], progress=False).merges
 
 
@@ -232,7 +265,7 @@ def test_ray_encoded_shards_are_the_local_bytes(
     import bytepair.runners.ray_encode as ray_encode
 
     monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)  # many tasks, on both nodes
-    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "7000")  # many batches per task
+    monkeypatch.setattr(feed, "BATCH_CHARS", 7000)  # many batches per task
     monkeypatch.setattr(_stream, "_RAW_CHUNK", 700)  # text read locally in small pieces
     paths = [inputs[kind], inputs["txt"]] if kind != "txt" else [inputs[kind]]
     local = shards_of(paths, tmp_path / "local", **options)
@@ -283,8 +316,7 @@ def test_a_worker_dying_during_ray_encoding_changes_no_byte(cluster, inputs, mon
 
     monkeypatch.setattr(ray_encode, "PART_BYTES", 30_000)
     local = shards_of([inputs["txt"]], tmp_path / "local", val_fraction=0.3)
-    marker = tmp_path / "killed-once"
-    monkeypatch.setenv("BYTEPAIR_TEST_KILL_ONE_TASK", str(marker))
+    marker = kill_one_task(monkeypatch, ray_encode, "_encode_unit", tmp_path)
     connect(cluster)
     try:
         remote = shards_of([inputs["txt"]], tmp_path / "ray", engine="ray", val_fraction=0.3)
@@ -307,7 +339,7 @@ def test_an_interrupted_ray_run_resumes_to_the_same_bytes(
     import bytepair.runners.ray_encode as ray_encode
 
     monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)
-    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "5000")
+    monkeypatch.setattr(feed, "BATCH_CHARS", 5000)
     clean = shards_of([inputs["txt"]], tmp_path / "clean", **options)
 
     def stop_at(k):

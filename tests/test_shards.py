@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 
 import bytepair
+from bytepair.runners import feed
 from bytepair.shards import writer
 
 from conftest import EOT
@@ -155,7 +155,7 @@ def test_the_shuffle_buffer_holds_a_bounded_amount_of_text():
 
 
 def test_the_writers_batches_hold_a_bounded_amount_of_text(gpt2_tok, tmp_path, monkeypatch):
-    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "2000")
+    monkeypatch.setattr(feed, "BATCH_CHARS", 2000)
     docs = make_documents(200, max_chars=900)
     batches = []
 
@@ -236,7 +236,7 @@ def interrupted_after(docs, k):
     ids=["train", "val_fraction", "val_tokens+shuffle"],
 )
 def test_an_interrupted_run_resumes_to_the_same_bytes(gpt2_tok, tmp_path, monkeypatch, options):
-    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "3000")
+    monkeypatch.setattr(feed, "BATCH_CHARS", 3000)
     docs = make_documents(80, seed=2)
     bytepair.write_shards(gpt2_tok, docs, tmp_path / "clean", progress=False, **options)
     clean = folder_bytes(tmp_path / "clean")
@@ -253,7 +253,7 @@ def test_an_interrupted_run_resumes_to_the_same_bytes(gpt2_tok, tmp_path, monkey
 
 
 def test_a_resumed_run_does_not_encode_what_finished_shards_hold(gpt2_tok, tmp_path, monkeypatch):
-    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "3000")
+    monkeypatch.setattr(feed, "BATCH_CHARS", 3000)
     docs = make_documents(80, seed=2)
     with pytest.raises(Interrupt):
         bytepair.write_shards(
@@ -286,8 +286,31 @@ def test_resuming_with_other_settings_is_refused_naming_what_differs(gpt2_tok, t
             bytepair.write_shards(tok, docs, tmp_path / "o", **kwargs)
         assert message in str(e.value)
     bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=2000, inputs=inputs)
+    with pytest.raises(FileExistsError, match="finished shards made with other settings") as e:
+        bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=3000, inputs=inputs)
+    assert "shard_tokens was 2000, now 3000" in str(e.value)
+
+
+def test_rerunning_a_finished_folder_writes_nothing_and_says_it_is_complete(gpt2_tok, tmp_path):
+    docs = make_documents(40)
+    first = bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=2000)
+    before = folder_bytes(tmp_path / "o")
+    encoded = []
+    again = bytepair.write_shards(
+        Recording(gpt2_tok, encoded), docs, tmp_path / "o", shard_tokens=2000
+    )
+    assert (first["complete"], again["complete"]) == (False, True)
+    assert encoded == [] and again["shards"] == first["shards"]
+    assert folder_bytes(tmp_path / "o") == before
+
+
+def test_a_folder_finished_by_an_older_version_is_still_refused(gpt2_tok, tmp_path):
+    bytepair.write_shards(gpt2_tok, ["a", "b"], tmp_path / "o")
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    del manifest["options"]  # what versions before the options were recorded wrote
+    (tmp_path / "o" / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(FileExistsError, match="already holds finished shards"):
-        bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=2000, inputs=inputs)
+        bytepair.write_shards(gpt2_tok, ["a", "b"], tmp_path / "o")
 
 
 def test_bad_options_are_named(gpt2_tok, tmp_path):
@@ -302,6 +325,12 @@ def test_bad_options_are_named(gpt2_tok, tmp_path):
 
 
 # -- the command line, with real signals -------------------------------------------------
+
+
+SMALL_BATCHES_CLI = (
+    "import sys; from bytepair.runners import feed; from bytepair.cli import main; "
+    "feed.BATCH_CHARS = 20_000; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def bytepair_cmd(*args) -> list[str]:
@@ -332,8 +361,9 @@ def test_a_signalled_cli_run_resumes_to_the_same_bytes(corpus, tmp_path, sig, co
         "encode", "-t", "gpt2", path, "-o", f"{out}/", "--shard-tokens", 40_000,
         "--val-fraction", 0.01, "--num-threads", 1,
     )  # fmt: skip
-    env = {**os.environ, "BYTEPAIR_BATCH_CHARS": "20000"}
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
+    # The CLI with small batches (a shard finishes every few batches).
+    small_batches = [sys.executable, "-c", SMALL_BATCHES_CLI, *args[3:]]
+    proc = subprocess.Popen(small_batches, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while len(list(out.glob("train_*.bin"))) < 2:
@@ -404,7 +434,7 @@ def small_reads(monkeypatch):
     from bytepair.sources import _stream
 
     monkeypatch.setattr(_stream, "_RAW_CHUNK", 700)
-    monkeypatch.setenv("BYTEPAIR_BATCH_CHARS", "1500")
+    monkeypatch.setattr(feed, "BATCH_CHARS", 1500)
 
 
 SHARD_OPTIONS = [

@@ -20,6 +20,8 @@ pub enum Utf8Errors {
 #[derive(Debug)]
 pub enum ReadError {
     Io(std::io::Error),
+    /// Writing the output failed (a full disk): the output's fault, not the input's.
+    Write(std::io::Error),
     InvalidUtf8 {
         offset: u64,
         byte: u8,
@@ -33,7 +35,7 @@ pub enum ReadError {
 impl std::fmt::Display for ReadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReadError::Io(e) => write!(f, "{e}"),
+            ReadError::Io(e) | ReadError::Write(e) => write!(f, "{e}"),
             ReadError::InvalidUtf8 { offset, byte } => write!(
                 f,
                 "invalid UTF-8 at byte offset {offset} (byte 0x{byte:02x}); \

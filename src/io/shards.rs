@@ -136,7 +136,7 @@ pub fn encode_file<M: Model>(
     for cache in owned_caches {
         enc.give_back_cache(cache.into_inner().expect("no panics while held"));
     }
-    writer.out.flush().map_err(ReadError::Io)?;
+    writer.out.flush().map_err(ReadError::Write)?;
     Ok(writer.written)
 }
 
@@ -192,7 +192,7 @@ impl<W: Write> Writer<'_, W> {
                 self.bytes.extend_from_slice(&id.to_le_bytes());
             }
         }
-        self.out.write_all(&self.bytes).map_err(ReadError::Io)?;
+        self.out.write_all(&self.bytes).map_err(ReadError::Write)?;
         self.written += ids.len() as u64;
         Ok(())
     }

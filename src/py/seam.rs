@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, put_le, Specials};
+use crate::io::blocks::ReadError;
 use crate::io::shards;
 use crate::io::stream;
 use crate::model::{check_disallowed, EncodeError, Model};
@@ -344,7 +345,15 @@ impl<M: Model> Seam<M> {
                 |done| progress.report(done),
             )
         });
-        result.map_err(|e| read_error(path, e, progress))
+        result.map_err(|e| match e {
+            // The output's fault (a full disk): name the output, keep errno.
+            ReadError::Write(e) => pyo3::exceptions::PyOSError::new_err((
+                e.raw_os_error().unwrap_or(0),
+                e.to_string(),
+                out_path.to_string(),
+            )),
+            e => read_error(path, e, progress),
+        })
     }
 }
 

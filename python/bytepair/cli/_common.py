@@ -95,6 +95,22 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def open_inputs(args, files: list[str], **options):
+    """The inputs as every subcommand reads them (``bytepair.sources.open_sources``):
+    text whole or split into documents, JSON Lines / Parquet records by
+    ``--text-field``, folders by ``--glob``, ``--skip-bad-records``, ``--errors``."""
+    from bytepair.sources import open_sources
+
+    return open_sources(
+        files,
+        text_field=args.text_field,
+        glob=args.glob,
+        skip_bad_records=args.skip_bad_records,
+        errors=getattr(args, "errors", "strict"),
+        **options,
+    )
+
+
 def parse_specials(items: list[str]) -> dict[str, int]:
     out = {}
     for item in items:

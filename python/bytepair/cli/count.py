@@ -26,19 +26,13 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> None:
-    from bytepair.cli._common import load_tokenizer
-    from bytepair.sources import open_sources, part_chars_for
+    from bytepair.cli._common import load_tokenizer, open_inputs
+    from bytepair.sources import part_chars_for
     from bytepair.sources.text import TextSource
 
     tok = load_tokenizer(args)
     kwargs = special_kwargs(args.specials)
-    corpus = open_sources(
-        args.files,
-        text_field=args.text_field,
-        glob=args.glob,
-        skip_bad_records=args.skip_bad_records,
-        part_chars=part_chars_for(tok),
-    )
+    corpus = open_inputs(args, args.files, part_chars=part_chars_for(tok))
     total = 0
     for src in corpus.sources:
         try:

@@ -34,9 +34,37 @@ def _parse_text_ids(text: str, where: str) -> list[int]:
     return ids
 
 
+def _npy_ids(p: Path, f) -> tuple[np.dtype, int]:
+    """A ``.npy`` file's id dtype and count, from its header (``f`` left at the data)."""
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+    except (ValueError, SyntaxError, EOFError) as e:
+        raise ValueError(f"{p}: not a readable .npy file ({e})") from None
+    if dtype.kind not in "ui" or dtype.hasobject:
+        raise ValueError(f"{p}: holds {dtype} values, not integer token ids")
+    if fortran and len(shape) > 1:
+        raise ValueError(f"{p}: a Fortran-ordered array; save the ids as a 1-D array")
+    count = int(np.prod(shape, dtype=np.int64))
+    data = p.stat().st_size - f.tell()
+    if data < count * dtype.itemsize:
+        raise ValueError(
+            f"{p}: its header says {count:,} ids ({count * dtype.itemsize:,} bytes), the "
+            f"file holds {data:,} bytes after it: truncated"
+        )
+    return dtype, count
+
+
 def id_chunks(path: str | None, width: int) -> Iterator:
-    """The ids of a file (or stdin) in chunks: numpy arrays for .bin/.npy (memory-mapped),
-    one list for ids written as text."""
+    """The ids of a file (or stdin) in chunks: numpy arrays of at most ``CHUNK_IDS``
+    ids for .bin/.npy, read one chunk at a time (never memory-mapped: mapped pages
+    count in the process's memory, so a mapped file's peak grew with its size); one
+    list for ids written as text."""
     if path in (None, "-"):
         yield _parse_text_ids(sys.stdin.read(), "<stdin>")
         return
@@ -45,27 +73,25 @@ def id_chunks(path: str | None, width: int) -> Iterator:
         raise IsADirectoryError(f"{p}: is a directory, not a file of ids")
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such file")
-    if p.suffix == ".npy":
-        arr = np.load(p, mmap_mode="r", allow_pickle=False)
-        if arr.dtype.kind not in "ui":
-            raise ValueError(f"{p}: holds {arr.dtype} values, not integer token ids")
-        arr = arr.reshape(-1)
-    elif p.suffix == ".bin":
-        size = p.stat().st_size
-        if size % width:
-            raise ValueError(
-                f"{p}: {size:,} bytes is not a whole number of {width}-byte ids "
-                f"(uint{8 * width}, what this tokenizer writes): truncated, or made by "
-                "another tokenizer?"
-            )
-        if size == 0:
-            return
-        arr = np.memmap(p, dtype=np.dtype(f"<u{width}"), mode="r")
-    else:
+    if p.suffix not in (".npy", ".bin"):
         yield _parse_text_ids(p.read_text(encoding="utf-8"), str(p))
         return
-    for start in range(0, len(arr), CHUNK_IDS):
-        yield arr[start : start + CHUNK_IDS]
+    with open(p, "rb") as f:
+        if p.suffix == ".npy":
+            dtype, count = _npy_ids(p, f)
+        else:
+            size = p.stat().st_size
+            if size % width:
+                raise ValueError(
+                    f"{p}: {size:,} bytes is not a whole number of {width}-byte ids "
+                    f"(uint{8 * width}, what this tokenizer writes): truncated, or made by "
+                    "another tokenizer?"
+                )
+            dtype, count = np.dtype(f"<u{width}"), size // width
+        while count:
+            chunk = np.fromfile(f, dtype=dtype, count=min(count, CHUNK_IDS))
+            count -= len(chunk)
+            yield chunk
 
 
 def run(args) -> None:

@@ -71,11 +71,11 @@ def add_parser(sub) -> None:
         metavar="SEP",
         help="in text inputs, the string between documents (default: <|endoftext|>)",
     )
-    add_source_options(s)
     s.add_argument(
         "--shuffle-docs", type=int, metavar="SEED", help="shuffle documents (bounded buffer)"
     )
     add_engine_options(s, "encoding")
+    add_source_options(e)
     add_threads_option(e)
     e.add_argument(
         "--errors",
@@ -121,9 +121,10 @@ def is_folder_output(args) -> bool:
 def run(args) -> None:
     from pathlib import Path
 
-    from bytepair._inputs import check_text_file
-    from bytepair.cli._common import load_tokenizer
+    from bytepair.cli._common import load_tokenizer, open_inputs
     from bytepair.shards import id_width
+    from bytepair.shards.one_file import encode_documents
+    from bytepair.sources.text import TextSource
 
     if args.output is not None and is_folder_output(args):
         return run_shards(args)
@@ -133,44 +134,53 @@ def run(args) -> None:
     if given:
         option = "--" + given[0].replace("_", "-")
         raise ValueError(f"{option} applies to shard folders: give the folder as -o OUT/")
-    args.file = args.files[0] if args.files else None
-    if args.output is None:
-        if args.format is not None:
-            raise ValueError("--format applies to files of ids: give the output file with -o")
-        tok = load_tokenizer(args)
-        name = "<stdin>" if args.file in (None, "-") else args.file
-        if args.file in (None, "-"):
-            text = sys.stdin.read()
-        else:
-            text = check_text_file(args.file).read_text(encoding="utf-8", errors=args.errors)
-        try:
-            ids = tok.encode(text, **special_kwargs(args.specials))
-        except ValueError as e:
-            raise cli_special_error(e, name) from None
-        print(" ".join(map(str, ids)))
-        return
-    if args.file in (None, "-"):
+    if args.output is None and args.format is not None:
+        raise ValueError("--format applies to files of ids: give the output file with -o")
+    if args.output is not None and args.files in ([], ["-"]):
         raise ValueError("encoding to a file (-o) needs an input FILE, not stdin")
-    src = check_text_file(args.file)
+    # Every output reads its input the same way (as `count` and shards do): text whole,
+    # JSON Lines / Parquet record by record (--text-field), compressed files unpacked.
+    corpus = open_inputs(args, args.files or ["-"])
     tok = load_tokenizer(args)
+    kwargs = special_kwargs(args.specials)
+    if args.output is None:
+        for src in corpus.sources:
+            try:
+                if isinstance(src, TextSource):
+                    ids = tok.encode("".join(src.text_chunks()), **kwargs)
+                    print(" ".join(map(str, ids)))
+                else:  # one line of ids per record
+                    for doc in src.documents():
+                        print(" ".join(map(str, tok.encode(doc, **kwargs))))
+            except ValueError as e:
+                raise cli_special_error(e, src.name) from None
+        corpus.skips.report()
+        return
+    (src, *others) = corpus.sources
     start = time.perf_counter()
+    options = {
+        "format": args.format,
+        "num_threads": args.num_threads,
+        "progress": show_progress(args),
+        **kwargs,
+    }
     try:
-        n_tokens = tok.encode_file(
-            src,
-            args.output,
-            format=args.format,
-            errors=args.errors,
-            num_threads=args.num_threads,
-            progress=show_progress(args),
-            **special_kwargs(args.specials),
-        )
+        if not others and isinstance(src, TextSource) and src.is_plain_file:
+            # One plain text file: the core reads, encodes and writes it in blocks.
+            n_tokens = tok.encode_file(src.path, args.output, errors=args.errors, **options)
+        else:
+            from bytepair._files import check_writable
+
+            check_writable(args.output, [s.path for s in corpus.sources])
+            n_tokens = encode_documents(tok, corpus, args.output, **options)
     except ValueError as e:
-        raise cli_special_error(e, str(src)) from None
+        raise cli_special_error(e, src.name if not others else "an input") from None
     secs = time.perf_counter() - start
-    size = src.stat().st_size
+    size = sum(s.size or 0 for s in corpus.sources)
+    names = src.name if not others else f"{len(corpus.sources)} files"
     dtype = "uint16" if id_width(tok) == 2 else "uint32"
     print(
-        f"encoded {src} ({size / 1e6:.1f} MB) to {Path(args.output)}: {n_tokens:,} tokens as "
+        f"encoded {names} ({size / 1e6:.1f} MB) to {Path(args.output)}: {n_tokens:,} tokens as "
         f"{dtype} ({size / max(n_tokens, 1):.2f} bytes/token) in {secs:.2f} s "
         f"({size / 1e6 / max(secs, 1e-9):.1f} MB/s)",
         file=sys.stderr,
@@ -179,22 +189,19 @@ def run(args) -> None:
 
 def run_shards(args) -> None:
     """``bytepair encode -t TOK FILES... -o OUT/``: a resumable folder of training shards."""
-    from bytepair.cli._common import load_tokenizer
+    from bytepair.cli._common import load_tokenizer, open_inputs
     from bytepair.shards import write_shards
-    from bytepair.sources import open_sources, part_chars_for
+    from bytepair.sources import part_chars_for
 
     if not args.files or "-" in args.files:
         raise ValueError("encoding to a shard folder needs input files (resuming re-reads them)")
     tok = load_tokenizer(args)
     eot = "<|endoftext|>" if args.eot is None else None if args.eot.lower() == "none" else args.eot
-    corpus = open_sources(
+    corpus = open_inputs(
+        args,
         args.files,
-        text_field=args.text_field,
-        glob=args.glob,
         doc_separator=args.doc_separator,
         special_tokens=[] if args.doc_separator else ["<|endoftext|>"],
-        skip_bad_records=args.skip_bad_records,
-        errors=args.errors,
         part_chars=part_chars_for(tok),  # long documents in parts where that is exact
     )
     specials = {"allow": {"allowed_special": "all"}, "disallow": {"disallowed_special": "all"}}
@@ -219,7 +226,7 @@ def run_shards(args) -> None:
         )
     except ValueError as e:
         raise cli_special_error(e, "a document") from None
-    size = sum(x["bytes"] for x in summary["inputs"])
+    size = sum(x["bytes"] for x in summary["inputs"] or [])
     secs = summary["seconds"]
     parts = []
     for split, counts in summary["splits"].items():
@@ -229,6 +236,13 @@ def run_shards(args) -> None:
                 f"{plural(n, split + ' shard')} ({counts['tokens']:,} tokens, "
                 f"{plural(counts['documents'], 'document')})"
             )
+    if summary["complete"]:
+        print(
+            f"{args.output}: already complete ({' and '.join(parts) or 'no shards'}); "
+            "nothing to do",
+            file=sys.stderr,
+        )
+        return
     print(
         f"wrote {' and '.join(parts) or 'no shards'} to {args.output} as {summary['dtype']} "
         f"from {size / 1e6:.1f} MB in {secs:.2f} s ({size / 1e6 / max(secs, 1e-9):.1f} MB/s)"

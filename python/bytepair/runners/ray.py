@@ -12,7 +12,6 @@ the same. Install with ``pip install "bytepair[ray]"``.
 from __future__ import annotations
 
 import contextlib
-import os
 
 # Retries of a task whose worker process died (Ray's own fault tolerance).
 MAX_RETRIES = 3
@@ -46,7 +45,6 @@ def _count_part(path: str, start: int, end: int, pattern, specials, errors) -> b
     """One task: the pre-token counts of ``path[start:end]``, as bytes."""
     from bytepair import _core
 
-    _fault_injection()
     text = read_part(path, start, end, errors)
     counter = _core.PreTokenCounter(pattern, specials, 1)
     counter.add_documents([text])
@@ -102,7 +100,6 @@ def _count_unit(unit: tuple, pattern, specials) -> tuple[bytes, tuple]:
     from bytepair import _core
     from bytepair.training import _count_documents
 
-    _fault_injection()
     counter = _core.PreTokenCounter(pattern, specials, 1)
     docs, skips = unit_documents(unit)
     _count_documents(counter, docs, lambda _: None)
@@ -117,19 +114,6 @@ def _merge(pattern, specials, *tables: bytes) -> bytes:
     for table in tables[1:]:
         total.merge(_core.PreTokenCounter.from_bytes(table, pattern, specials, 1))
     return total.to_bytes()
-
-
-def _fault_injection() -> None:
-    # For the fault-tolerance test only: the first task to see this marker path
-    # creates the file and kills its own worker process; Ray must retry the task.
-    marker = os.environ.get("BYTEPAIR_TEST_KILL_ONE_TASK")
-    if marker:
-        try:
-            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            return
-        os.close(fd)
-        os._exit(1)
 
 
 def count(
@@ -207,12 +191,8 @@ def connected(address: str | None):
 
 
 def task_options() -> dict:
-    """``ray.remote`` options of every task: retries, and the test hooks' variables."""
-    options: dict = {"max_retries": MAX_RETRIES}
-    env = {k: v for k, v in os.environ.items() if k.startswith("BYTEPAIR_TEST_")}
-    if env:
-        options["runtime_env"] = {"env_vars": env}
-    return options
+    """``ray.remote`` options of every task: retries of a task whose worker died."""
+    return {"max_retries": MAX_RETRIES}
 
 
 def _cause(error: BaseException) -> BaseException:

@@ -10,8 +10,8 @@ generator yielding batches: the ids of its documents (in the shard dtype) and, p
 document, its number of tokens, characters and UTF-8 bytes.
 
 The driver takes the units' results strictly in corpus order (a few tasks run ahead,
-each holding at most ``BACKPRESSURE`` unread batches) and hands the documents, already
-encoded, to the same writer the local run uses: global document indices, the shuffle
+each holding at most ``BACKPRESSURE`` unread batches) and feeds the documents, already
+encoded, to the same writer the local run feeds (``encode_into``, ``runners.feed``): global document indices, the shuffle
 buffer, val choices, framing and the fixed-size shards are all decided there, so the
 folder is byte-identical to the local run's whatever the number of tasks or nodes. A
 task whose worker dies is re-run by Ray; its output depends only on its unit, so
@@ -20,14 +20,15 @@ nothing changes.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Iterator
 
 import numpy as np
 
+from bytepair.runners import feed as feeding
 from bytepair.runners.ray import (
     _cause,
-    _fault_injection,
     add_skips,
     connected,
     reading_options,
@@ -93,9 +94,6 @@ def units(corpus, part_bytes: int) -> list[tuple]:
 def _encode_unit(tok, unit: tuple, dtype: str, allowed, disallowed, batch_chars: int):
     """One task (a streaming generator): batches ``(ids, tokens, chars, bytes)`` of the
     unit's documents, then ``("skips", counts, first)``."""
-    from bytepair.shards.writer import _utf8_len
-
-    _fault_injection()
     docs, skips = unit_documents(unit)
 
     def encoded(batch: list[str]):
@@ -103,7 +101,7 @@ def _encode_unit(tok, unit: tuple, dtype: str, allowed, disallowed, batch_chars:
             batch, num_threads=1, allowed_special=allowed, disallowed_special=disallowed
         )
         chars = np.fromiter(map(len, batch), np.int64, len(batch))
-        nbytes = np.fromiter(map(_utf8_len, batch), np.int64, len(batch))
+        nbytes = np.fromiter(map(feeding.utf8_len, batch), np.int64, len(batch))
         return ids.astype(dtype), np.diff(offsets), chars, nbytes
 
     batch: list[str] = []
@@ -123,14 +121,44 @@ def _encode_unit(tok, unit: tuple, dtype: str, allowed, disallowed, batch_chars:
 def _count_unit(unit: tuple) -> tuple:
     """One task: a unit's number of documents and UTF-8 bytes, not encoded (what a
     resumed run needs of the units before its resume point), and its bad records."""
-    from bytepair.shards.writer import _utf8_len
-
     docs, skips = unit_documents(unit)
     n = nbytes = 0
     for doc in docs:
         n += 1
-        nbytes += _utf8_len(doc)
+        nbytes += feeding.utf8_len(doc)
     return n, nbytes, ("skips", skips.counts, skips.first) if skips is not None else None
+
+
+def check_corpus(documents) -> None:
+    """Ray tasks read files themselves: the documents must be a ``Corpus`` of files."""
+    from bytepair.sources import Corpus
+
+    if not isinstance(documents, Corpus):
+        raise TypeError(
+            'engine="ray" needs the documents as files, opened with '
+            "bytepair.sources.open_sources(paths): each task reads its part"
+        )
+
+
+def encode_into(writer, tok, corpus, *, address=None, progress=None, total=None) -> int:
+    """Encodes the corpus's documents on Ray and feeds them to ``writer``, in corpus
+    order; returns the number of documents."""
+    encoded = encoded_documents(
+        tok,
+        corpus,
+        dtype=writer.dtype,
+        allowed=writer.allowed,
+        disallowed=writer.disallowed,
+        batch_chars=feeding.BATCH_CHARS,
+        address=address,
+        # Shuffled, the documents before the resume point are not a prefix.
+        skip_docs=writer.resume_doc if writer.shuffle_docs is None else 0,
+    )
+    with contextlib.closing(encoded):
+        items = writer.order(encoded)
+        return feeding.feed(
+            writer, items, joined, lambda doc: doc.nbytes, progress=progress, total=total
+        )
 
 
 def encoded_documents(

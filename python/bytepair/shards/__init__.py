@@ -21,7 +21,12 @@ from bytepair.shards.one_file import (
 
 # The reader and writer need numpy; they are imported when first used, so that
 # `import bytepair` stays quick for programs that only encode.
-_LAZY = {"Shards": "reader", "open_shards": "reader", "write_shards": "writer"}
+_LAZY = {
+    "Shards": "reader",
+    "ShardWriter": "writer",
+    "open_shards": "reader",
+    "write_shards": "write",
+}
 
 
 def __getattr__(name: str):

@@ -8,6 +8,7 @@ bounded and the ids are exactly those of encoding the whole text.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Literal
@@ -87,19 +88,112 @@ def encode_file(
         temporary_output(dst) as tmp,
     ):
         if fmt == "npy":
-            Path(tmp).write_bytes(bytes(NPY_HEADER_BYTES))
-        count = tok._core.encode_file(
-            str(src),
-            tmp,
-            width,
-            allowed,
-            disallowed,
-            errors,
-            threads,
-            bar.hook(),
-            **_block_kwargs(),
-        )
+            with _writing(tmp, dst):
+                Path(tmp).write_bytes(bytes(NPY_HEADER_BYTES))
+        try:
+            count = tok._core.encode_file(
+                str(src),
+                tmp,
+                width,
+                allowed,
+                disallowed,
+                errors,
+                threads,
+                bar.hook(),
+                **_block_kwargs(),
+            )
+        except OSError as e:
+            raise _blaming(e, tmp, dst) from None
         if fmt == "npy":
-            with open(tmp, "r+b") as f:
+            with _writing(tmp, dst), open(tmp, "r+b") as f:
                 f.write(npy_header("<u2" if width == 2 else "<u4", count))
     return count
+
+
+def _blaming(e: OSError, tmp: str, dst: Path) -> OSError:
+    """An error writing our temporary file, told as one writing ``dst`` (the core names
+    the file it failed on: the temporary one when the output could not be written)."""
+    if e.filename == tmp or (e.filename is None and e.errno is not None):
+        strerror = os.strerror(e.errno) if e.errno else e.strerror
+        return OSError(e.errno, f"cannot write the output ({strerror})", str(dst))
+    return e
+
+
+@contextlib.contextmanager
+def _writing(tmp: str, dst: Path):
+    try:
+        yield
+    except OSError as e:
+        raise _blaming(e, tmp, dst) from None
+
+
+def encode_documents(
+    tok,
+    corpus,
+    dst: str | os.PathLike,
+    *,
+    format: Literal["bin", "npy"] | None = None,
+    allowed_special=frozenset(),
+    disallowed_special="all",
+    num_threads: int | None = None,
+    progress=None,
+) -> int:
+    """Encodes a corpus (``bytepair.sources.open_sources``) into a file of ids, as
+    ``bytepair count`` reads it: a text source whole, special tokens and all; a record
+    source (JSON Lines, Parquet) record by record, the ids of each record's text one
+    after another. Returns the number of tokens. What :func:`encode_file` does for one
+    plain text file, for every other input."""
+    import numpy as np
+
+    from bytepair.tokenizer import _threads
+
+    check_progress(progress)
+    dst = Path(dst)
+    fmt = format or ("npy" if dst.suffix == ".npy" else "bin")
+    if fmt not in ("bin", "npy"):
+        raise ValueError(f"format must be 'bin' or 'npy', not {fmt!r}")
+    threads = _threads(num_threads)
+    dtype = np.dtype("<u2" if id_width(tok) == 2 else "<u4")
+    kwargs = {"allowed_special": allowed_special, "disallowed_special": disallowed_special}
+    sizes = [src.size for src in corpus.sources]
+    total = sum(sizes) if None not in sizes else None
+    count = 0
+    with (
+        Progress(progress, total=total, desc="encoding") as bar,
+        temporary_output(dst) as tmp,
+        _writing(tmp, dst),
+        open(tmp, "wb") as out,
+    ):
+        if fmt == "npy":
+            out.write(bytes(NPY_HEADER_BYTES))
+        done = 0
+        for src in corpus.sources:
+            for ids in _source_ids(tok, src, threads, kwargs):
+                out.write(np.asarray(ids, dtype=dtype).tobytes())
+                count += len(ids)
+                bar(done + src.consumed)
+            done += src.size or 0
+        if fmt == "npy":
+            out.seek(0)
+            out.write(npy_header(dtype.str, count))
+    corpus.skips.report()
+    return count
+
+
+def _source_ids(tok, src, threads: int, kwargs: dict):
+    """A source's ids in pieces: a text whole (``encode_chunks``), records in batches."""
+    from bytepair.sources.text import TextSource
+
+    if isinstance(src, TextSource):
+        yield from tok.encode_chunks(src.text_chunks(), **kwargs)
+        return
+    batch: list[str] = []
+    size = 0
+    for doc in src.documents():
+        batch.append(doc)
+        size += len(doc)
+        if size >= 1 << 20:
+            yield tok.encode_batch_to_numpy(batch, num_threads=threads, **kwargs)[0]
+            batch, size = [], 0
+    if batch:
+        yield tok.encode_batch_to_numpy(batch, num_threads=threads, **kwargs)[0]

@@ -19,9 +19,72 @@ import numpy as np
 from bytepair.shards import manifest as mf
 
 
-def _map(path: Path, dtype: str) -> np.ndarray:
+def plain_name(name, where: str, key: str) -> str:
+    """A manifest's file name, if it is a plain name inside the folder: never a path
+    that reads elsewhere (``../../etc/passwd``, ``/etc/passwd``, ``sub/x.bin``).
+
+    >>> plain_name("../x.bin", "m.json", "file")
+    Traceback (most recent call last):
+    ...
+    ValueError: m.json: shard 'file' '../x.bin' is not a plain file name in the folder
+    """
+    if (
+        not isinstance(name, str)
+        or name in ("", ".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or os.path.isabs(name)
+    ):
+        raise ValueError(f"{where}: shard {key!r} {name!r} is not a plain file name in the folder")
+    return name
+
+
+def _npy_layout(path: Path) -> tuple[np.dtype, tuple, int]:
+    """A ``.npy`` file's dtype, shape and header size, read from its header alone."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+            offset = f.tell()
+    except (ValueError, SyntaxError, OSError, EOFError) as e:
+        raise ValueError(f"{path}: not a readable .npy file ({e})") from None
+    if dtype.hasobject or fortran:
+        raise ValueError(f"{path}: not a plain array of ids")
+    return dtype, shape, offset
+
+
+def _check_size(path: Path, dtype: np.dtype, count: int, what: str, manifest: Path) -> None:
+    """The file holds exactly ``count`` items of ``dtype``, as the manifest says."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file (listed in {manifest})") from None
     if path.suffix == ".npy":
-        return np.load(path, mmap_mode="r")
+        got, shape, offset = _npy_layout(path)
+        if got.newbyteorder("<") != dtype.newbyteorder("<") or got.itemsize != dtype.itemsize:
+            raise ValueError(f"{path}: holds {got} values, {manifest} says {dtype}")
+        if shape != (count,):
+            raise ValueError(f"{path}: holds shape {shape}, {manifest} says {count:,} {what}")
+        expected = offset + count * dtype.itemsize
+    else:
+        expected = count * dtype.itemsize
+    if size != expected:
+        held = (size - (expected - count * dtype.itemsize)) / dtype.itemsize
+        raise ValueError(
+            f"{path}: {size:,} bytes, {manifest} says {count:,} {what} ({expected:,} bytes; "
+            f"the file holds {held:,g}): truncated or changed since it was written"
+        )
+
+
+def _map(path: Path, dtype: np.dtype) -> np.ndarray:
+    if path.suffix == ".npy":
+        return np.load(path, mmap_mode="r", allow_pickle=False)
     if path.stat().st_size == 0:
         return np.zeros(0, dtype=dtype)
     return np.memmap(path, dtype=dtype, mode="r")
@@ -94,14 +157,63 @@ class Shards:
                 f"{path}: no such file{state if (self.folder / mf.STATE).exists() else ''}"
             )
         self.manifest = mf.read_json(path)
-        if self.manifest.get("format") != mf.FORMAT_NAME or self.manifest.get("version") != 1:
+        self._path = path
+        if (
+            not isinstance(self.manifest, dict)
+            or self.manifest.get("format") != mf.FORMAT_NAME
+            or self.manifest.get("version") != 1
+        ):
             raise ValueError(f"{path}: not a bytepair-shards manifest of version 1")
+        self._check_manifest()
         self.tokenizer = mf.tokenizer_from_spec(self.manifest["tokenizer"], str(path))
-        self.dtype = np.dtype(self.manifest["dtype"]).newbyteorder("<")
         self.eot_id: int | None = self.manifest["eot_id"]
         self.bos_id: int | None = self.manifest["bos_id"]
         self._views: dict[str, TokenView] = {}
         self._starts: dict[str, np.ndarray] = {}
+
+    def _check_manifest(self) -> None:
+        """What the manifest promises, checked cheaply: its shape, plain file names,
+        counts that add up, and every file's size (ids and offsets) — so a truncated
+        or foreign file is refused on open, naming it, never read short later."""
+        m, where = self.manifest, self._path
+        shards, splits = m.get("shards"), m.get("splits")
+        if not isinstance(shards, list) or not all(isinstance(s, dict) for s in shards):
+            raise ValueError(f"{where}: 'shards' must be a list of shards, not {shards!r:.60}")
+        if not isinstance(splits, dict) or not all(isinstance(v, dict) for v in splits.values()):
+            raise ValueError(f"{where}: 'splits' must map split names to counts")
+        try:
+            self.dtype = np.dtype(m.get("dtype")).newbyteorder("<")
+        except TypeError:
+            self.dtype = None
+        if self.dtype is None or self.dtype.name not in ("uint16", "uint32"):
+            raise ValueError(f"{where}: 'dtype' must be uint16 or uint32, not {m.get('dtype')!r}")
+        for key in ("tokenizer", "eot_id", "bos_id"):
+            if key not in m:
+                raise ValueError(f"{where}: no {key!r}")
+        totals = {name: [0, 0] for name in splits}
+        for k, s in enumerate(shards):
+            for key, kind in (("file", str), ("index", str), ("split", str)):
+                if not isinstance(s.get(key), kind):
+                    raise ValueError(f"{where}: shard #{k} has no {key!r}")
+            for key in ("tokens", "documents"):
+                n = s.get(key)
+                if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                    raise ValueError(f"{where}: shard #{k} {key!r} must be a count, not {n!r}")
+            if s["split"] not in totals:
+                raise ValueError(f"{where}: shard #{k} is in split {s['split']!r}, not listed")
+            file = self.folder / plain_name(s["file"], str(where), "file")
+            index = self.folder / plain_name(s["index"], str(where), "index")
+            _check_size(file, self.dtype, s["tokens"], "tokens", where)
+            _check_size(index, np.dtype("<i8"), s["documents"], "document offsets", where)
+            totals[s["split"]][0] += s["tokens"]
+            totals[s["split"]][1] += s["documents"]
+        for name, (tokens, documents) in totals.items():
+            said = (splits[name].get("tokens"), splits[name].get("documents"))
+            if said != (tokens, documents):
+                raise ValueError(
+                    f"{where}: split {name!r} says {said[0]!r} tokens and {said[1]!r} "
+                    f"documents, its shards hold {tokens:,} and {documents:,}"
+                )
 
     @property
     def splits(self) -> list[str]:
@@ -116,15 +228,36 @@ class Shards:
     def tokens(self, split: str = "train") -> TokenView:
         """All ids of a split as one flat, memory-mapped sequence."""
         if split not in self._views:
-            arrays = [_map(self.folder / s["file"], self.dtype) for s in self._shards(split)]
+            arrays = []
+            for s in self._shards(split):
+                path = self.folder / s["file"]
+                # Checked on open; a file changed since then is refused, not read short.
+                _check_size(path, self.dtype, s["tokens"], "tokens", self._path)
+                arrays.append(_map(path, self.dtype))
             self._views[split] = TokenView(arrays)
         return self._views[split]
 
     def _doc_starts(self, split: str) -> np.ndarray:
         if split not in self._starts:
-            parts = [np.load(self.folder / s["index"]) for s in self._shards(split)]
-            self._starts[split] = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            parts = [self._offsets(s) for s in self._shards(split)]
+            starts = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            total = self.manifest["splits"][split]["tokens"]
+            if len(starts) and (np.any(np.diff(starts) <= 0) or starts[-1] >= total):
+                raise ValueError(
+                    f"{self.folder}: the {split} shards' document offsets (.idx.npy) are not "
+                    f"increasing token positions below {total:,}: corrupt"
+                )
+            self._starts[split] = starts
         return self._starts[split]
+
+    def _offsets(self, shard: dict) -> np.ndarray:
+        """A shard's document offsets (its ``.idx.npy``), checked against the manifest."""
+        path = self.folder / shard["index"]
+        _check_size(path, np.dtype("<i8"), shard["documents"], "document offsets", self._path)
+        try:
+            return np.load(path, allow_pickle=False).astype(np.int64, copy=False)
+        except (ValueError, OSError) as e:
+            raise ValueError(f"{path}: not a readable .npy file of offsets ({e})") from None
 
     def num_documents(self, split: str = "train") -> int:
         return (
@@ -174,11 +307,17 @@ class Shards:
             step += 1
 
     def verify(self) -> None:
-        """Checks every shard's sha256 against the manifest; raises naming the first
-        that differs."""
+        """Checks every shard's sha256 (and its ``.idx.npy``'s) against the manifest,
+        and that each split's document offsets increase within its tokens; raises
+        naming the first file that differs."""
         for s in self.manifest["shards"]:
-            if mf.sha256_of(self.folder / s["file"]) != s["sha256"]:
-                raise ValueError(f"{self.folder / s['file']}: sha256 differs from {mf.MANIFEST}")
+            checks = [(s["file"], s.get("sha256")), (s["index"], s.get("index_sha256"))]
+            for name, digest in checks:
+                if digest is not None and mf.sha256_of(self.folder / name) != digest:
+                    raise ValueError(f"{self.folder / name}: sha256 differs from {mf.MANIFEST}")
+        for split in self.manifest["splits"]:
+            self._starts.pop(split, None)
+            self._doc_starts(split)
 
     def __repr__(self) -> str:
         parts = ", ".join(

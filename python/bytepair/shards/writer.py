@@ -5,35 +5,37 @@ end-of-text id (and/or preceded by a beginning-of-sequence id), every train shar
 exactly ``shard_tokens`` long except the last. Beside each shard, ``.idx.npy`` holds
 the token offsets of the documents starting in it; ``manifest.json`` comes last.
 
-How it stays bounded: documents are encoded in batches of about ``BATCH_CHARS``
-characters (one ``encode_batch_to_numpy`` call each) and appended to the open shard's
-temporary file; only the offsets of the open shard's documents stay in memory.
+:class:`ShardWriter` is the folder: its splits, which split each document goes to,
+checkpoints and the manifest. It takes *encoded* batches (``add``); who encodes them
+is an engine's business (``bytepair.runners.local``, ``bytepair.runners.ray_encode``,
+chosen by ``bytepair.shards.write.write_shards``), and this module imports neither.
+
+How it stays bounded: documents arrive in batches of about ``BATCH_CHARS`` characters
+(``bytepair.runners.feed``) appended to the open shard's temporary file; only the
+offsets of the open shard's documents stay in memory.
 
 How it resumes: each split (train, val) is an independent stream of documents, and
 the output is a pure function of the document sequence and the options — never of
-batch sizes or threads. After a batch that finished a shard, ``resume-state.json``
-records, per split, the finished shards and the *resume point*: the first document
-with tokens not yet in a finished shard, with the split's token and document counts
-before it. A rerun re-streams the documents, skips (without encoding) each document
-before its split's resume point, drops the tokens that finished shards already hold,
-and so writes the same bytes an uninterrupted run would.
+batch sizes, threads or engines. After a batch that finished a shard,
+``resume-state.json`` records, per split, the finished shards and the *resume point*:
+the first document with tokens not yet in a finished shard, with the split's token and
+document counts before it. A rerun re-streams the documents, skips (without encoding:
+``skips``) each document before its split's resume point, drops the tokens that
+finished shards already hold, and so writes the same bytes an uninterrupted run would.
 
-With ``engine="ray"`` the documents arrive already encoded, in order, from Ray tasks
-(``bytepair.runners.ray_encode``); everything above happens here as it does locally,
-so the folder is the same.
+One writer at a time: the folder is locked (``lock.FolderLock``) while a writer has it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
+from bytepair import __version__
 from bytepair._files import (
     atomic_write,
     check_writable_folder,
@@ -41,14 +43,10 @@ from bytepair._files import (
     publish,
     temporary_name,
 )
-from bytepair._progress import Progress, check_progress
-from bytepair._read_ahead import read_ahead
 from bytepair.shards import manifest as mf
+from bytepair.shards.lock import FolderLock
 from bytepair.shards.one_file import NPY_HEADER_BYTES, id_width, npy_header
 
-#: Characters of text per encode call: what bounds the writer's memory (a single
-#: longer document is encoded alone).
-BATCH_CHARS = 1_000_000
 #: Characters held by the ``shuffle_docs`` buffer.
 SHUFFLE_CHARS = 32_000_000
 SPLITS = ("train", "val")
@@ -154,6 +152,11 @@ class _Split:
         # A document whose last part has not come yet: (index, token offset of its start).
         self._open_doc: tuple[int, int] | None = None
 
+    @property
+    def in_document(self) -> bool:
+        """True while a document's parts are still coming (its last part is not in)."""
+        return self._open_doc is not None
+
     def _path(self, suffix: str = "") -> Path:
         ext = ".npy" if self.fmt == "npy" else ".bin"
         return self.folder / f"{self.name}_{len(self.shards):06d}{suffix or ext}"
@@ -230,7 +233,8 @@ class _Split:
         self._file.close()
         self._file = None
         path, index = self._path(), self._path(".idx.npy")
-        atomic_write(index, npy_header("<i8", len(mine)) + mine.astype("<i8").tobytes())
+        index_bytes = npy_header("<i8", len(mine)) + mine.astype("<i8").tobytes()
+        atomic_write(index, index_bytes)
         entry = {
             "file": path.name,
             "index": index.name,
@@ -238,6 +242,7 @@ class _Split:
             "tokens": self._written,
             "documents": len(mine),
             "sha256": mf.sha256_of(self._tmp),
+            "index_sha256": hashlib.sha256(index_bytes).hexdigest(),
         }
         publish(self._tmp, path)
         self._tmp = None
@@ -283,49 +288,11 @@ def _check_special(tok, token: str | None, what: str) -> int | None:
     return tok.special_tokens[token]
 
 
-def _batch_chars() -> int:
-    # Tests shrink the batch (BYTEPAIR_BATCH_CHARS) to get many batches from small files.
-    return int(os.environ.get("BYTEPAIR_BATCH_CHARS") or BATCH_CHARS)
-
-
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def _corpus_of_files(documents):
-    from bytepair.sources import Corpus
-
-    if not isinstance(documents, Corpus):
-        raise TypeError(
-            'engine="ray" needs the documents as files, opened with '
-            "bytepair.sources.open_sources(paths): each task reads its part"
-        )
-    return documents
-
-
-def _chunked(items: Iterator[tuple[str, bool]], chars: int = 1 << 18) -> Iterator[list]:
-    """Items in lists of about ``chars`` characters (what a thread hands over at once).
-
-    >>> list(_chunked(iter([("ab", True), ("c", True), ("d", True)]), chars=2))
-    [[('ab', True)], [('c', True), ('d', True)]]
-    """
-    chunk: list = []
-    size = 0
-    for item in items:
-        chunk.append(item)
-        size += len(item[0])
-        if size >= chars:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
-
-
-def _items(tok, documents, shuffle_docs: int | None) -> Iterator[tuple]:
-    """The documents (texts, or documents Ray encoded) as ``(document, last)`` items:
-    long documents of a corpus in parts (``Corpus.parts``) when the tokenizer gives the
-    same ids for the parts as for the whole (``sources.part_chars_for``), else whole;
-    shuffled documents are whole."""
+def document_items(tok, documents, shuffle_docs: int | None) -> Iterator[tuple]:
+    """The documents (texts, or documents an engine encoded) as ``(document, last)``
+    items: long documents of a corpus in parts (``Corpus.parts``) when the tokenizer
+    gives the same ids for the parts as for the whole (``sources.part_chars_for``),
+    else whole; shuffled documents are whole."""
     from bytepair.sources import part_chars_for
 
     if hasattr(documents, "parts"):
@@ -338,198 +305,209 @@ def _items(tok, documents, shuffle_docs: int | None) -> Iterator[tuple]:
     return ((doc, True) for doc in documents)
 
 
-def write_shards(
-    tok,
-    documents: Iterable[str],
-    out_dir: str | os.PathLike,
-    *,
-    shard_tokens: int = 100_000_000,
-    val_tokens: int | None = None,
-    val_fraction: float | None = None,
-    format: str = "bin",
-    eot: str | None = "<|endoftext|>",
-    bos: str | None = None,
-    shuffle_docs: int | None = None,
-    num_threads: int | None = None,
-    progress=None,
-    inputs: list[dict] | None = None,
-    allowed_special=frozenset(),
-    disallowed_special=(),
-    engine: str = "local",
-    ray_address: str | None = None,
-) -> dict:
-    """Encodes ``documents`` (any iterable of ``str``) into a folder of training shards
-    and returns the manifest written to ``out_dir/manifest.json`` (plus ``seconds`` and ``resumed``).
+def _read_state(path: Path) -> dict:
+    state = mf.read_json(path)
+    finger = state.get("fingerprint") if isinstance(state, dict) else None
+    if not isinstance(finger, dict) or not {"tokenizer", "options", "inputs"} <= set(finger):
+        raise ValueError(f"{path}: not a bytepair resume state; delete the folder to start over")
+    return state
 
-    - ``shard_tokens``: tokens per shard (the last of each split may hold fewer);
-      documents may straddle shards.
-    - ``val_tokens=N``: the first documents, until N tokens, go to ``val_*`` shards;
-      ``val_fraction=F``: each document goes to val with probability F, by a seeded
-      hash of its index (deterministic). Val holds whole documents.
-    - ``eot`` / ``bos``: special tokens written after / before every document (None:
-      none). ``shuffle_docs=SEED``: documents in a deterministic shuffled order (a
-      bounded buffer of ``SHUFFLE_CHARS`` characters, not a global shuffle).
-    - Text that spells a special token is encoded as plain text by default (as
-      nanoGPT's ``encode_ordinary``): corpus text must not inject control tokens.
-      ``allowed_special`` / ``disallowed_special`` as in ``Tokenizer.encode``.
-    - ``documents`` from ``bytepair.sources.open_sources`` are read on a thread while
-      the core encodes, and their long documents in parts (``part_chars``; framed
-      once, at the document's start and end) when the tokenizer's ids cannot change
-      at the cuts (``sources.part_chars_for``): memory stays bounded whatever the
-      document size. A caller's own iterable is read on the calling thread.
-    - ``inputs``: ``[{"path", "bytes"}]`` the documents came from, recorded in the
-      manifest and compared when resuming.
-    - ``engine="ray"``: documents are encoded by Ray tasks (``ray_address``, or the
-      cluster ``ray.init`` finds); ``documents`` must then be files opened with
-      ``bytepair.sources.open_sources(...)``, which the tasks read
-      themselves (``bytepair.runners.ray_encode``). The folder is byte-identical to
-      the local run's, and either engine resumes the other's interrupted run.
 
-    Interrupted (an exception, Ctrl-C, SIGTERM, SIGKILL), the same call continues after
-    the last finished shard and the finished folder is byte-identical to an
-    uninterrupted run's; with different inputs, options or tokenizer it refuses,
-    saying what differs.
+def _check_state(path: Path, state: dict) -> None:
+    if not {"resume_doc", "splits"} <= set(state):
+        raise ValueError(f"{path}: not a bytepair resume state; delete the folder to start over")
+
+
+class ShardWriter:
+    """A shard folder being written, fed with encoded batches (see the module doc).
+
+    Checks its options when made; as a context manager it locks the folder, reads an
+    interrupted run's state, and on an exception removes its temporary files (the
+    finished shards and the state stay, for a rerun to continue)::
+
+        with ShardWriter(tok, "out/", shard_tokens=1000) as writer:
+            if writer.finished is None:          # else: the folder was complete
+                for ...:                         # documents numbered 0, 1, ... in order
+                    if not writer.skips(i): ...  # batch it; encode the batch; then
+                    writer.add(ids, offsets, index, firsts, lasts)
+                manifest = writer.finish(n_docs)
     """
-    from bytepair import __version__
-    from bytepair.runners import check_engine
-    from bytepair.tokenizer import _threads
 
-    check_progress(progress)
-    check_engine(engine)
-    if engine == "ray":
-        _corpus_of_files(documents)
-    if format not in ("bin", "npy"):
-        raise ValueError(f"format must be 'bin' or 'npy', not {format!r}")
-    if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
-        raise ValueError(f"shard_tokens must be a positive integer, not {shard_tokens!r}")
-    if val_tokens is not None and val_fraction is not None:
-        raise ValueError("give val_tokens or val_fraction, not both")
-    if val_tokens is not None and val_tokens < 0:
-        raise ValueError(f"val_tokens must be >= 0, not {val_tokens!r}")
-    if val_fraction is not None and not 0.0 <= val_fraction <= 1.0:
-        raise ValueError(f"val_fraction must be between 0 and 1, not {val_fraction!r}")
-    threads = _threads(num_threads)
-    eot_id, bos_id = _check_special(tok, eot, "eot"), _check_special(tok, bos, "bos")
-    allowed, disallowed = tok._specials(allowed_special, disallowed_special)
-    width = id_width(tok)
-    dtype = "<u2" if width == 2 else "<u4"
-    spec = mf.tokenizer_spec(tok)
-    options = {
-        "shard_tokens": shard_tokens,
-        "val_tokens": val_tokens,
-        "val_fraction": val_fraction,
-        "format": format,
-        "eot": eot,
-        "bos": bos,
-        "shuffle_docs": shuffle_docs,
-        "allowed_special": sorted(allowed),
-        "disallowed_special": sorted(set(disallowed) & set(tok.special_tokens)),
-    }
-    finger = mf.fingerprint(spec, options, inputs)
+    def __init__(
+        self,
+        tok,
+        out_dir: str | os.PathLike,
+        *,
+        shard_tokens: int = 100_000_000,
+        val_tokens: int | None = None,
+        val_fraction: float | None = None,
+        format: str = "bin",
+        eot: str | None = "<|endoftext|>",
+        bos: str | None = None,
+        shuffle_docs: int | None = None,
+        allowed_special=frozenset(),
+        disallowed_special=(),
+        inputs: list[dict] | None = None,
+    ) -> None:
+        if format not in ("bin", "npy"):
+            raise ValueError(f"format must be 'bin' or 'npy', not {format!r}")
+        if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
+            raise ValueError(f"shard_tokens must be a positive integer, not {shard_tokens!r}")
+        if val_tokens is not None and val_fraction is not None:
+            raise ValueError("give val_tokens or val_fraction, not both")
+        if val_tokens is not None and val_tokens < 0:
+            raise ValueError(f"val_tokens must be >= 0, not {val_tokens!r}")
+        if val_fraction is not None and not 0.0 <= val_fraction <= 1.0:
+            raise ValueError(f"val_fraction must be between 0 and 1, not {val_fraction!r}")
+        self.tok = tok
+        self.eot_id, self.bos_id = _check_special(tok, eot, "eot"), _check_special(tok, bos, "bos")
+        self.allowed, self.disallowed = tok._specials(allowed_special, disallowed_special)
+        self.width = id_width(tok)
+        self.dtype = "<u2" if self.width == 2 else "<u4"
+        self.shard_tokens, self.format = shard_tokens, format
+        self.val_tokens, self.val_fraction = val_tokens, val_fraction
+        self.shuffle_docs = shuffle_docs
+        self.inputs = inputs
+        self.spec = mf.tokenizer_spec(tok)
+        self.options = {
+            "shard_tokens": shard_tokens,
+            "val_tokens": val_tokens,
+            "val_fraction": val_fraction,
+            "format": format,
+            "eot": eot,
+            "bos": bos,
+            "shuffle_docs": shuffle_docs,
+            "allowed_special": sorted(self.allowed),
+            "disallowed_special": sorted(set(self.disallowed) & set(tok.special_tokens)),
+        }
+        self.fingerprint = mf.fingerprint(self.spec, self.options, inputs)
+        self.folder = check_writable_folder(out_dir)
+        #: The manifest, when the folder was already complete: nothing to write.
+        self.finished: dict | None = None
+        #: Whether this continues an interrupted run.
+        self.resumed = False
+        self.splits: dict[str, _Split] = {}
+        self._saved: dict | None = None
+        self._lock = FolderLock(self.folder)
+        self._open_to_val = False  # where the document whose parts are coming goes
 
-    out = check_writable_folder(out_dir)
-    out.mkdir(exist_ok=True)
-    remove_stale_temporaries(out)
-    state_path, manifest_path = out / mf.STATE, out / mf.MANIFEST
-    saved = mf.read_json(state_path) if state_path.exists() else None
-    if saved is not None and (diff := mf.differences(saved["fingerprint"], finger)):
-        raise ValueError(
-            f"{out}: holds an unfinished run with other settings ({'; '.join(diff)}); "
-            "rerun with the same settings to resume it, or delete the folder to start over"
-        )
-    if manifest_path.exists():
-        if saved is None:
+    # -- opening and closing ---------------------------------------------------------
+
+    def __enter__(self) -> ShardWriter:
+        self.folder.mkdir(exist_ok=True)
+        self._lock.acquire()
+        try:
+            self._open()
+        except BaseException:
+            self._lock.release()
+            raise
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        try:
+            if kind is not None:
+                for split in self.splits.values():
+                    split.abort()
+        finally:
+            self._lock.release()
+
+    def _open(self) -> None:
+        out = self.folder
+        # Only now, holding the lock: another writer's temporaries are not stale.
+        remove_stale_temporaries(out)
+        state_path, manifest_path = out / mf.STATE, out / mf.MANIFEST
+        saved = _read_state(state_path) if state_path.exists() else None
+        if saved is not None and (diff := mf.differences(saved["fingerprint"], self.fingerprint)):
+            raise ValueError(
+                f"{out}: holds an unfinished run with other settings ({'; '.join(diff)}); "
+                "rerun with the same settings to resume it, or delete the folder to start over"
+            )
+        if saved is not None:
+            _check_state(state_path, saved)
+        if manifest_path.exists():
+            manifest = mf.read_json(manifest_path)
+            if saved is not None:
+                state_path.unlink()  # killed between writing the manifest and this
+            else:
+                self._check_finished(manifest_path, manifest)
+            self.finished = manifest
+            return
+        if saved is None and (any(out.glob("train_*")) or any(out.glob("val_*"))):
             raise FileExistsError(
-                f"{out}: already holds finished shards ({mf.MANIFEST}); delete them or "
+                f"{out}: holds shard files but no {mf.STATE} to resume from; delete them or "
                 "choose another folder"
             )
-        state_path.unlink()  # killed between writing the manifest and this
-        return mf.read_json(manifest_path)
-    if saved is None and (any(out.glob("train_*")) or any(out.glob("val_*"))):
-        raise FileExistsError(
-            f"{out}: holds shard files but no {mf.STATE} to resume from; delete them or "
-            "choose another folder"
-        )
+        self._saved, self.resumed = saved, saved is not None
+        saved_splits = (saved or {}).get("splits", {})
+        self.splits = {
+            name: _Split(
+                name, out, self.shard_tokens, self.format, self.dtype, saved_splits.get(name)
+            )
+            for name in SPLITS
+        }
+        val = self.splits["val"]
+        if self.val_tokens is not None and val.tokens >= self.val_tokens and not val.closed:
+            val.closed = True  # val_tokens=0: nothing goes to val
+        if saved is None:
+            self._save_state(0)
 
-    splits = {
-        name: _Split(
-            name, out, shard_tokens, format, dtype, (saved or {}).get("splits", {}).get(name)
-        )
-        for name in SPLITS
-    }
-    train, val = splits["train"], splits["val"]
-    if val_tokens is not None and val.tokens >= val_tokens and not val.closed:
-        val.closed = True  # val_tokens=0: nothing goes to val
-    seed = 0 if shuffle_docs is None else shuffle_docs
-
-    def save_state(next_doc: int) -> None:
-        points = [p for s in splits.values() if (p := s.checkpoint(next_doc)) is not None]
-        mf.write_json(
-            state_path,
-            {
-                "format": f"{mf.FORMAT_NAME}-state",
-                "version": mf.FORMAT_VERSION,
-                "fingerprint": finger,
-                "resume_doc": min((p[0] for p in points), default=next_doc),
-                "splits": {name: s.state() for name, s in splits.items()},
-            },
-        )
-
-    def route(index: int) -> _Split:
-        if val_fraction is not None:
-            return val if in_val(index, val_fraction, seed) else train
-        return val if val_tokens is not None and not val.closed else train
-
-    batch_chars = _batch_chars()
-    if engine == "ray":
-        from bytepair.runners import ray_encode
-
-        encoded = ray_encode.encoded_documents(
-            tok,
-            documents,
-            dtype=dtype,
-            allowed=allowed,
-            disallowed=disallowed,
-            batch_chars=batch_chars,
-            address=ray_address,
-            # Shuffled, the documents before the resume point are not a prefix.
-            skip_docs=saved["resume_doc"] if saved and shuffle_docs is None else 0,
-        )
-        items = contextlib.closing(encoded)
-        stream = _items(tok, encoded, shuffle_docs)
-        encode_batch, size_of = ray_encode.joined, lambda doc: doc.nbytes
-    else:
-        items = contextlib.nullcontext()
-        stream = _items(tok, documents, shuffle_docs)
-        if hasattr(documents, "parts"):
-            # Our own sources: read and split on a thread while the core encodes.
-            stream = (item for chunk in read_ahead(_chunked(stream)) for item in chunk)
-        size_of = _utf8_len
-
-        def encode_batch(texts: list[str]):
-            return tok.encode_batch_to_numpy(
-                texts, num_threads=threads, allowed_special=allowed, disallowed_special=disallowed
+    def _check_finished(self, path: Path, manifest: dict) -> None:
+        """A finished folder is done if these settings made it; else refused."""
+        made_by = manifest.get("options") if isinstance(manifest, dict) else None
+        if made_by is None:
+            raise FileExistsError(
+                f"{self.folder}: already holds finished shards ({mf.MANIFEST}); delete them "
+                "or choose another folder"
+            )
+        then = mf.fingerprint(manifest["tokenizer"], made_by, manifest.get("inputs"))
+        if diff := mf.differences(then, self.fingerprint):
+            raise FileExistsError(
+                f"{self.folder}: already holds finished shards made with other settings "
+                f"({'; '.join(diff)}); delete them or choose another folder"
             )
 
-    open_to_val = False  # where the document whose parts are coming goes
+    # -- what engines call -----------------------------------------------------------
 
-    def encode(texts: list, index: list[int], firsts: list[bool], lasts: list[bool]) -> bool:
-        """Encodes one batch of items (documents or parts of one; or documents Ray
-        encoded) into its splits; True if a shard was finished."""
-        nonlocal open_to_val
+    @property
+    def resume_doc(self) -> int:
+        """The first document an interrupted run had not finished (0 on a fresh run):
+        documents before it are skipped, so an engine need not even read them whole."""
+        return self._saved["resume_doc"] if self._saved else 0
+
+    @property
+    def tokens(self) -> int:
+        """Tokens written so far, both splits."""
+        return sum(s.tokens for s in self.splits.values())
+
+    def order(self, documents) -> Iterator[tuple]:
+        """The documents in the order they are written, as ``(document, last)`` items
+        (see :func:`document_items`)."""
+        return document_items(self.tok, documents, self.shuffle_docs)
+
+    def skips(self, index: int) -> bool:
+        """True if document ``index`` is in a finished shard already: not to be encoded."""
+        return index < self._route(index).skip_before
+
+    def add(self, ids: np.ndarray, offsets: np.ndarray, index, firsts, lasts) -> None:
+        """Writes one encoded batch of items — documents, or parts of one — in document
+        order: ``ids`` and ``offsets`` as ``encode_batch_to_numpy`` returns them, and
+        per item its document's index and whether it begins / ends that document.
+        After a batch that finished a shard, the resume state is saved."""
+        splits = self.splits
+        train, val = splits["train"], splits["val"]
         shards_before = len(train.shards) + len(val.shards)
-        ids, offsets = encode_batch(texts)
-        ids, lengths = framed(ids, offsets, firsts, lasts, bos_id, eot_id, dtype)
+        ids, lengths = framed(ids, offsets, firsts, lasts, self.bos_id, self.eot_id, self.dtype)
         to_val = np.empty(len(index), dtype=bool)
         val_before = val.tokens
+        by_count = self.val_tokens is not None
         for k, (i, first) in enumerate(zip(index, firsts)):
-            if first and val_tokens is not None and not val.closed:
+            if first and by_count and not val.closed:
                 # The first documents until val_tokens: a prefix, decided by the counts.
-                open_to_val = val_before < val_tokens
+                self._open_to_val = val_before < self.val_tokens
             elif first:
-                open_to_val = route(i) is val
-            to_val[k] = open_to_val
-            val_before += int(lengths[k]) if open_to_val else 0
+                self._open_to_val = self._route(i) is val
+            to_val[k] = self._open_to_val
+            val_before += int(lengths[k]) if self._open_to_val else 0
         index = np.asarray(index, dtype=np.int64)
         firsts, lasts = np.asarray(firsts, dtype=bool), np.asarray(lasts, dtype=bool)
         # With no eot/bos an empty document has nothing to write; a document's empty
@@ -539,78 +517,59 @@ def write_shards(
             split.append(
                 ids[np.repeat(mask, lengths)], lengths[mask], index[mask], firsts[mask], lasts[mask]
             )
-        if (
-            val_tokens is not None
-            and not val.closed
-            and val.tokens >= val_tokens
-            and val._open_doc is None
-        ):
+        if by_count and not val.closed and val.tokens >= self.val_tokens and not val.in_document:
             val.close()
-        return len(train.shards) + len(val.shards) > shards_before
+        if len(index) and len(train.shards) + len(val.shards) > shards_before:
+            self._save_state(int(index[-1]) + 1 if lasts[-1] else int(index[-1]))
 
-    resume_doc = saved["resume_doc"] if saved else 0
-    total = sum(x["bytes"] for x in inputs) if inputs else None
-    start = time.perf_counter()
-    texts: list = []
-    index: list[int] = []
-    firsts: list[bool] = []
-    lasts: list[bool] = []
-    chars = done_bytes = 0
-    n_docs = 0
-    first = True
-    try:
-        if saved is None:
-            save_state(0)
-        with items, Progress(progress, total=total, desc="sharding") as bar:
-            for text, last in stream:
-                if first:
-                    n_docs += 1
-                i, first_part, first = n_docs - 1, first, last
-                done_bytes += size_of(text)
-                if i < route(i).skip_before:
-                    continue  # its split holds it already: not even encoded
-                texts.append(text)
-                index.append(i)
-                firsts.append(first_part)
-                lasts.append(last)
-                chars += len(text)
-                if chars >= batch_chars:
-                    if encode(texts, index, firsts, lasts):
-                        save_state(i + 1 if last else i)
-                    texts, index, firsts, lasts, chars = [], [], [], [], 0
-                    bar(done_bytes)
-                    if bar.bar is not None:
-                        bar.bar.set_postfix_str(
-                            f"{n_docs:,} docs, {train.tokens + val.tokens:,} tokens", refresh=False
-                        )
-            if n_docs < resume_doc:
-                raise ValueError(
-                    f"{out}: the documents ended after {n_docs:,}, before the point the "
-                    f"interrupted run reached (document {resume_doc:,}): the input differs"
-                )
-            if texts:
-                encode(texts, index, firsts, lasts)
-            for split in (val, train):
-                split.close()
-            bar(total if total is not None else done_bytes)
-    except BaseException:
-        for split in splits.values():
-            split.abort()
-        raise
-    manifest = {
-        "format": mf.FORMAT_NAME,
-        "version": mf.FORMAT_VERSION,
-        "tokenizer": spec,
-        "dtype": "uint16" if width == 2 else "uint32",
-        "eot_id": eot_id,
-        "bos_id": bos_id,
-        "splits": {
-            name: {"tokens": s.tokens, "documents": s.documents} for name, s in splits.items()
-        },
-        "shards": train.shards + val.shards,
-        "inputs": inputs,
-        "created_by": f"bytepair {__version__}",
-    }
-    mf.write_json(manifest_path, manifest)
-    state_path.unlink()
-    return {**manifest, "seconds": time.perf_counter() - start, "resumed": saved is not None}
+    def finish(self, n_docs: int) -> dict:
+        """Closes the last shards and writes the manifest (``n_docs``: how many
+        documents came, to check a resumed run saw at least as many as before)."""
+        if n_docs < self.resume_doc:
+            raise ValueError(
+                f"{self.folder}: the documents ended after {n_docs:,}, before the point the "
+                f"interrupted run reached (document {self.resume_doc:,}): the input differs"
+            )
+        for name in ("val", "train"):
+            self.splits[name].close()
+        manifest = {
+            "format": mf.FORMAT_NAME,
+            "version": mf.FORMAT_VERSION,
+            "tokenizer": self.spec,
+            "dtype": "uint16" if self.width == 2 else "uint32",
+            "eot_id": self.eot_id,
+            "bos_id": self.bos_id,
+            "splits": {
+                name: {"tokens": s.tokens, "documents": s.documents}
+                for name, s in self.splits.items()
+            },
+            "shards": self.splits["train"].shards + self.splits["val"].shards,
+            "inputs": self.inputs,
+            "options": self.options,
+            "created_by": f"bytepair {__version__}",
+        }
+        mf.write_json(self.folder / mf.MANIFEST, manifest)
+        (self.folder / mf.STATE).unlink()
+        return manifest
+
+    # -- inside ----------------------------------------------------------------------
+
+    def _route(self, index: int) -> _Split:
+        val, train = self.splits["val"], self.splits["train"]
+        if self.val_fraction is not None:
+            seed = 0 if self.shuffle_docs is None else self.shuffle_docs
+            return val if in_val(index, self.val_fraction, seed) else train
+        return val if self.val_tokens is not None and not val.closed else train
+
+    def _save_state(self, next_doc: int) -> None:
+        points = [p for s in self.splits.values() if (p := s.checkpoint(next_doc)) is not None]
+        mf.write_json(
+            self.folder / mf.STATE,
+            {
+                "format": f"{mf.FORMAT_NAME}-state",
+                "version": mf.FORMAT_VERSION,
+                "fingerprint": self.fingerprint,
+                "resume_doc": min((p[0] for p in points), default=next_doc),
+                "splits": {name: s.state() for name, s in self.splits.items()},
+            },
+        )

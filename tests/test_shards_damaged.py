@@ -1,0 +1,216 @@
+"""Shard folders a careless or hostile hand changed, and two writers on one folder:
+every damage is refused on open with an error naming the file, never read short."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bytepair
+from bytepair.shards.lock import LOCK, FolderLock
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    return bytepair.get_encoding("gpt2")
+
+
+@pytest.fixture
+def folder(gpt2, tmp_path) -> Path:
+    """Three train shards of 500 tokens and one val shard (bin), 60 documents."""
+    docs = [f"Document number {i} says hello to the world. " * (3 + i % 5) for i in range(60)]
+    out = tmp_path / "shards"
+    bytepair.write_shards(gpt2, docs, out, shard_tokens=500, val_tokens=300, progress=False)
+    return out
+
+
+def edit_manifest(folder: Path, change) -> None:
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+def test_a_truncated_shard_is_refused_on_open_naming_the_file(folder):
+    shards = bytepair.open_shards(folder)
+    whole = len(shards.tokens("train"))
+    path = folder / "train_000001.bin"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(
+        ValueError, match=r"train_000001.bin: 500 bytes, .*manifest.json says 500 tokens"
+    ):
+        bytepair.open_shards(folder)
+    assert whole == json.loads((folder / "manifest.json").read_text())["splits"]["train"]["tokens"]
+
+
+def test_a_shard_truncated_after_opening_is_refused_when_read_not_read_short(folder):
+    shards = bytepair.open_shards(folder)
+    path = folder / "train_000000.bin"
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(ValueError, match="train_000000.bin: 100 bytes"):
+        shards.tokens("train")
+    with pytest.raises(ValueError, match="train_000000.bin: 100 bytes"):
+        next(shards.batches(block_size=8, batch_size=2))
+
+
+def test_an_odd_length_shard_is_refused_naming_it(folder):
+    path = folder / "train_000000.bin"
+    path.write_bytes(path.read_bytes() + b"\x00")
+    with pytest.raises(ValueError, match=r"train_000000.bin: 1,001 bytes.*holds 500.5\)"):
+        bytepair.open_shards(folder)
+
+
+def test_a_corrupt_index_is_refused_naming_it(folder):
+    (folder / "train_000002.idx.npy").write_bytes(b"not a numpy file at all")
+    with pytest.raises(ValueError, match=r"train_000002.idx.npy: not a readable .npy file"):
+        bytepair.open_shards(folder)
+
+
+def test_an_index_of_the_wrong_length_is_refused_naming_it(folder):
+    path = folder / "train_000000.idx.npy"
+    np.save(path, np.load(path)[:-1])
+    with pytest.raises(ValueError, match=r"train_000000.idx.npy: holds shape \(\d+,\), .* says"):
+        bytepair.open_shards(folder)
+
+
+def test_verify_covers_the_index_files(folder):
+    bytepair.open_shards(folder).verify()
+    path = folder / "train_000000.idx.npy"
+    offsets = np.load(path)
+    offsets[1] += 1  # same size, other content
+    np.save(path, offsets)
+    shards = bytepair.open_shards(folder)  # sizes all agree
+    with pytest.raises(ValueError, match=r"train_000000.idx.npy: sha256 differs"):
+        shards.verify()
+
+
+@pytest.mark.parametrize(
+    "name", ["../../../../etc/passwd", "/etc/passwd", "sub/train_000000.bin", "..", ""]
+)
+def test_manifest_file_names_must_be_plain_names_inside_the_folder(folder, name):
+    edit_manifest(folder, lambda m: m["shards"][0].update(file=name))
+    with pytest.raises(ValueError, match=r"manifest.json: shard 'file' .* not a plain file name"):
+        bytepair.open_shards(folder)
+
+
+def test_null_shards_in_the_manifest_is_a_value_error_naming_it(folder):
+    edit_manifest(folder, lambda m: m.update(shards=None))
+    with pytest.raises(ValueError, match=r"manifest.json: 'shards' must be a list of shards"):
+        bytepair.open_shards(folder)
+
+
+def test_split_counts_that_do_not_add_up_are_refused(folder):
+    edit_manifest(folder, lambda m: m["splits"]["train"].update(tokens=10**9))
+    with pytest.raises(ValueError, match=r"manifest.json: split 'train' says 1000000000 tokens"):
+        bytepair.open_shards(folder)
+
+
+def test_a_missing_shard_is_named(folder):
+    (folder / "val_000000.bin").unlink()
+    with pytest.raises(FileNotFoundError, match=r"val_000000.bin: no such file"):
+        bytepair.open_shards(folder)
+
+
+# -- one writer per folder ---------------------------------------------------------------
+
+
+HOLD_LOCK = """
+import sys, time
+from bytepair.shards.lock import FolderLock
+lock = FolderLock(sys.argv[1]); lock.acquire()
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_second_writer_is_refused_naming_the_folder_and_the_first_ones_pid(gpt2, tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    other = tmp_path / "x"
+    (out / ".train_000000.bin.abcd1234.tmp").write_bytes(b"the first writer's")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(out)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        with pytest.raises(BlockingIOError) as e:
+            bytepair.write_shards(gpt2, ["a", "b"], out, progress=False)
+        assert str(e.value) == (
+            f"{out}: another bytepair process (pid {holder.pid}) is writing shards here; "
+            "wait for it to finish or stop it, then rerun to continue"
+        )
+        # The first writer's temporary file is still there.
+        assert (out / ".train_000000.bin.abcd1234.tmp").read_bytes() == b"the first writer's"
+        bytepair.write_shards(gpt2, ["a", "b"], other, progress=False)  # others are free
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def test_a_lock_left_by_a_killed_writer_does_not_block(gpt2, tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(out)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline() == "locked\n"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+    assert (out / LOCK).read_text() == f"{holder.pid}\n"  # the file stays; nobody holds it
+    manifest = bytepair.write_shards(gpt2, ["a", "b"], out, progress=False)
+    assert manifest["splits"]["train"]["documents"] == 2
+    assert not (out / LOCK).exists()
+
+
+def test_the_lock_is_released_when_a_write_fails(gpt2, tmp_path):
+    def failing():
+        yield "a"
+        raise RuntimeError("the source broke")
+
+    with pytest.raises(RuntimeError):
+        bytepair.write_shards(gpt2, failing(), tmp_path / "o", progress=False)
+    assert not (tmp_path / "o" / LOCK).exists()
+    with FolderLock(tmp_path / "o"):  # free again
+        pass
+
+
+def test_the_cli_second_writer_exits_1_with_one_line(tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("hello world<|endoftext|>again")
+    out = tmp_path / "o"
+    out.mkdir()
+    with FolderLock(out):
+        r = subprocess.run(
+            [sys.executable, "-m", "bytepair", "encode", "-t", "gpt2", text, "-o", f"{out}/"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert r.returncode == 1
+    assert r.stderr == (
+        f"bytepair encode: error: {out}: another bytepair process (pid {os.getpid()}) is "
+        "writing shards here; wait for it to finish or stop it, then rerun to continue\n"
+    )
+
+
+def test_rerunning_a_finished_cli_encode_says_complete_and_exits_0(tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("hello world<|endoftext|>again<|endoftext|>and again")
+    cmd = [sys.executable, "-m", "bytepair", "encode", "-t", "gpt2", text, "-o", f"{tmp_path}/o/"]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0 and first.stderr.startswith("wrote 1 train shard")
+    stamp = (tmp_path / "o" / "manifest.json").stat().st_mtime_ns
+    time.sleep(0.01)
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr == (
+        f"{tmp_path}/o/: already complete (1 train shard (8 tokens, 3 documents)); nothing to do\n"
+    )
+    assert (tmp_path / "o" / "manifest.json").stat().st_mtime_ns == stamp
