@@ -22,7 +22,7 @@ from bytepair import _core, _read_ahead
 from bytepair._progress import Progress, check_progress
 from bytepair.patterns import resolve_pattern
 from bytepair.runners import check_engine
-from bytepair.shards.one_file import _block_kwargs
+from bytepair.shards.one_file import block_kwargs
 from bytepair.sources import is_dataset, open_sources
 from bytepair.tokenizer import Tokenizer, TrainingStats, _threads, _without_surrogates
 
@@ -285,7 +285,7 @@ def train(
     with Progress(progress, total=corpus.size, desc="counting") as bar:
         for src in corpus.sources:
             if doc_separator is None and getattr(src, "is_plain_file", False):
-                counter.add_file(str(src.path), errors, bar.hook(), **_block_kwargs())
+                counter.add_file(str(src.path), errors, bar.hook(), **block_kwargs())
                 text_bytes += src.size
             else:
                 text_bytes += _count_documents(

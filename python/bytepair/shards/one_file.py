@@ -38,11 +38,15 @@ def id_width(tok) -> int:
     return 2 if tok.n_vocab <= 1 << 16 else 4
 
 
-def _block_kwargs() -> dict:
-    # Tests shrink the file read block (BYTEPAIR_BLOCK_BYTES) to exercise block
-    # boundaries on small files.
-    block = os.environ.get("BYTEPAIR_BLOCK_BYTES")
-    return {"block_bytes": int(block)} if block else {}
+#: How many bytes of a file the core reads at a time when encoding a file or training
+#: on one (None: the core's default). A smaller block saves no memory worth having
+#: and costs speed; tests set it small to put block boundaries inside small files.
+BLOCK_BYTES: int | None = None
+
+
+def block_kwargs() -> dict:
+    """The core's ``block_bytes`` argument, when :data:`BLOCK_BYTES` is set."""
+    return {} if BLOCK_BYTES is None else {"block_bytes": BLOCK_BYTES}
 
 
 def encode_file(
@@ -100,7 +104,7 @@ def encode_file(
                 errors,
                 threads,
                 bar.hook(),
-                **_block_kwargs(),
+                **block_kwargs(),
             )
         except OSError as e:
             raise _blaming(e, tmp, dst) from None
