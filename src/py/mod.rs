@@ -1,6 +1,6 @@
 //! Python bindings (module `bytepair._core`): argument conversion and GIL handling
 //! only, split by what they bind — [`counter`] (PreTokenCounter), [`encoder`]
-//! (Encoder), [`spm`] (SentencePieceModel), [`spm_train`] (train_sentencepiece), [`functions`] (module functions) — with one mapping of the core's errors
+//! (Encoder), [`spm`] (SentencePieceModel), [`spm_train`] (SentencePieceTrainer), [`functions`] (module functions) — with one mapping of the core's errors
 //! to Python exceptions ([`errors`]). The algorithms are in the other modules.
 
 mod counter;
@@ -84,7 +84,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<counter::PreTokenCounter>()?;
     m.add_class::<encoder::Encoder>()?;
     m.add_class::<spm::SentencePieceModel>()?;
-    m.add_function(wrap_pyfunction!(spm_train::train_sentencepiece, m)?)?;
+    m.add_class::<spm_train::SentencePieceTrainer>()?;
     m.add("GPT2_PATTERN", crate::pretok::GPT2_PATTERN)?;
     m.add("CL100K_PATTERN", crate::pretok::CL100K_PATTERN)?;
     m.add("O200K_PATTERN", crate::pretok::O200K_PATTERN)?;
