@@ -109,30 +109,29 @@ def add_parser(sub) -> None:
     t.set_defaults(func=run)
 
 
-# Options of byte-level BPE training only, with their defaults.
-_BPE_ONLY = {
-    "pattern": "gpt2",
-    "min_frequency": 0,
-    "max_token_length": None,
-    "reserved_special_tokens": 0,
-    "pad_to_multiple_of": None,
-    "format": None,
-    "engine": "local",
-    "ray_address": None,
+# The options only one --model takes, with their defaults.
+OWN_OPTIONS = {
+    "bpe": {
+        "pattern": "gpt2",
+        "min_frequency": 0,
+        "max_token_length": None,
+        "reserved_special_tokens": 0,
+        "pad_to_multiple_of": None,
+        "format": None,
+        "engine": "local",
+        "ray_address": None,
+    },
+    "sentencepiece": {"normalization": None},
 }
 
 
 def _refuse_other_models_options(args) -> None:
     """An option the chosen --model does not use is an error, not silently ignored."""
-    if args.model == "sentencepiece":
-        given = [name for name, default in _BPE_ONLY.items() if getattr(args, name) != default]
-        other = "bpe"
-    else:
-        given = ["normalization"] if args.normalization is not None else []
-        other = "sentencepiece"
-    if given:
-        flag = "--" + given[0].replace("_", "-")
-        raise ValueError(f"{flag} applies to --model {other} only, not --model {args.model}")
+    for other, options in OWN_OPTIONS.items():
+        given = [name for name, default in options.items() if getattr(args, name) != default]
+        if other != args.model and given:
+            flag = "--" + given[0].replace("_", "-")
+            raise ValueError(f"{flag} applies to --model {other} only, not --model {args.model}")
 
 
 def run_sentencepiece(args) -> None:
@@ -162,15 +161,17 @@ def run_sentencepiece(args) -> None:
 
 
 def run(args) -> None:
+    _refuse_other_models_options(args)
+    TRAINERS[args.model](args)
+
+
+def run_bpe(args) -> None:
     from bytepair._files import check_output
     from bytepair.formats import format_for_path
     from bytepair.patterns import pattern_name
     from bytepair.sources import open_sources
     from bytepair.training import train
 
-    _refuse_other_models_options(args)
-    if args.model == "sentencepiece":
-        return run_sentencepiece(args)
     fmt = format_for_path(args.output, args.format)
     is_folder = fmt == "gpt2" or (fmt == "hf" and not args.output.endswith(".json"))
     check_output(args.output, is_folder, inputs=args.corpus)
@@ -239,3 +240,7 @@ def run(args) -> None:
             "last merges:  " + ", ".join(f"{printable(a)}+{printable(b)}" for a, b in merges[-3:])
         )
     print("\n".join(lines), file=sys.stderr)
+
+
+#: What trains each --model.
+TRAINERS = {"bpe": run_bpe, "sentencepiece": run_sentencepiece}
