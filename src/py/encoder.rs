@@ -1,11 +1,11 @@
 //! `Encoder`: the BPE encoder over a fixed vocabulary, merges and special tokens.
 
-use pyo3::exceptions::PyKeyError;
+use pyo3::exceptions::{PyKeyError, PyMemoryError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use rustc_hash::FxHashMap;
 
-use super::errors::{encode_error, load_error, value_error};
+use super::errors::{encode_error, load_error, repr, repr_bytes, token_id, value_error};
 use super::seam::{pymethods_with_seam, Seam};
 use crate::bpe::Encoder as CoreEncoder;
 
@@ -16,9 +16,10 @@ pub struct Encoder {
 
 impl Encoder {
     fn wrap(core: CoreEncoder) -> Self {
-        let (all, max_id) = (core.all_specials().clone(), core.model().max_id());
+        let all = core.all_specials().clone();
+        let (tokens, max_id) = (core.model().vocab_len(), core.model().max_id());
         Self {
-            seam: Seam::new(core, all, max_id),
+            seam: Seam::new(core, all, tokens, max_id),
         }
     }
 
@@ -28,15 +29,37 @@ impl Encoder {
 }
 
 pymethods_with_seam!(Encoder {
+    /// `vocab`: {id: bytes}; `merges`: (left id, right id, merged id) in rank order;
+    /// `special_tokens`: {token: id}. An id that is no valid id (negative, or past
+    /// `crate::model::MAX_ID`) is a ValueError naming the token and the id.
     #[new]
     #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
     fn new(
-        vocab: FxHashMap<u32, Vec<u8>>,
-        merges: Vec<(u32, u32, u32)>,
-        special_tokens: FxHashMap<String, u32>,
+        vocab: &Bound<'_, PyDict>,
+        merges: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
+        special_tokens: FxHashMap<String, Bound<'_, PyAny>>,
         pattern: Option<&str>,
     ) -> PyResult<Self> {
-        CoreEncoder::new(vocab, &merges, special_tokens, pattern)
+        let mut ids = FxHashMap::default();
+        ids.try_reserve(vocab.len()).map_err(|_| PyMemoryError::new_err("no memory for the vocabulary"))?;
+        for (id, bytes) in vocab {
+            let bytes: Vec<u8> = bytes.extract()?;
+            let id = token_id(&id, || format!("token {}", repr_bytes(vocab.py(), &bytes[..bytes.len().min(64)])))?;
+            ids.insert(id, bytes);
+        }
+        let merges = merges
+            .iter()
+            .enumerate()
+            .map(|(n, (l, r, id))| {
+                let what = || format!("merge #{n}");
+                Ok((token_id(l, what)?, token_id(r, what)?, token_id(id, what)?))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let specials = special_tokens
+            .iter()
+            .map(|(t, id)| Ok((t.clone(), token_id(id, || format!("special token {}", repr(id.py(), t)))?)))
+            .collect::<PyResult<FxHashMap<_, _>>>()?;
+        CoreEncoder::new(ids, &merges, specials, pattern)
             .map(Self::wrap)
             .map_err(value_error)
     }

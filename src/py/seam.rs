@@ -7,6 +7,7 @@
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
@@ -26,35 +27,65 @@ pub struct Seam<M> {
     pub core: M,
     /// Every special token of the model (`allowed_special=None`).
     all: Arc<SpecialMatcher>,
-    max_id: u32,
+    /// How many ids, from 0, have a shared Python int in `ints`.
+    dense_ids: usize,
     matchers: Mutex<FxHashMap<Vec<String>, Arc<SpecialMatcher>>>,
-    /// One Python int per id, made once: results share them instead of allocating an
-    /// int per token, which took a third of `encode`'s time.
+    /// One Python int per id below `dense_ids`, made once: results share them instead
+    /// of allocating an int per token, which took a third of `encode`'s time. Bounded
+    /// by the number of tokens the model has, never by its largest id (one special
+    /// token at 2**31 - 1 made this 16 GiB); ids past it get an int of their own.
     ints: OnceLock<Vec<Py<PyAny>>>,
 }
 
+/// A new Python int for `id`; MemoryError when Python has no memory for it.
+fn new_int(py: Python<'_>, id: u32) -> PyResult<*mut ffi::PyObject> {
+    // SAFETY: a plain C-API call with the GIL held; a null result sets the exception.
+    let int = unsafe { ffi::PyLong_FromUnsignedLong(id.into()) };
+    if int.is_null() {
+        Err(PyErr::fetch(py))
+    } else {
+        Ok(int)
+    }
+}
+
 impl<M: Model> Seam<M> {
-    /// `all`: the model's special tokens; `max_id`: its largest id.
-    pub fn new(core: M, all: SpecialMatcher, max_id: u32) -> Self {
+    /// `all`: the model's special tokens; `tokens`: how many tokens it has, and
+    /// `max_id` its largest id (the ints shared are those of the ids up to both).
+    pub fn new(core: M, all: SpecialMatcher, tokens: usize, max_id: u32) -> Self {
         Self {
             core,
             all: Arc::new(all),
-            max_id,
+            dense_ids: tokens.min(max_id as usize + 1),
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
         }
     }
 
+    /// The shared ints, made on first use.
+    fn ints(&self, py: Python<'_>) -> PyResult<&[Py<PyAny>]> {
+        if let Some(ints) = self.ints.get() {
+            return Ok(ints);
+        }
+        let mut ints = Vec::new();
+        ints.try_reserve_exact(self.dense_ids).map_err(|_| {
+            PyMemoryError::new_err(format!("no memory for {} ints", self.dense_ids))
+        })?;
+        for id in 0..self.dense_ids as u32 {
+            // SAFETY: `new_int` returns a new (owned) reference.
+            ints.push(unsafe { Bound::from_owned_ptr(py, new_int(py, id)?) }.unbind());
+        }
+        // Another thread may have set it first (both made the same ints).
+        Ok(self.ints.get_or_init(|| ints))
+    }
+
     /// `ids` as a Python list of ints.
     pub fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let ints = self.ints.get_or_init(|| {
-            (0..=self.max_id)
-                .map(|i| i.into_pyobject(py).unwrap().into_any().unbind())
-                .collect()
-        });
-        let len = ffi::Py_ssize_t::try_from(ids.len()).expect("list length fits isize");
+        let ints = self.ints(py)?;
+        let len = ffi::Py_ssize_t::try_from(ids.len())
+            .map_err(|_| PyMemoryError::new_err(format!("a list of {} ids", ids.len())))?;
         // SAFETY: a new list of `len` empty slots, each set exactly once to a new
-        // (owned) reference before the list is seen by Python code. Its slots are only
+        // (owned) reference before the list is seen by Python code (a failure leaves
+        // the rest null, which freeing the list allows). Its slots are only
         // written (PyList_SET_ITEM, not PyList_SetItem, which reads the old item first:
         // a read of the never-touched memory would map the shared zero page, and the
         // write replacing it interrupts the cores of a batch's workers to flush their
@@ -68,7 +99,7 @@ impl<M: Model> Seam<M> {
             for (i, &id) in ids.iter().enumerate() {
                 let item = match ints.get(id as usize) {
                     Some(int) => int.clone_ref(py).into_ptr(),
-                    None => id.into_pyobject(py)?.into_ptr(),
+                    None => new_int(py, id)?,
                 };
                 ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, item);
             }
@@ -218,7 +249,10 @@ impl<M: Model> Seam<M> {
             py,
             lists
                 .into_iter()
-                .map(|l| l.expect("every text was encoded")),
+                .map(|l| {
+                    l.ok_or_else(|| PyRuntimeError::new_err("a text of the batch was not encoded"))
+                })
+                .collect::<PyResult<Vec<_>>>()?,
         )
     }
 
@@ -262,7 +296,7 @@ impl<M: Model> Seam<M> {
         let offsets = py
             .detach(|| encode_flat(&self.core, &texts, specials, num_threads, buf))
             .map_err(|e| encode_error(py, e))?;
-        let written = *offsets.last().expect("offsets end with the total") as ffi::Py_ssize_t * 4;
+        let written = offsets.last().map_or(0, |&n| n as ffi::Py_ssize_t * 4);
         // SAFETY: shrinking our own bytearray to the bytes written.
         if unsafe { ffi::PyByteArray_Resize(out.as_ptr(), written) } != 0 {
             return Err(PyErr::fetch(py));

@@ -1,0 +1,149 @@
+"""Reliability of the compiled core against hostile input (issues 26 and 23): token
+ids past the largest allowed, patterns that backtrack without end, interrupts during
+long native calls, SentencePiece files with huge pieces, and the cache pool in a
+forked child.
+
+Anything that could crash or hang the interpreter runs in a subprocess with a time
+limit (and an address-space limit, so a regression fails instead of eating the
+machine's memory).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import resource
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import bytepair
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_ID = 2**31 - 1
+#: Address space for a child: far below what a per-id table of 2**31 ids needs (16 GiB).
+CHILD_MEMORY = 3 << 30
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
+
+
+def run_python(code: str, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter importing this checkout's bytepair."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        preexec_fn=_limit_memory,
+        **kwargs,
+    )
+
+
+def last_line(proc: subprocess.CompletedProcess) -> str:
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    return lines[-1] if lines else f"(no output, exit {proc.returncode})"
+
+
+# -- token ids past the largest ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad_id", [2**31, 5 * 10**8 * 5, 2**32 - 1])
+def test_with_special_tokens_refuses_an_id_past_the_largest_naming_it(bad_id):
+    proc = run_python(
+        f"""
+        import bytepair
+        try:
+            tok = bytepair.get_encoding("gpt2").with_special_tokens({{"<x>": {bad_id}}})
+            print("ENCODED", tok.encode("hi"))
+        except ValueError as e:
+            print("ValueError:", e)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc) == (
+        f"ValueError: special token '<x>' has id {bad_id}, outside 0..{MAX_ID}: "
+        "token ids must be at least 0 and below 2**31"
+    )
+
+
+def test_an_id_of_half_a_billion_encodes_without_a_table_of_that_size():
+    # 5e8 is a valid id; before, the first encode made 5e8 Python ints (MemoryError,
+    # then a panic "PyObject pointer is null", then a hang).
+    proc = run_python(
+        """
+        import bytepair
+        tok = bytepair.get_encoding("gpt2").with_special_tokens({"<x>": 500_000_000})
+        print(tok.encode("hi<x>", allowed_special="all"), tok.encode_batch(["<x>"] * 2, allowed_special="all"))
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc) == "[5303, 500000000] [[500000000], [500000000]]"
+
+
+def test_the_largest_id_is_allowed():
+    tok = bytepair.get_encoding("gpt2").with_special_tokens({"<x>": MAX_ID})
+    assert tok.encode("a<x>", allowed_special="all") == [64, MAX_ID]
+    assert tok.decode([64, MAX_ID]) == "a<x>"
+
+
+def _byte_vocab() -> dict[int, bytes]:
+    return {i: bytes([i]) for i in range(256)}
+
+
+@pytest.mark.parametrize("bad_id", [2**31, 10**20, -1])
+def test_tokenizer_refuses_a_vocab_id_past_the_largest_naming_token_and_id(bad_id):
+    vocab = _byte_vocab() | {bad_id: b"hi"}
+    with pytest.raises(ValueError) as e:
+        bytepair.Tokenizer(vocab, [(b"h", b"i")])
+    assert str(e.value) == (
+        f"token b'hi' has id {bad_id}, outside 0..{MAX_ID}: "
+        "token ids must be at least 0 and below 2**31"
+    )
+
+
+@pytest.mark.parametrize("bad_id", [2**31, 5 * 10**8 * 5])
+def test_tokenizer_refuses_a_special_id_past_the_largest(bad_id):
+    with pytest.raises(ValueError, match=rf"special token .<x>. has id {bad_id}, outside 0\.\."):
+        bytepair.Tokenizer(_byte_vocab(), [], {"<x>": bad_id})
+
+
+def test_tokenizer_with_a_special_id_of_ten_to_the_twenty_is_a_value_error():
+    with pytest.raises(ValueError, match=r"'<x>' has id 100000000000000000000"):
+        bytepair.Tokenizer(_byte_vocab(), [], {"<x>": 10**20})
+
+
+def _tiktoken_file(path: Path, extra_rank: int) -> Path:
+    lines = [f"{base64.b64encode(bytes([i])).decode()} {i}" for i in range(256)]
+    lines.append(f"{base64.b64encode(b'hi').decode()} {extra_rank}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("rank", [2**31, 10**20])
+def test_a_tiktoken_rank_past_the_largest_id_is_refused_naming_file_and_line(tmp_path, rank):
+    path = _tiktoken_file(tmp_path / "huge.tiktoken", rank)
+    with pytest.raises(ValueError) as e:
+        bytepair.Tokenizer.from_tiktoken(path, "gpt2")
+    assert str(e.value) == (
+        f"{path}, line 257: rank '{rank}' is too large: ranks go up to {MAX_ID}"
+    )
+
+
+def test_a_tiktoken_rank_of_half_a_billion_loads_and_encodes(tmp_path):
+    path = _tiktoken_file(tmp_path / "sparse.tiktoken", 500_000_000)
+    proc = run_python(
+        f"""
+        import bytepair
+        tok = bytepair.Tokenizer.from_tiktoken({str(path)!r}, "gpt2")
+        print(tok.encode("hi hi"))
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc) == "[500000000, 32, 500000000]"
