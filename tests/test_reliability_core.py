@@ -147,3 +147,63 @@ def test_a_tiktoken_rank_of_half_a_billion_loads_and_encodes(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert last_line(proc) == "[500000000, 32, 500000000]"
+
+
+# -- SentencePiece files --------------------------------------------------------------
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _small_spm_model() -> bytes:
+    spm = pytest.importorskip("sentencepiece", reason="sentencepiece is not installed")
+    import io
+
+    out = io.BytesIO()
+    text = (REPO / "tests" / "data" / "corpus.en").read_text().splitlines()[:2000]
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(text),
+        model_writer=out,
+        vocab_size=600,
+        model_type="bpe",
+        hard_vocab_limit=False,
+        character_coverage=0.98,
+        byte_fallback=True,
+        minloglevel=2,
+    )
+    return out.getvalue()
+
+
+def test_a_model_with_a_one_megabyte_piece_loads_and_decodes_it(tmp_path):
+    # A repeated field appended to a protobuf message adds to it: one more NORMAL piece
+    # (field 1: the piece; field 2: its score; field 3: type 1, NORMAL) of 1 MB.
+    # Loading took 52 s (quadratic in the piece's length) before.
+    piece = ("▁" + "ab" * 500_000).encode()
+    entry = b"\x0a" + _varint(len(piece)) + piece + b"\x15\x00\x00\x80\xbf" + b"\x18\x01"
+    path = tmp_path / "huge_piece.model"
+    path.write_bytes(_small_spm_model() + b"\x0a" + _varint(len(entry)) + entry)
+    proc = run_python(
+        f"""
+        import bytepair
+        tok = bytepair.load({str(path)!r})
+        last = tok.vocab_size - 1
+        print(tok.decode([last]) == "ab" * 500_000, tok.decode(tok.encode("ab" * 50)) == "ab" * 50)
+        """,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc) == "True True"
+
+
+def test_an_empty_model_file_is_refused_as_empty_naming_the_file(tmp_path):
+    path = tmp_path / "empty.model"
+    path.write_bytes(b"")
+    with pytest.raises(ValueError) as e:
+        bytepair.load(path)
+    assert str(e.value) == f"{path}: the file is empty: not a SentencePiece model"
