@@ -207,3 +207,55 @@ def test_an_empty_model_file_is_refused_as_empty_naming_the_file(tmp_path):
     with pytest.raises(ValueError) as e:
         bytepair.load(path)
     assert str(e.value) == f"{path}: the file is empty: not a SentencePiece model"
+
+
+# -- the cache pool in a forked child -------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_another_thread_encodes_with_sentencepiece_encodes(tmp_path):
+    # The SentencePiece cache pool once waited on its lock: a child forked while a
+    # thread of the parent held it (taking or giving back a cache around each encode)
+    # waited forever at its first encode. Each child must encode within 20 s.
+    path = tmp_path / "small.model"
+    path.write_bytes(_small_spm_model())
+    proc = run_python(
+        f"""
+        import os, threading, time, warnings
+        import bytepair
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+        tok = bytepair.load({str(path)!r})
+        want = tok.encode("hello world")
+        stop = False
+        def hammer():
+            while not stop:
+                tok.encode("hi")
+        thread = threading.Thread(target=hammer)
+        thread.start()
+        hung = ok = 0
+        for _ in range(200):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0 if tok.encode("hello world") == want else 3)
+            deadline = time.monotonic() + 20
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    ok += os.waitstatus_to_exitcode(status) == 0
+                    break
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    hung += 1
+                    break
+                time.sleep(0.001)
+            if hung:
+                break
+        stop = True
+        thread.join()
+        print("ok", ok, "hung", hung)
+        """,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc) == "ok 200 hung 0"

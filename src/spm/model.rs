@@ -8,8 +8,10 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::cache_pool::CachePool;
+
 use super::chars::CharTable;
-use super::encode::CachePool;
+use super::encode::WordCache;
 use super::normalizer::{Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, PieceType, BPE, CHAR, UNIGRAM, WORD};
 use super::SpmError;
@@ -68,7 +70,7 @@ pub struct SpmModel {
     /// `piece_to_id` answers the reserved id for it, and encode must ask).
     pub reserved_shadows_mergeable: bool,
     /// Warm word caches for encoding.
-    pub caches: CachePool,
+    pub caches: CachePool<WordCache>,
     /// Whether each text encoded through the model seam ([`crate::model::Model`])
     /// starts with `<s>` / ends with `</s>` (see [`SpmModel::with_options`]).
     pub add_bos: bool,
