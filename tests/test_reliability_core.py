@@ -13,9 +13,11 @@ from __future__ import annotations
 import base64
 import os
 import resource
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -32,9 +34,11 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
 
 
-def run_python(code: str, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
+def run_python(
+    code: str, extra_env: dict[str, str] | None = None, timeout: float = 60, **kwargs
+) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh interpreter importing this checkout's bytepair."""
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), **(extra_env or {}))
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -259,3 +263,119 @@ def test_a_child_forked_while_another_thread_encodes_with_sentencepiece_encodes(
     )
     assert proc.returncode == 0, proc.stderr
     assert last_line(proc) == "ok 200 hung 0"
+
+
+# -- patterns that backtrack, interrupts, long texts in blocks -------------------------
+
+HOSTILE_PATTERN = r"(?:a|aa)+(?=b)|\s+|\S"
+
+
+def test_a_pattern_that_backtracks_without_end_is_a_value_error_naming_it():
+    # It ran for over 10 minutes and ignored SIGTERM before.
+    tok = bytepair.get_encoding("gpt2")
+    proc = run_python(
+        f"""
+        import bytepair
+        gpt2 = bytepair.get_encoding("gpt2")
+        tok = bytepair.Tokenizer(gpt2.model.vocab, gpt2.model.merges, pattern={HOSTILE_PATTERN!r})
+        try:
+            tok.encode("x " + "a" * 60)
+        except ValueError as e:
+            print("ValueError:", e)
+        """,
+        timeout=120,
+    )
+    assert tok.encode("x") == [87]
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc) == (
+        "ValueError: the pre-tokenizer pattern "
+        + '"(?:a|aa)+(?=b)|\\\\s+|\\\\S"'
+        + " needs more backtracking than the limit of 1000000 steps at byte offset 2 of "
+        "the text (between special tokens); simplify the pattern (possessive quantifiers "
+        "such as ++ or atomic groups (?>...) avoid backtracking) or raise the limit with "
+        "the environment variable BYTEPAIR_BACKTRACK_LIMIT"
+    )
+
+
+def test_the_backtracking_limit_is_set_by_an_environment_variable():
+    code = f"""
+        import bytepair
+        gpt2 = bytepair.get_encoding("gpt2")
+        try:
+            tok = bytepair.Tokenizer(gpt2.model.vocab, gpt2.model.merges, pattern={HOSTILE_PATTERN!r})
+            print(len(tok.encode("x " + "a" * 12)))
+        except ValueError as e:
+            print("ValueError:", str(e)[:131])
+        """
+    small = run_python(code, {"BYTEPAIR_BACKTRACK_LIMIT": "10"})
+    assert last_line(small) == (
+        'ValueError: the pre-tokenizer pattern "(?:a|aa)+(?=b)|\\\\s+|\\\\S" needs more '
+        "backtracking than the limit of 10 steps at byte offset 2 of the text"
+    ), small.stderr
+    default = run_python(code)
+    assert last_line(default) == "14", default.stderr
+    bad = run_python(code, {"BYTEPAIR_BACKTRACK_LIMIT": "lots"})
+    assert last_line(bad) == (
+        'ValueError: BYTEPAIR_BACKTRACK_LIMIT must be a positive integer, not "lots"'
+    )
+
+
+def test_a_text_longer_than_a_block_encodes_as_tiktoken_does(tiktoken_offline):
+    # Over 4 MB, a text is encoded in blocks cut at safe cuts (newlines between
+    # printable ASCII and a letter, special tokens), with a check for Ctrl-C between.
+    lines = (REPO / "tests" / "data" / "corpus.en").read_text().splitlines()
+    text = "\n".join(lines * 80) + "<|endoftext|>" + "  spaces\n\n" * 3
+    text = text[: len(text) // 2] + "<|endoftext|>" + text[len(text) // 2 :]
+    assert len(text.encode()) > 2 * (4 << 20)
+    for name in ("gpt2", "cl100k_base"):
+        ours = bytepair.get_encoding(name)
+        theirs = tiktoken_offline.get_encoding(name)
+        want = theirs.encode(text, allowed_special="all")
+        assert ours.encode(text, allowed_special="all") == want, name
+        assert ours.count_tokens(text, allowed_special="all") == len(want), name
+
+
+def test_ctrl_c_stops_a_long_encode_before_it_ends():
+    # The child encodes ~200 MB in one call; SIGINT half a second in must raise
+    # KeyboardInterrupt from inside the call (checked between blocks of 4 MB), not after
+    # the whole text. The bound is relative to the child's own measured speed.
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import time, bytepair
+                tok = bytepair.get_encoding("cl100k_base")
+                text = open({str(REPO / "tests" / "data" / "corpus.en")!r}).read() * 1500
+                t = time.monotonic()
+                tok.encode(text[: len(text) // 30])
+                print("start", (time.monotonic() - t) * 30, flush=True)
+                t = time.monotonic()
+                try:
+                    tok.encode(text)
+                    print("finished", time.monotonic() - t, flush=True)
+                except KeyboardInterrupt:
+                    print("interrupted", time.monotonic() - t, flush=True)
+                """
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "python")),
+        preexec_fn=_limit_memory,
+    )
+    try:
+        start = child.stdout.readline().split()
+        assert start[0] == "start", child.stderr.read()
+        whole = float(start[1])
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    kind, seconds = out.split()
+    assert kind == "interrupted", err
+    assert float(seconds) < whole / 2, (seconds, whole)

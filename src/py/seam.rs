@@ -17,10 +17,15 @@ use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, put_le, Specials};
 use crate::io::blocks::ReadError;
+use crate::io::chunking::find_cut;
 use crate::io::shards;
 use crate::io::stream;
-use crate::model::{check_disallowed, EncodeError, Model};
+use crate::model::{check_disallowed, EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
+
+/// Bytes of one text encoded between two checks for signals (Ctrl-C), when the
+/// model's text can be cut (a few milliseconds of work).
+const SIGNAL_BLOCK: usize = 4 << 20;
 
 /// A model and what its binding keeps between calls.
 pub struct Seam<M> {
@@ -139,6 +144,58 @@ impl<M: Model> Seam<M> {
         ))
     }
 
+    /// Where the block of `text` starting at the safe cut `from` ends: about
+    /// [`SIGNAL_BLOCK`] bytes on, at a safe cut (`io::chunking`), or the end of the
+    /// text when it has none (SentencePiece, or no cut in the rest).
+    fn block_end(&self, text: &str, from: usize, allowed: &SpecialMatcher) -> usize {
+        let SafeCuts::AtSpecials { newlines } = self.core.safe_cuts() else {
+            return text.len();
+        };
+        let mut size = SIGNAL_BLOCK;
+        loop {
+            let window_end = from + size + allowed.max_len() + 1;
+            if window_end >= text.len() {
+                return text.len();
+            }
+            let window = &text.as_bytes()[from..window_end];
+            let matches = allowed.find_all(window);
+            if let Some(cut) = find_cut(window, 0, size, &matches, newlines) {
+                return from + cut;
+            }
+            size *= 2; // no cut yet: look further (each look twice the last)
+        }
+    }
+
+    /// Runs `f` on consecutive blocks of `text` (see [`Seam::block_end`]) without the
+    /// GIL, with one cache, and checks for signals between blocks: Ctrl-C stops a long
+    /// text within a block's time (KeyboardInterrupt), not at its end.
+    fn for_each_block(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: &SpecialMatcher,
+        mut f: impl FnMut(&str, &mut M::Cache) -> Result<(), EncodeError> + Send,
+    ) -> PyResult<()> {
+        let mut cache = self.core.take_cache();
+        let mut from = 0;
+        let result = loop {
+            let step = py.detach(|| {
+                let end = self.block_end(text, from, allowed);
+                f(&text[from..end], &mut cache).map(|()| end)
+            });
+            match step {
+                Err(e) => break Err(encode_error(py, e)),
+                Ok(end) if end >= text.len() => break Ok(()),
+                Ok(end) => from = end,
+            }
+            if let Err(e) = py.check_signals() {
+                break Err(e);
+            }
+        };
+        self.core.give_back_cache(cache);
+        result
+    }
+
     /// Checks `text` for disallowed tokens, then encodes it, without the GIL.
     pub fn encode_checked(
         &self,
@@ -148,14 +205,17 @@ impl<M: Model> Seam<M> {
         disallowed: Option<Vec<String>>,
     ) -> PyResult<Vec<u32>> {
         let (allowed, disallowed) = self.matchers(allowed, disallowed)?;
-        py.detach(|| {
-            check_disallowed(text, &disallowed)?;
-            let mut ids = Vec::with_capacity(text.len() / 3);
-            let core = &self.core;
-            core.with_cache(|cache| core.encode_cached(text, &allowed, cache, &mut ids))?;
-            Ok(ids)
-        })
-        .map_err(|e| encode_error(py, e))
+        py.detach(|| check_disallowed(text, &disallowed))
+            .map_err(|e| encode_error(py, e))?;
+        let mut ids = Vec::new();
+        ids.try_reserve(text.len() / 3).map_err(|_| {
+            PyMemoryError::new_err(format!("no memory for the ids of {} bytes", text.len()))
+        })?;
+        let core = &self.core;
+        self.for_each_block(py, text, &allowed, |block, cache| {
+            core.encode_cached(block, &allowed, cache, &mut ids)
+        })?;
+        Ok(ids)
     }
 
     /// The texts of a batch as borrowed UTF-8 (not copied), and its matchers.
@@ -207,12 +267,14 @@ impl<M: Model> Seam<M> {
         disallowed_special: Option<Vec<String>>,
     ) -> PyResult<usize> {
         let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
-        py.detach(|| {
-            check_disallowed(text, &disallowed)?;
-            let core = &self.core;
-            core.with_cache(|cache| core.count_cached(text, &allowed, cache))
-        })
-        .map_err(|e| encode_error(py, e))
+        py.detach(|| check_disallowed(text, &disallowed))
+            .map_err(|e| encode_error(py, e))?;
+        let (core, mut count) = (&self.core, 0);
+        self.for_each_block(py, text, &allowed, |block, cache| {
+            count += core.count_cached(block, &allowed, cache)?;
+            Ok(())
+        })?;
+        Ok(count)
     }
 
     /// Encodes many texts on `num_threads` threads (`io::batch`); this thread turns
@@ -241,7 +303,7 @@ impl<M: Model> Seam<M> {
             |next| py.detach(next), // wait without the GIL
             |i, ids| {
                 lists[i] = Some(self.id_list(py, ids)?);
-                Ok(())
+                py.check_signals() // Ctrl-C stops the batch at the next text received
             },
         )
         .map_err(|e| batch_error(py, e))?;
