@@ -1,12 +1,13 @@
 //! `Encoder`: the BPE encoder over a fixed vocabulary, merges and special tokens.
 
-use pyo3::exceptions::{PyKeyError, PyMemoryError};
+use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use rustc_hash::FxHashMap;
 
-use super::errors::{encode_error, load_error, repr, repr_bytes, token_id, value_error};
+use super::errors::{encode_error, load_error, repr, token_id, value_error};
 use super::seam::{pymethods_with_seam, Seam};
+use super::vocab_by_id;
 use crate::bpe::Encoder as CoreEncoder;
 
 #[pyclass(module = "bytepair._core", frozen)]
@@ -40,13 +41,7 @@ pymethods_with_seam!(Encoder {
         special_tokens: FxHashMap<String, Bound<'_, PyAny>>,
         pattern: Option<&str>,
     ) -> PyResult<Self> {
-        let mut ids = FxHashMap::default();
-        ids.try_reserve(vocab.len()).map_err(|_| PyMemoryError::new_err("no memory for the vocabulary"))?;
-        for (id, bytes) in vocab {
-            let bytes: Vec<u8> = bytes.extract()?;
-            let id = token_id(&id, || format!("token {}", repr_bytes(vocab.py(), &bytes[..bytes.len().min(64)])))?;
-            ids.insert(id, bytes);
-        }
+        let ids = vocab_by_id(vocab)?;
         let merges = merges
             .iter()
             .enumerate()
