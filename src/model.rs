@@ -10,6 +10,18 @@
 
 use crate::pretok::SpecialMatcher;
 
+/// The largest token id any model may hold: ids are below 2**31, so that they fit
+/// every id type downstream (numpy's int32, torch's int64 and sentencepiece's int32
+/// alike). Checked once, when a model is built.
+pub const MAX_ID: u32 = (1 << 31) - 1;
+
+/// The error for `what` (a token, described) holding `id` (its decimal text: a
+/// binding passes ids too large for any integer type as they were written), an id
+/// past [`MAX_ID`] or below 0.
+pub fn id_error(what: &str, id: &str) -> String {
+    format!("{what} has id {id}, outside 0..{MAX_ID}: token ids must be at least 0 and below 2**31")
+}
+
 /// Why a text was not encoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EncodeError {

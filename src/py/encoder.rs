@@ -5,8 +5,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use rustc_hash::FxHashMap;
 
-use super::errors::{encode_error, load_error, value_error};
+use super::errors::{encode_error, load_error, repr, token_id, value_error};
 use super::seam::{pymethods_with_seam, Seam};
+use super::vocab_by_id;
 use crate::bpe::Encoder as CoreEncoder;
 
 #[pyclass(module = "bytepair._core", frozen)]
@@ -16,9 +17,10 @@ pub struct Encoder {
 
 impl Encoder {
     fn wrap(core: CoreEncoder) -> Self {
-        let (all, max_id) = (core.all_specials().clone(), core.model().max_id());
+        let all = core.all_specials().clone();
+        let (tokens, max_id) = (core.model().vocab_len(), core.model().max_id());
         Self {
-            seam: Seam::new(core, all, max_id),
+            seam: Seam::new(core, all, tokens, max_id),
         }
     }
 
@@ -28,15 +30,31 @@ impl Encoder {
 }
 
 pymethods_with_seam!(Encoder {
+    /// `vocab`: {id: bytes}; `merges`: (left id, right id, merged id) in rank order;
+    /// `special_tokens`: {token: id}. An id that is no valid id (negative, or past
+    /// `crate::model::MAX_ID`) is a ValueError naming the token and the id.
     #[new]
     #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
     fn new(
-        vocab: FxHashMap<u32, Vec<u8>>,
-        merges: Vec<(u32, u32, u32)>,
-        special_tokens: FxHashMap<String, u32>,
+        vocab: &Bound<'_, PyDict>,
+        merges: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
+        special_tokens: FxHashMap<String, Bound<'_, PyAny>>,
         pattern: Option<&str>,
     ) -> PyResult<Self> {
-        CoreEncoder::new(vocab, &merges, special_tokens, pattern)
+        let ids = vocab_by_id(vocab)?;
+        let merges = merges
+            .iter()
+            .enumerate()
+            .map(|(n, (l, r, id))| {
+                let what = || format!("merge #{n}");
+                Ok((token_id(l, what)?, token_id(r, what)?, token_id(id, what)?))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let specials = special_tokens
+            .iter()
+            .map(|(t, id)| Ok((t.clone(), token_id(id, || format!("special token {}", repr(id.py(), t)))?)))
+            .collect::<PyResult<FxHashMap<_, _>>>()?;
+        CoreEncoder::new(ids, &merges, specials, pattern)
             .map(Self::wrap)
             .map_err(value_error)
     }

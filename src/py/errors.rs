@@ -3,14 +3,27 @@
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyInt, PyString};
 
 use super::Progress;
 use crate::bpe::ranks::RecoverError;
 use crate::io::batch::BatchError;
 use crate::io::blocks::ReadError;
 use crate::io::tiktoken::{LoadError, ParseError, Quote};
-use crate::model::EncodeError;
+use crate::model::{id_error, EncodeError};
+
+/// `id` as a token id: a Python int no u32 holds (negative, or 2**32 and past) is a
+/// ValueError naming `what` (the token) and the id, as the core words one past
+/// [`crate::model::MAX_ID`]; ids up to 2**32 - 1 reach the core, which checks them.
+pub fn token_id(id: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyResult<u32> {
+    match id.extract::<u32>() {
+        Ok(id) => Ok(id),
+        Err(_) if id.is_instance_of::<PyInt>() => {
+            Err(value_error(id_error(&what(), &id.to_string())))
+        }
+        Err(e) => Err(e),
+    }
+}
 
 pub fn value_error(message: impl Into<String>) -> PyErr {
     PyValueError::new_err(message.into())

@@ -7,6 +7,7 @@
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
@@ -16,45 +17,80 @@ use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, put_le, Specials};
 use crate::io::blocks::ReadError;
+use crate::io::chunking::find_cut;
 use crate::io::shards;
 use crate::io::stream;
-use crate::model::{check_disallowed, EncodeError, Model};
+use crate::model::{check_disallowed, EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
+
+/// Bytes of one text encoded between two checks for signals (Ctrl-C), when the
+/// model's text can be cut (a few milliseconds of work).
+const SIGNAL_BLOCK: usize = 4 << 20;
 
 /// A model and what its binding keeps between calls.
 pub struct Seam<M> {
     pub core: M,
     /// Every special token of the model (`allowed_special=None`).
     all: Arc<SpecialMatcher>,
-    max_id: u32,
+    /// How many ids, from 0, have a shared Python int in `ints`.
+    dense_ids: usize,
     matchers: Mutex<FxHashMap<Vec<String>, Arc<SpecialMatcher>>>,
-    /// One Python int per id, made once: results share them instead of allocating an
-    /// int per token, which took a third of `encode`'s time.
+    /// One Python int per id below `dense_ids`, made once: results share them instead
+    /// of allocating an int per token, which took a third of `encode`'s time. Bounded
+    /// by the number of tokens the model has, never by its largest id (one special
+    /// token at 2**31 - 1 made this 16 GiB); ids past it get an int of their own.
     ints: OnceLock<Vec<Py<PyAny>>>,
 }
 
+/// A new Python int for `id`; MemoryError when Python has no memory for it.
+fn new_int(py: Python<'_>, id: u32) -> PyResult<*mut ffi::PyObject> {
+    // SAFETY: a plain C-API call with the GIL held; a null result sets the exception.
+    let int = unsafe { ffi::PyLong_FromUnsignedLong(id.into()) };
+    if int.is_null() {
+        Err(PyErr::fetch(py))
+    } else {
+        Ok(int)
+    }
+}
+
 impl<M: Model> Seam<M> {
-    /// `all`: the model's special tokens; `max_id`: its largest id.
-    pub fn new(core: M, all: SpecialMatcher, max_id: u32) -> Self {
+    /// `all`: the model's special tokens; `tokens`: how many tokens it has, and
+    /// `max_id` its largest id (the ints shared are those of the ids up to both).
+    pub fn new(core: M, all: SpecialMatcher, tokens: usize, max_id: u32) -> Self {
         Self {
             core,
             all: Arc::new(all),
-            max_id,
+            dense_ids: tokens.min(max_id as usize + 1),
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
         }
     }
 
+    /// The shared ints, made on first use.
+    fn ints(&self, py: Python<'_>) -> PyResult<&[Py<PyAny>]> {
+        if let Some(ints) = self.ints.get() {
+            return Ok(ints);
+        }
+        let mut ints = Vec::new();
+        ints.try_reserve_exact(self.dense_ids).map_err(|_| {
+            PyMemoryError::new_err(format!("no memory for {} ints", self.dense_ids))
+        })?;
+        for id in 0..self.dense_ids as u32 {
+            // SAFETY: `new_int` returns a new (owned) reference.
+            ints.push(unsafe { Bound::from_owned_ptr(py, new_int(py, id)?) }.unbind());
+        }
+        // Another thread may have set it first (both made the same ints).
+        Ok(self.ints.get_or_init(|| ints))
+    }
+
     /// `ids` as a Python list of ints.
     pub fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let ints = self.ints.get_or_init(|| {
-            (0..=self.max_id)
-                .map(|i| i.into_pyobject(py).unwrap().into_any().unbind())
-                .collect()
-        });
-        let len = ffi::Py_ssize_t::try_from(ids.len()).expect("list length fits isize");
+        let ints = self.ints(py)?;
+        let len = ffi::Py_ssize_t::try_from(ids.len())
+            .map_err(|_| PyMemoryError::new_err(format!("a list of {} ids", ids.len())))?;
         // SAFETY: a new list of `len` empty slots, each set exactly once to a new
-        // (owned) reference before the list is seen by Python code. Its slots are only
+        // (owned) reference before the list is seen by Python code (a failure leaves
+        // the rest null, which freeing the list allows). Its slots are only
         // written (PyList_SET_ITEM, not PyList_SetItem, which reads the old item first:
         // a read of the never-touched memory would map the shared zero page, and the
         // write replacing it interrupts the cores of a batch's workers to flush their
@@ -68,7 +104,7 @@ impl<M: Model> Seam<M> {
             for (i, &id) in ids.iter().enumerate() {
                 let item = match ints.get(id as usize) {
                     Some(int) => int.clone_ref(py).into_ptr(),
-                    None => id.into_pyobject(py)?.into_ptr(),
+                    None => new_int(py, id)?,
                 };
                 ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, item);
             }
@@ -108,6 +144,58 @@ impl<M: Model> Seam<M> {
         ))
     }
 
+    /// Where the block of `text` starting at the safe cut `from` ends: about
+    /// [`SIGNAL_BLOCK`] bytes on, at a safe cut (`io::chunking`), or the end of the
+    /// text when it has none (SentencePiece, or no cut in the rest).
+    fn block_end(&self, text: &str, from: usize, allowed: &SpecialMatcher) -> usize {
+        let SafeCuts::AtSpecials { newlines } = self.core.safe_cuts() else {
+            return text.len();
+        };
+        let mut size = SIGNAL_BLOCK;
+        loop {
+            let window_end = from + size + allowed.max_len() + 1;
+            if window_end >= text.len() {
+                return text.len();
+            }
+            let window = &text.as_bytes()[from..window_end];
+            let matches = allowed.find_all(window);
+            if let Some(cut) = find_cut(window, 0, size, &matches, newlines) {
+                return from + cut;
+            }
+            size *= 2; // no cut yet: look further (each look twice the last)
+        }
+    }
+
+    /// Runs `f` on consecutive blocks of `text` (see [`Seam::block_end`]) without the
+    /// GIL, with one cache, and checks for signals between blocks: Ctrl-C stops a long
+    /// text within a block's time (KeyboardInterrupt), not at its end.
+    fn for_each_block(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: &SpecialMatcher,
+        mut f: impl FnMut(&str, &mut M::Cache) -> Result<(), EncodeError> + Send,
+    ) -> PyResult<()> {
+        let mut cache = self.core.take_cache();
+        let mut from = 0;
+        let result = loop {
+            let step = py.detach(|| {
+                let end = self.block_end(text, from, allowed);
+                f(&text[from..end], &mut cache).map(|()| end)
+            });
+            match step {
+                Err(e) => break Err(encode_error(py, e)),
+                Ok(end) if end >= text.len() => break Ok(()),
+                Ok(end) => from = end,
+            }
+            if let Err(e) = py.check_signals() {
+                break Err(e);
+            }
+        };
+        self.core.give_back_cache(cache);
+        result
+    }
+
     /// Checks `text` for disallowed tokens, then encodes it, without the GIL.
     pub fn encode_checked(
         &self,
@@ -117,14 +205,17 @@ impl<M: Model> Seam<M> {
         disallowed: Option<Vec<String>>,
     ) -> PyResult<Vec<u32>> {
         let (allowed, disallowed) = self.matchers(allowed, disallowed)?;
-        py.detach(|| {
-            check_disallowed(text, &disallowed)?;
-            let mut ids = Vec::with_capacity(text.len() / 3);
-            let core = &self.core;
-            core.with_cache(|cache| core.encode_cached(text, &allowed, cache, &mut ids))?;
-            Ok(ids)
-        })
-        .map_err(|e| encode_error(py, e))
+        py.detach(|| check_disallowed(text, &disallowed))
+            .map_err(|e| encode_error(py, e))?;
+        let mut ids = Vec::new();
+        ids.try_reserve(text.len() / 3).map_err(|_| {
+            PyMemoryError::new_err(format!("no memory for the ids of {} bytes", text.len()))
+        })?;
+        let core = &self.core;
+        self.for_each_block(py, text, &allowed, |block, cache| {
+            core.encode_cached(block, &allowed, cache, &mut ids)
+        })?;
+        Ok(ids)
     }
 
     /// The texts of a batch as borrowed UTF-8 (not copied), and its matchers.
@@ -176,12 +267,14 @@ impl<M: Model> Seam<M> {
         disallowed_special: Option<Vec<String>>,
     ) -> PyResult<usize> {
         let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
-        py.detach(|| {
-            check_disallowed(text, &disallowed)?;
-            let core = &self.core;
-            core.with_cache(|cache| core.count_cached(text, &allowed, cache))
-        })
-        .map_err(|e| encode_error(py, e))
+        py.detach(|| check_disallowed(text, &disallowed))
+            .map_err(|e| encode_error(py, e))?;
+        let (core, mut count) = (&self.core, 0);
+        self.for_each_block(py, text, &allowed, |block, cache| {
+            count += core.count_cached(block, &allowed, cache)?;
+            Ok(())
+        })?;
+        Ok(count)
     }
 
     /// Encodes many texts on `num_threads` threads (`io::batch`); this thread turns
@@ -210,7 +303,7 @@ impl<M: Model> Seam<M> {
             |next| py.detach(next), // wait without the GIL
             |i, ids| {
                 lists[i] = Some(self.id_list(py, ids)?);
-                Ok(())
+                py.check_signals() // Ctrl-C stops the batch at the next text received
             },
         )
         .map_err(|e| batch_error(py, e))?;
@@ -218,7 +311,10 @@ impl<M: Model> Seam<M> {
             py,
             lists
                 .into_iter()
-                .map(|l| l.expect("every text was encoded")),
+                .map(|l| {
+                    l.ok_or_else(|| PyRuntimeError::new_err("a text of the batch was not encoded"))
+                })
+                .collect::<PyResult<Vec<_>>>()?,
         )
     }
 
@@ -262,7 +358,7 @@ impl<M: Model> Seam<M> {
         let offsets = py
             .detach(|| encode_flat(&self.core, &texts, specials, num_threads, buf))
             .map_err(|e| encode_error(py, e))?;
-        let written = *offsets.last().expect("offsets end with the total") as ffi::Py_ssize_t * 4;
+        let written = offsets.last().map_or(0, |&n| n as ffi::Py_ssize_t * 4);
         // SAFETY: shrinking our own bytearray to the bytes written.
         if unsafe { ffi::PyByteArray_Resize(out.as_ptr(), written) } != 0 {
             return Err(PyErr::fetch(py));
