@@ -160,6 +160,10 @@ class BPE:
         return f"a byte-level BPE model cannot give {what}"
 
 
+#: The largest token id (the core's ``model::MAX_ID``).
+MAX_ID = 2**31 - 1
+
+
 def canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:
     """The vocabulary implied by merges: bytes at 0-255, merge i at 256 + i."""
     vocab = {i: bytes([i]) for i in range(256)}
@@ -188,8 +192,12 @@ def special_items(special_tokens) -> list[tuple[str, int | None]]:
         if t in checked:
             continue
         if i is not None:
-            i = int(i)
-            if not 0 <= i < 2**32:
-                raise ValueError(f"special token {t!r} has id {i}, outside 0..2**32-1")
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise ValueError(f"special token {t!r} has id {i!r}: ids are integers")
+            if not 0 <= i <= MAX_ID:
+                raise ValueError(
+                    f"special token {t!r} has id {i}, outside 0..{MAX_ID}: token ids must be "
+                    "at least 0 and below 2**31"
+                )
         checked[t] = i
     return list(checked.items())
