@@ -1,7 +1,7 @@
 //! The one mapping of the core's errors to Python exceptions. Messages are worded by
 //! the core; quoted text and bytes get Python's own `repr()`.
 
-use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString};
 
@@ -36,9 +36,14 @@ pub fn repr(py: Python<'_>, text: &str) -> String {
         .map_or_else(|_| format!("{text:?}"), |r| r.to_string())
 }
 
-/// ValueError with the core's message, quoting with Python's `repr()`.
+/// ValueError with the core's message, quoting with Python's `repr()`; MemoryError
+/// when memory for the encoding could not be had.
 pub fn encode_error(py: Python<'_>, e: EncodeError) -> PyErr {
-    value_error(e.message(&|s| repr(py, s)))
+    let message = e.message(&|s| repr(py, s));
+    match e {
+        EncodeError::OutOfMemory { .. } => PyMemoryError::new_err(message),
+        _ => value_error(message),
+    }
 }
 
 /// A batch failed: the text's error, or the exception the receiving side raised.
