@@ -19,15 +19,18 @@ complete, so a model's output can be printed token by token.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 
 def encode_chunks(
-    tok, iterable: Iterable[str], allowed_special, disallowed_special
+    encode_prefix: Callable[[str, bool], tuple[list[int], int]], iterable: Iterable[str]
 ) -> Iterator[list[int]]:
     """A list of ids per input chunk that completes some text (chunks that only extend
-    an unfinished pre-token give none); together, the ids of ``"".join(iterable)``."""
-    allowed, disallowed = tok._specials(allowed_special, disallowed_special)
+    an unfinished pre-token give none); together, the ids of ``"".join(iterable)``.
+
+    ``encode_prefix(text, last)`` is the model's (``core.encode_prefix`` with the call's
+    special-token policy): the ids of the part of ``text`` later text cannot change
+    (all of it when ``last``), and how many characters that part is."""
     held: list[str] = []  # text not encoded yet: the carried rest, then new chunks
     held_chars = 0
     rest_chars = 0  # of which carried over from the last call
@@ -39,12 +42,12 @@ def encode_chunks(
         if held_chars - rest_chars < rest_chars:
             continue  # less new text than carried: wait, rather than rescan the carry
         carry = "".join(held)
-        ids, used = tok._run("encode_prefix", carry, allowed, False, disallowed)
+        ids, used = encode_prefix(carry, False)
         if ids:
             yield ids
         rest = carry[used:]
         held, held_chars, rest_chars = [rest], len(rest), len(rest)
-    ids, _ = tok._run("encode_prefix", "".join(held), allowed, True, disallowed)
+    ids, _ = encode_prefix("".join(held), True)
     if ids:
         yield ids
 

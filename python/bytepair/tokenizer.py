@@ -21,6 +21,7 @@ from typing import Literal
 from bytepair import formats
 from bytepair import specials as _specials
 from bytepair.models import BPE, Model, Unsupported
+from bytepair.options import threads, without_surrogates
 from bytepair.specials import AllowedSpecial, DisallowedSpecial
 
 
@@ -40,19 +41,6 @@ class TrainingStats:
     @property
     def seconds(self) -> float:
         return self.count_seconds + self.merge_seconds
-
-
-def _without_surrogates(text: str) -> str:
-    # Lone surrogates cannot be UTF-8 encoded; replace them with U+FFFD (as tiktoken does).
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _threads(num_threads: int | None) -> int:
-    if num_threads is None:
-        return os.cpu_count() or 1
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive integer or None, not {num_threads!r}")
-    return num_threads
 
 
 class Tokenizer:
@@ -280,8 +268,8 @@ class Tokenizer:
             return call(text, *args, **kwargs)
         except UnicodeEncodeError:
             if isinstance(text, str):
-                return call(_without_surrogates(text), *args, **kwargs)
-            return call([_without_surrogates(t) for t in text], *args, **kwargs)
+                return call(without_surrogates(text), *args, **kwargs)
+            return call([without_surrogates(t) for t in text], *args, **kwargs)
 
     def encode(
         self,
@@ -370,7 +358,7 @@ class Tokenizer:
         if not texts:
             return []
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
-        return self._run("encode_batch", texts, allowed, _threads(num_threads), disallowed)
+        return self._run("encode_batch", texts, allowed, threads(num_threads), disallowed)
 
     def encode_ordinary_batch(
         self, texts: list[str], *, num_threads: int | None = None
@@ -399,7 +387,7 @@ class Tokenizer:
         texts = list(texts)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         ids, offsets = self._run(
-            "encode_batch_to_bytes", texts, allowed, _threads(num_threads), disallowed
+            "encode_batch_to_bytes", texts, allowed, threads(num_threads), disallowed
         )
         return np.frombuffer(ids, dtype="<u4"), np.frombuffer(offsets, dtype="<i8")
 
@@ -484,7 +472,12 @@ class Tokenizer:
         for large files: ``for ids in tok.encode_chunks(iter(lambda: f.read(1 << 20), ""))``)."""
         from bytepair.streaming import encode_chunks
 
-        return encode_chunks(self, iterable, allowed_special, disallowed_special)
+        allowed, disallowed = self._specials(allowed_special, disallowed_special)
+
+        def encode_prefix(text: str, last: bool) -> tuple[list[int], int]:
+            return self._run("encode_prefix", text, allowed, last, disallowed)
+
+        return encode_chunks(encode_prefix, iterable)
 
     # -- decoding ----------------------------------------------------------------------
 

@@ -33,8 +33,9 @@ from bytepair import _core
 from bytepair._files import atomic_write, check_writable
 from bytepair._progress import Progress, check_progress
 from bytepair.models.sentencepiece import SentencePiece
+from bytepair.options import threads, without_surrogates
 from bytepair.sources import open_sources
-from bytepair.tokenizer import Tokenizer, _threads, _without_surrogates
+from bytepair.tokenizer import Tokenizer
 
 NORMALIZATIONS = ("identity", "nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf")
 
@@ -146,7 +147,7 @@ def train_sentencepiece(
         pad_piece=pad_piece,
         max_sentence_length=max_sentence_length,
         input_sentence_size=input_sentence_size,
-        num_threads=_threads(num_threads),
+        num_threads=threads(num_threads),
     )
     total = corpus.size if input_sentence_size == 0 else None
     read = []  # the names of the sources read (all, unless input_sentence_size stops it)
@@ -164,7 +165,7 @@ def train_sentencepiece(
                     try:
                         trainer.add_texts(batch)
                     except UnicodeEncodeError:  # lone surrogates, from in-memory data
-                        trainer.add_texts([_without_surrogates(t) for t in batch])
+                        trainer.add_texts([without_surrogates(t) for t in batch])
                     bar(src.consumed)
                     if trainer.full:
                         break
