@@ -38,7 +38,7 @@ def run_python(
     code: str, extra_env: dict[str, str] | None = None, timeout: float = 60, **kwargs
 ) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh interpreter importing this checkout's bytepair."""
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), **(extra_env or {}))
+    env = dict(os.environ, **(extra_env or {}))
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -363,7 +363,7 @@ def test_ctrl_c_stops_a_long_encode_before_it_ends():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=dict(os.environ, PYTHONPATH=str(REPO / "python")),
+        env=dict(os.environ),
         preexec_fn=_limit_memory,
     )
     try:
