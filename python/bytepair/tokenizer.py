@@ -43,6 +43,12 @@ class TrainingStats:
         return self.count_seconds + self.merge_seconds
 
 
+#: The default ``allowed_special``: none (compared by identity for the fast path).
+NO_SPECIALS: frozenset[str] = frozenset()
+#: The default policy as the core takes it: nothing allowed, "all" the rest disallowed.
+_DEFAULT_POLICY = ([], "all")
+
+
 class Tokenizer:
     """A tokenizer: ``Tokenizer(vocab, merges, special_tokens=None, pattern="gpt2")``.
 
@@ -258,6 +264,17 @@ class Tokenizer:
     # -- encoding -----------------------------------------------------------------------
 
     def _specials(self, allowed_special, disallowed_special):
+        """The policy as the core takes it. The default (nothing allowed, the rest
+        disallowed) is ``([], "all")``: the core resolves "all" against the model's
+        special tokens once, so a default call costs the same whatever their number."""
+        if allowed_special is NO_SPECIALS and disallowed_special == "all":
+            return _DEFAULT_POLICY
+        if (
+            disallowed_special == "all"
+            and not allowed_special
+            and not isinstance(allowed_special, str)
+        ):
+            return _DEFAULT_POLICY
         return _specials.resolve(allowed_special, disallowed_special, self._model.special_tokens)
 
     def _run(self, method: str, text, *args, **kwargs):
@@ -275,7 +292,7 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> list[int]:
         """Encodes text to token ids.
@@ -289,12 +306,23 @@ class Tokenizer:
         >>> bytepair.get_encoding("gpt2").encode("hello <|endoftext|>", allowed_special="all")
         [31373, 220, 50256]
         """
+        if allowed_special is NO_SPECIALS and disallowed_special == "all":
+            try:  # the default policy: the core's own, nothing to resolve or pass
+                return self._model.core.encode_default(text)
+            except UnicodeEncodeError:
+                return self._run("encode_default", text)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
-        return self._run("encode", text, allowed, disallowed)
+        try:
+            return self._model.core.encode(text, allowed, disallowed)
+        except UnicodeEncodeError:
+            return self._run("encode", text, allowed, disallowed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encodes text with every special token treated as plain text."""
-        return self._run("encode", text, [], [])
+        try:
+            return self._model.core.encode_ordinary(text)
+        except UnicodeEncodeError:
+            return self._run("encode_ordinary", text)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of text (or bytes) that is exactly one token, special tokens included;
@@ -319,7 +347,7 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> tuple[list[int], list[list[int]]]:
         """tiktoken's ``encode_with_unstable``: the tokens of ``text`` that more text
@@ -350,7 +378,7 @@ class Tokenizer:
         texts: list[str],
         *,
         num_threads: int | None = None,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> list[list[int]]:
         """Encodes many texts in parallel (the GIL is released); same ids as ``encode``."""
@@ -371,7 +399,7 @@ class Tokenizer:
         texts: list[str],
         *,
         num_threads: int | None = None,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ):
         """Encodes many texts in parallel into one flat array: returns ``(ids, offsets)``,
@@ -395,7 +423,7 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ):
         """Encodes to a numpy uint32 array, without building a Python list."""
@@ -408,7 +436,7 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> int:
         """``len(encode(text))``, without building the list."""
@@ -421,7 +449,7 @@ class Tokenizer:
         dst: str | os.PathLike,
         *,
         format: Literal["bin", "npy"] | None = None,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
         num_threads: int | None = None,
         errors: str = "strict",
@@ -447,7 +475,7 @@ class Tokenizer:
         self,
         iterable: Iterable[str],
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> Iterator[int]:
         """Yields the ids of ``"".join(iterable)`` lazily, holding only a small tail of
@@ -465,7 +493,7 @@ class Tokenizer:
         self,
         iterable: Iterable[str],
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> Iterator[list[int]]:
         """Like :meth:`encode_iterable`, but yields a list of ids per input chunk (faster

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use rustc_hash::FxHashMap;
 
-use super::errors::{encode_error, load_error, repr, token_id, value_error};
+use super::errors::{load_error, repr, token_id, value_error};
 use super::seam::{pymethods_with_seam, Seam};
 use super::vocab_by_id;
 use crate::bpe::Encoder as CoreEncoder;
@@ -16,12 +16,12 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    fn wrap(core: CoreEncoder) -> Self {
+    fn wrap(core: CoreEncoder) -> PyResult<Self> {
         let all = core.all_specials().clone();
         let (tokens, max_id) = (core.model().vocab_len(), core.model().max_id());
-        Self {
-            seam: Seam::new(core, all, tokens, max_id),
-        }
+        Ok(Self {
+            seam: Seam::new(core, all.clone(), all, tokens, max_id)?,
+        })
     }
 
     fn core(&self) -> &CoreEncoder {
@@ -54,9 +54,7 @@ pymethods_with_seam!(Encoder {
             .iter()
             .map(|(t, id)| Ok((t.clone(), token_id(id, || format!("special token {}", repr(id.py(), t)))?)))
             .collect::<PyResult<FxHashMap<_, _>>>()?;
-        CoreEncoder::new(ids, &merges, specials, pattern)
-            .map(Self::wrap)
-            .map_err(value_error)
+        Self::wrap(CoreEncoder::new(ids, &merges, specials, pattern).map_err(value_error)?)
     }
 
     /// An encoder straight from the bytes of a `.tiktoken` file, and the special
@@ -70,9 +68,10 @@ pymethods_with_seam!(Encoder {
         special_tokens: Vec<(String, Option<u32>)>,
         pattern: Option<&str>,
     ) -> PyResult<(Self, Vec<(String, u32)>)> {
-        py.detach(|| crate::io::tiktoken::load(data, &special_tokens, pattern))
-            .map(|(core, specials)| (Self::wrap(core), specials))
-            .map_err(|e| load_error(py, path, e))
+        let (core, specials) = py
+            .detach(|| crate::io::tiktoken::load(data, &special_tokens, pattern))
+            .map_err(|e| load_error(py, path, e))?;
+        Ok((Self::wrap(core)?, specials))
     }
 
     /// Every token, special tokens included: {id: bytes} in id order.
@@ -111,13 +110,6 @@ pymethods_with_seam!(Encoder {
         self.core().model().max_id()
     }
 
-
-    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = py
-            .detach(|| self.core().encode(text, self.core().no_specials()))
-            .map_err(|e| encode_error(py, e))?;
-        self.seam.id_list(py, &ids)
-    }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
         match py.detach(|| self.core().model().decode_bytes(&ids)) {

@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyMemoryError, PyRuntimeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
@@ -20,8 +20,33 @@ use crate::io::blocks::ReadError;
 use crate::io::chunking::find_cut;
 use crate::io::shards;
 use crate::io::stream;
-use crate::model::{check_disallowed, EncodeError, Model, SafeCuts};
+use crate::model::{check_disallowed, try_reserve, EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
+
+/// `disallowed_special` as the binding takes it: None or a list of strings (these
+/// raise), or "all" (every special token of the model that the call does not allow:
+/// tiktoken's default, resolved here once per model instead of per call in Python).
+pub enum Disallowed {
+    Listed(Vec<String>),
+    Rest,
+}
+
+impl Disallowed {
+    pub fn from_py(value: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let Some(value) = value.filter(|v| !v.is_none()) else {
+            return Ok(Disallowed::Listed(Vec::new()));
+        };
+        if let Ok(text) = value.cast::<PyString>() {
+            return match text.to_str()? {
+                "all" => Ok(Disallowed::Rest),
+                other => Err(value_error(format!(
+                    "disallowed_special must be \"all\" or a list of strings, not {other:?}"
+                ))),
+            };
+        }
+        Ok(Disallowed::Listed(value.extract()?))
+    }
+}
 
 /// Bytes of one text encoded between two checks for signals (Ctrl-C), when the
 /// model's text can be cut (a few milliseconds of work).
@@ -30,8 +55,13 @@ const SIGNAL_BLOCK: usize = 4 << 20;
 /// A model and what its binding keeps between calls.
 pub struct Seam<M> {
     pub core: M,
-    /// Every special token of the model (`allowed_special=None`).
+    /// What `allowed_special=None` allows (the model's default).
     all: Arc<SpecialMatcher>,
+    /// The model's special tokens: what `disallowed_special="all"` refuses (less the
+    /// ones the call allows). Built once, so the default policy costs no per-call work.
+    registered: Arc<SpecialMatcher>,
+    /// No special tokens.
+    none: Arc<SpecialMatcher>,
     /// How many ids, from 0, have a shared Python int in `ints`.
     dense_ids: usize,
     matchers: Mutex<FxHashMap<Vec<String>, Arc<SpecialMatcher>>>,
@@ -54,16 +84,25 @@ fn new_int(py: Python<'_>, id: u32) -> PyResult<*mut ffi::PyObject> {
 }
 
 impl<M: Model> Seam<M> {
-    /// `all`: the model's special tokens; `tokens`: how many tokens it has, and
-    /// `max_id` its largest id (the ints shared are those of the ids up to both).
-    pub fn new(core: M, all: SpecialMatcher, tokens: usize, max_id: u32) -> Self {
-        Self {
+    /// `all`: what `allowed_special=None` allows; `registered`: the model's special
+    /// tokens; `tokens`: how many tokens it has, and `max_id` its largest id (the ints
+    /// shared are those of the ids up to both).
+    pub fn new(
+        core: M,
+        all: SpecialMatcher,
+        registered: SpecialMatcher,
+        tokens: usize,
+        max_id: u32,
+    ) -> PyResult<Self> {
+        Ok(Self {
             core,
             all: Arc::new(all),
+            registered: Arc::new(registered),
+            none: Arc::new(SpecialMatcher::new(&[]).map_err(value_error)?),
             dense_ids: tokens.min(max_id as usize + 1),
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
-        }
+        })
     }
 
     /// The shared ints, made on first use.
@@ -117,6 +156,9 @@ impl<M: Model> Seam<M> {
         let Some(mut list) = tokens else {
             return Ok(self.all.clone());
         };
+        if list.is_empty() {
+            return Ok(self.none.clone());
+        }
         list.sort();
         list.dedup();
         let mut cache = self.matchers.lock().unwrap_or_else(|e| e.into_inner());
@@ -131,17 +173,24 @@ impl<M: Model> Seam<M> {
         Ok(m)
     }
 
-    /// Matchers for (`allowed_special`, `disallowed_special`); no list of disallowed
-    /// tokens means none.
+    /// Matchers for (`allowed_special`, `disallowed_special`). The default policy
+    /// (none allowed, the rest disallowed) takes no lock and builds nothing.
     pub fn matchers(
         &self,
         allowed: Option<Vec<String>>,
-        disallowed: Option<Vec<String>>,
+        disallowed: Disallowed,
     ) -> PyResult<(Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
-        Ok((
-            self.matcher(allowed)?,
-            self.matcher(Some(disallowed.unwrap_or_default()))?,
-        ))
+        let allowed = self.matcher(allowed)?;
+        let disallowed = match disallowed {
+            Disallowed::Listed(list) => self.matcher(Some(list))?,
+            Disallowed::Rest if allowed.is_empty() => self.registered.clone(),
+            Disallowed::Rest => {
+                let taken: FxHashSet<&String> = allowed.tokens().iter().collect();
+                let rest = self.registered.tokens().iter();
+                self.matcher(Some(rest.filter(|t| !taken.contains(t)).cloned().collect()))?
+            }
+        };
+        Ok((allowed, disallowed))
     }
 
     /// Where the block of `text` starting at the safe cut `from` ends: about
@@ -202,9 +251,23 @@ impl<M: Model> Seam<M> {
         py: Python<'_>,
         text: &str,
         allowed: Option<Vec<String>>,
-        disallowed: Option<Vec<String>>,
+        disallowed: Disallowed,
     ) -> PyResult<Vec<u32>> {
         let (allowed, disallowed) = self.matchers(allowed, disallowed)?;
+        if text.len() <= SIGNAL_BLOCK {
+            // A short text crosses once: the check and the encoding in one release of
+            // the GIL (most calls; a long one is encoded in blocks, below).
+            let core = &self.core;
+            return py
+                .detach(|| {
+                    check_disallowed(text, &disallowed)?;
+                    let mut ids = Vec::new();
+                    try_reserve(&mut ids, text.len() / 3 + 1)?;
+                    core.with_cache(|cache| core.encode_cached(text, &allowed, cache, &mut ids))?;
+                    Ok(ids)
+                })
+                .map_err(|e| encode_error(py, e));
+        }
         py.detach(|| check_disallowed(text, &disallowed))
             .map_err(|e| encode_error(py, e))?;
         let mut ids = Vec::new();
@@ -223,7 +286,7 @@ impl<M: Model> Seam<M> {
         &self,
         texts: &'a [Bound<'_, PyString>],
         allowed: Option<Vec<String>>,
-        disallowed: Option<Vec<String>>,
+        disallowed: Disallowed,
     ) -> PyResult<(Vec<&'a str>, Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
         let texts = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
         let (allowed, disallowed) = self.matchers(allowed, disallowed)?;
@@ -237,7 +300,7 @@ impl<M: Model> Seam<M> {
         py: Python<'py>,
         text: &str,
         allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<Bound<'py, PyList>> {
         let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
         self.id_list(py, &ids)
@@ -249,7 +312,7 @@ impl<M: Model> Seam<M> {
         py: Python<'py>,
         text: &str,
         allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
         PyBytes::new_with(py, ids.len() * 4, |buf| {
@@ -264,7 +327,7 @@ impl<M: Model> Seam<M> {
         py: Python<'_>,
         text: &str,
         allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<usize> {
         let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
         py.detach(|| check_disallowed(text, &disallowed))
@@ -286,7 +349,7 @@ impl<M: Model> Seam<M> {
         texts: Vec<Bound<'py, PyString>>,
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<Bound<'py, PyList>> {
         let (texts, allowed, disallowed) =
             self.batch_args(&texts, allowed_special, disallowed_special)?;
@@ -332,7 +395,7 @@ impl<M: Model> Seam<M> {
         texts: Vec<Bound<'py, PyString>>,
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyBytes>)> {
         let (texts, allowed, disallowed) =
             self.batch_args(&texts, allowed_special, disallowed_special)?;
@@ -375,7 +438,7 @@ impl<M: Model> Seam<M> {
         text: &str,
         allowed_special: Option<Vec<String>>,
         last: bool,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<(Vec<u32>, usize)> {
         let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
         py.detach(|| {
@@ -471,9 +534,35 @@ macro_rules! pymethods_with_seam {
             py: ::pyo3::Python<'py>,
             text: &str,
             allowed_special: Option<Vec<String>>,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
-            self.seam.encode(py, text, allowed_special, disallowed_special)
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
+            self.seam.encode(py, text, allowed_special, disallowed)
+        }
+
+        /// Encodes `text` with every special token as plain text (the shortest path:
+        /// no policy to read).
+        fn encode_ordinary<'py>(
+            &self,
+            py: ::pyo3::Python<'py>,
+            text: &str,
+        ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
+            let none = $crate::py::seam::Disallowed::Listed(Vec::new());
+            let ids = self.seam.encode_checked(py, text, Some(Vec::new()), none)?;
+            self.seam.id_list(py, &ids)
+        }
+
+        /// Encodes `text` under the safe default policy: no special token allowed, and
+        /// any of the model's special tokens in the text raises ValueError. Nothing
+        /// about the policy crosses the boundary: its matcher is the model's own.
+        fn encode_default<'py>(
+            &self,
+            py: ::pyo3::Python<'py>,
+            text: &str,
+        ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
+            let rest = $crate::py::seam::Disallowed::Rest;
+            let ids = self.seam.encode_checked(py, text, Some(Vec::new()), rest)?;
+            self.seam.id_list(py, &ids)
         }
 
         /// Like `encode`, as little-endian uint32 bytes (for numpy, no list in between).
@@ -483,10 +572,11 @@ macro_rules! pymethods_with_seam {
             py: ::pyo3::Python<'py>,
             text: &str,
             allowed_special: Option<Vec<String>>,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyBytes>> {
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             self.seam
-                .encode_to_bytes(py, text, allowed_special, disallowed_special)
+                .encode_to_bytes(py, text, allowed_special, disallowed)
         }
 
         /// How many tokens `text` encodes to.
@@ -496,9 +586,10 @@ macro_rules! pymethods_with_seam {
             py: ::pyo3::Python<'_>,
             text: &str,
             allowed_special: Option<Vec<String>>,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<usize> {
-            self.seam.count(py, text, allowed_special, disallowed_special)
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
+            self.seam.count(py, text, allowed_special, disallowed)
         }
 
         /// Encodes many texts on `num_threads` threads (see `py::seam`).
@@ -509,10 +600,11 @@ macro_rules! pymethods_with_seam {
             texts: Vec<Bound<'py, ::pyo3::types::PyString>>,
             allowed_special: Option<Vec<String>>,
             num_threads: usize,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             let seam = &self.seam;
-            seam.encode_batch(py, texts, allowed_special, num_threads, disallowed_special)
+            seam.encode_batch(py, texts, allowed_special, num_threads, disallowed)
         }
 
         /// Encodes many texts into one flat array of ids and offsets (see `py::seam`).
@@ -523,10 +615,11 @@ macro_rules! pymethods_with_seam {
             texts: Vec<Bound<'py, ::pyo3::types::PyString>>,
             allowed_special: Option<Vec<String>>,
             num_threads: usize,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<(Bound<'py, ::pyo3::types::PyByteArray>, Bound<'py, ::pyo3::types::PyBytes>)> {
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             let seam = &self.seam;
-            seam.encode_batch_to_bytes(py, texts, allowed_special, num_threads, disallowed_special)
+            seam.encode_batch_to_bytes(py, texts, allowed_special, num_threads, disallowed)
         }
 
         /// Streaming: the ids of the part of `text` later text cannot change, and how
@@ -538,10 +631,11 @@ macro_rules! pymethods_with_seam {
             text: &str,
             allowed_special: Option<Vec<String>>,
             last: bool,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<(Vec<u32>, usize)> {
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             let seam = &self.seam;
-            seam.encode_prefix(py, text, allowed_special, last, disallowed_special)
+            seam.encode_prefix(py, text, allowed_special, last, disallowed)
         }
 
         /// Encodes the UTF-8 file at `path` into `out_path` as ids of `width` bytes
