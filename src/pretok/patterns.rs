@@ -58,6 +58,17 @@ pub struct RegexSplitter {
     limit: usize,
 }
 
+/// A pattern quoted for a message: its first 200 characters (a damaged file can hold a
+/// pattern of megabytes), saying how long it is when cut.
+fn quoted(pattern: &str) -> String {
+    let head: String = pattern.chars().take(200).collect();
+    if head.len() == pattern.len() {
+        format!("{head:?}")
+    } else {
+        format!("{head:?}… ({} characters)", pattern.chars().count())
+    }
+}
+
 impl RegexSplitter {
     /// Compiles `pattern` with the budget of [`backtrack_limit`].
     pub fn new(pattern: &str) -> Result<Self, String> {
@@ -70,14 +81,14 @@ impl RegexSplitter {
             .backtrack_limit(limit)
             .build()
             .map(|regex| Self { regex, limit })
-            .map_err(|e| format!("invalid pre-tokenizer pattern {pattern:?}: {e}"))
+            .map_err(|e| format!("invalid pre-tokenizer pattern {}: {e}", quoted(pattern)))
     }
 
     /// The message for a search from byte `offset` that ran out of budget.
     fn too_much_backtracking(&self, offset: usize) -> String {
-        let pattern: String = self.regex.as_str().chars().take(200).collect();
+        let pattern = quoted(self.regex.as_str());
         format!(
-            "the pre-tokenizer pattern {pattern:?} needs more backtracking than the limit \
+            "the pre-tokenizer pattern {pattern} needs more backtracking than the limit \
              of {} steps at byte offset {offset} of the text (between special tokens); \
              simplify the pattern (possessive quantifiers such as ++ or atomic groups \
              (?>...) avoid backtracking) or raise the limit with the environment \

@@ -29,11 +29,24 @@ pub fn value_error(message: impl Into<String>) -> PyErr {
     PyValueError::new_err(message.into())
 }
 
-/// Python's `repr()` of a string.
+/// Quoted values longer than this many characters or bytes are cut (a damaged file can
+/// hold a 10 MB "token"), as Python's `bytepair.quoting.short` cuts them.
+const QUOTE_LIMIT: usize = 60;
+
+/// Python's `repr()` of a string, cut after [`QUOTE_LIMIT`] characters.
 pub fn repr(py: Python<'_>, text: &str) -> String {
-    PyString::new(py, text)
+    let head = match text.char_indices().nth(QUOTE_LIMIT) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    };
+    let quoted = PyString::new(py, head)
         .repr()
-        .map_or_else(|_| format!("{text:?}"), |r| r.to_string())
+        .map_or_else(|_| format!("{head:?}"), |r| r.to_string());
+    if head.len() == text.len() {
+        quoted
+    } else {
+        format!("{quoted}… ({} characters)", text.chars().count())
+    }
 }
 
 /// ValueError with the core's message, quoting with Python's `repr()`; MemoryError
@@ -66,11 +79,17 @@ pub fn read_error(path: &str, e: ReadError, progress: Progress) -> PyErr {
     }
 }
 
-/// Python's `repr()` of bytes.
+/// Python's `repr()` of bytes, cut after [`QUOTE_LIMIT`] bytes.
 pub fn repr_bytes(py: Python<'_>, bytes: &[u8]) -> String {
-    PyBytes::new(py, bytes)
+    let head = &bytes[..bytes.len().min(QUOTE_LIMIT)];
+    let quoted = PyBytes::new(py, head)
         .repr()
-        .map_or_else(|_| format!("{bytes:?}"), |r| r.to_string())
+        .map_or_else(|_| format!("{head:?}"), |r| r.to_string());
+    if head.len() == bytes.len() {
+        quoted
+    } else {
+        format!("{quoted}… ({} bytes)", bytes.len())
+    }
 }
 
 /// ValueError for a `.tiktoken` file at `path` that did not parse.

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from bytepair._files import atomic_write
 from bytepair.formats.byte_table import str_to_token, token_to_str
+from bytepair.formats.errors import parse_json, short
 from bytepair.models import BPE, Model, SentencePiece, Unsupported
 from bytepair.models.base import registered
 from bytepair.models.bpe import canonical_vocab
@@ -86,23 +87,13 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
 
     Every problem is a ValueError naming the file (``path``) and what is wrong with it.
     """
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{path}: not a bytepair tokenizer file (invalid UTF-8 at byte {e.start})"
-        ) from None
-    except json.JSONDecodeError as e:
-        raise ValueError(
-            f"{path}: not a valid bytepair tokenizer file: {e.msg} at line {e.lineno}, column {e.colno} "
-            "(truncated or edited by hand?)"
-        ) from None
+    doc = parse_json(raw, path, "bytepair tokenizer file")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         raise ValueError(f'{path}: not a bytepair tokenizer file (no "format": "bytepair")')
     version = doc.get("version")
     if version != FORMAT_VERSION:
         raise ValueError(
-            f"{path}: bytepair format version {version!r} is not supported by this version of "
+            f"{path}: bytepair format version {short(version)} is not supported by this version of "
             f"bytepair (which reads version {FORMAT_VERSION}); upgrade bytepair"
         )
     for key in ("pattern", "special_tokens", "merges"):
@@ -122,7 +113,7 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
     for n, entry in enumerate(doc["merges"]):
         parts = entry.split(" ") if isinstance(entry, str) else []
         if len(parts) != 2 or not all(parts):
-            raise ValueError(f'{path}: merge #{n} is {entry!r}; expected "left right"')
+            raise ValueError(f'{path}: merge #{n} is {short(entry)}; expected "left right"')
         where = f"{path}: merge #{n}: "
         merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
     vocab = None
@@ -133,7 +124,7 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
         for token, i in doc["vocab"].items():
             if not isinstance(i, int) or i < 0:
                 raise ValueError(
-                    f"{path}: vocab entry {token!r} has id {i!r}; expected a non-negative int"
+                    f"{path}: vocab entry {short(token)} has id {short(i)}; expected a non-negative int"
                 )
             vocab[i] = str_to_token(token, f"{path}: vocab: ")
     return {"merges": merges, "special_tokens": specials, "pattern": pattern, "vocab": vocab}
@@ -152,7 +143,7 @@ def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>") -> Model:
 
 
 def _sentencepiece_from_text(raw: bytes, path) -> SentencePiece:
-    doc = json.loads(raw)
+    doc = parse_json(raw, path, "bytepair tokenizer file")
     if doc.get("version") != FORMAT_VERSION or "sentencepiece_model" not in doc:
         raise ValueError(f'{path}: a sentencepiece .bytepair file needs "sentencepiece_model"')
     try:
