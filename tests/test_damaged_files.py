@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA
 
 import bytepair
+
+from conftest import DATA
 
 CHILD = r"""
 import json, os, random, shutil, sys, traceback
@@ -95,9 +96,7 @@ def damaged_cases(tmp_path_factory, tinystories_tokenizer) -> Path:
     cases = []
 
     def case(folder: str, file: str, load: str, **options):
-        cases.append(
-            {"root": folder, "file": f"{folder}/{file}", "load": load, "options": options}
-        )
+        cases.append({"root": folder, "file": f"{folder}/{file}", "load": load, "options": options})
 
     (root / "bp").mkdir()
     tok.save(root / "bp" / "t.bytepair")
