@@ -43,16 +43,25 @@ def ray_cmd(*args: str) -> None:
 def cluster():
     if RAY is None:
         pytest.skip("the ray command is not on PATH")
-    port = free_port()
-    ray_cmd(
-        "start",
-        "--head",
-        f"--port={port}",
-        "--num-cpus=1",
-        f"--node-ip-address={HEAD}",
-        "--include-dashboard=false",
-        "--disable-usage-stats",
-    )
+    # On a loaded machine Ray's own start-up wait can run out: stop and try again, twice
+    # at most (the test loop stays bounded).
+    for attempt in range(2):
+        port = free_port()
+        try:
+            ray_cmd(
+                "start",
+                "--head",
+                f"--port={port}",
+                "--num-cpus=1",
+                f"--node-ip-address={HEAD}",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+            )
+            break
+        except AssertionError:
+            subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
+            if attempt == 1:
+                raise
     try:
         ray_cmd("start", f"--address={HEAD}:{port}", "--num-cpus=1", f"--node-ip-address={NODE}")
         yield f"{HEAD}:{port}"
