@@ -8,6 +8,7 @@
 //! it, not a branch inside the BPE encoder. Callers are generic over the trait, so the
 //! hot path is monomorphised: no dynamic dispatch, no extra indirection.
 
+use crate::io::chunking::TextCuts;
 use crate::pretok::SpecialMatcher;
 
 /// The largest token id any model may hold: ids are below 2**31, so that they fit
@@ -111,9 +112,9 @@ pub fn check_disallowed(text: &str, disallowed: &SpecialMatcher) -> Result<(), E
 /// encoding it whole (`io::chunking`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SafeCuts {
-    /// At the edges of special tokens, and at newline cuts when `newlines` (byte-level
-    /// BPE: the pre-tokenizer never joins text across them).
-    AtSpecials { newlines: bool },
+    /// At the edges of special tokens, and at `text` cuts (byte-level BPE: the
+    /// pre-tokenizer never joins text across them).
+    AtSpecials { text: TextCuts },
     /// Nowhere: every text is encoded whole (SentencePiece: the dummy prefix and the
     /// whitespace rules of the normalizer depend on where the text starts and ends).
     Nowhere,

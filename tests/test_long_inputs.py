@@ -156,3 +156,114 @@ def test_encoding_a_run_too_large_for_the_memory_cap_is_a_memory_error_not_a_cra
     )
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.startswith("MemoryError"), done.stdout
+
+
+# -- one giant line of prose (no newline at all) ----------------------------------------
+
+WORDS = ["the", "cat", "sat", "on", "mats", "and", "don't", "you", "Know", "it", "x"]
+
+
+def one_line_of_words(n_bytes: int, seed: int = 0) -> str:
+    """About ``n_bytes`` of words joined by spaces (some doubled), with no newline."""
+    import random
+
+    rng = random.Random(seed)
+    out, size = [], 0
+    while size < n_bytes:
+        word = rng.choice(WORDS) + rng.choice(["", "", "", ",", "."])
+        sep = rng.choice([" "] * 9 + ["  "])
+        out.append(word + sep)
+        size += len(word) + len(sep)
+    return "".join(out)
+
+
+def peak_bytes_of(args: list[str]) -> int:
+    """The peak RSS (VmHWM) of ``python -m bytepair ARGS`` run as a child, in bytes."""
+    done = run_python(
+        f"""
+        import resource, subprocess, sys
+        done = subprocess.run([sys.executable, "-m", "bytepair", *{args!r}],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+        """,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def giant_line(tmp_path_factory):
+    """A 50 MB file of one line (no newline) of words, and a 1 KB one to measure the
+    process's own size by."""
+    folder = tmp_path_factory.mktemp("giant")
+    big, small = folder / "line.txt", folder / "small.txt"
+    line = one_line_of_words(1_000_000)
+    big.write_text(line * 50, "utf-8")
+    small.write_text(line[:1000], "utf-8")
+    return big, small
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB is Linux's")
+def test_training_on_one_50mb_line_needs_under_3_bytes_per_byte(giant_line, tmp_path):
+    # A line had no safe cut, so the block reader held it whole (and the counter its
+    # parts): 6.5 bytes per byte (a 300 MB line took 1.9 GB). It is now cut before
+    # spaces between letters, in blocks: about 0.5.
+    big, small = giant_line
+    out = tmp_path / "t.bytepair"
+    base = peak_bytes_of(["train", str(small), "--vocab-size", "300", "-o", str(out), "-q"])
+    peak = peak_bytes_of(["train", str(big), "--vocab-size", "300", "-o", str(out), "-q"])
+    per_byte = (peak - base) / big.stat().st_size
+    assert per_byte < 3, per_byte
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB is Linux's")
+def test_sharding_one_50mb_line_needs_under_3_bytes_per_byte(giant_line, tmp_path):
+    # The document was held whole as a str, joined, then encoded in one call: 6.3
+    # bytes per byte (a 300 MB line took 1.8 GB). It is now read in parts cut before
+    # spaces between letters: about 0.5 (the ids themselves are 0.5 per byte as uint16).
+    big, small = giant_line
+    args = ["encode", "-t", "gpt2", "-q", "-o"]
+    base = peak_bytes_of([*args, str(tmp_path / "small") + "/", str(small)])
+    peak = peak_bytes_of([*args, str(tmp_path / "big") + "/", str(big)])
+    per_byte = (peak - base) / big.stat().st_size
+    assert per_byte < 3, per_byte
+
+
+def test_one_line_trains_to_the_merges_of_its_whole_pretokenization(tmp_path, monkeypatch):
+    # Read in 64 KB blocks on 2 threads, the line is cut at many spaces; the merges
+    # equal those of counting the reference's pre-tokens of the whole text.
+    from collections import Counter
+
+    import bytepair.shards.one_file as one_file
+
+    text = one_line_of_words(600_000, seed=1) + " é ab"
+    path = tmp_path / "line.txt"
+    path.write_text(text, "utf-8")
+    for pattern in ["gpt2", "cl100k", "o200k"]:
+        counts = Counter(p.encode() for p in ref.pretokenize(text, pattern))
+        whole = bytepair.train_from_counts(counts, 400, pattern=pattern, progress=False)
+        with monkeypatch.context() as m:
+            m.setattr(one_file, "BLOCK_BYTES", 1 << 16)
+            cut = bytepair.train(path, 400, pattern=pattern, num_threads=2, progress=False)
+        assert cut.merges == whole.merges, pattern
+        assert len(cut.merges) > 20  # the words run out of pairs before 400
+
+
+def test_one_line_shards_to_the_ids_of_encoding_it_whole(tmp_path):
+    import numpy as np
+
+    from bytepair.sources import open_sources
+
+    from conftest import gpt2_tiktoken
+
+    text = one_line_of_words(300_000, seed=2)
+    path = tmp_path / "line.txt"
+    path.write_text(text, "utf-8")
+    tok = bytepair.get_encoding("gpt2")
+    docs = open_sources(path, part_chars=5000)
+    assert len([p for p, _ in docs.parts()]) >= 4  # cut in parts (at spaces: no newline)
+    bytepair.write_shards(tok, docs, tmp_path / "out", eot=None)
+    ids = np.fromfile(tmp_path / "out" / "train_000000.bin", dtype="<u2").tolist()
+    assert ids == gpt2_tiktoken().encode_ordinary(text)

@@ -169,9 +169,13 @@ def test_long_text_is_cut_only_where_no_pretoken_continues():
     # A part is tried once 2000 chars are held, so it is never longer than 2000 + a piece.
     assert len(parts) > 30 and max(map(len, parts)) < 3000
     for left, right in zip(parts, parts[1:]):
-        # the cut rule: "<printable ASCII>\n" | "<ASCII letter or digit>"
-        assert left[-1] == "\n" and 0x21 <= ord(left[-2]) <= 0x7E
-        assert right[0].isascii() and right[0].isalnum()
+        # the cut rules: "<printable ASCII>\n" | "<ASCII letter or digit>", or
+        # "<ASCII letter>" | " <ASCII letter>"
+        if left[-1] == "\n":
+            assert 0x21 <= ord(left[-2]) <= 0x7E and right[0].isascii() and right[0].isalnum()
+        else:
+            assert left[-1].isascii() and left[-1].isalpha() and right[0] == " "
+            assert right[1].isascii() and right[1].isalpha()
 
 
 def test_last_cut_examples():
@@ -179,6 +183,9 @@ def test_last_cut_examples():
     assert last_cut("end \nNext") == 0  # " \n" is one piece under gpt2
     assert last_cut("end.\n/x") == 0  # ".\n/" is one piece under o200k
     assert last_cut("a.\nb.\nc") == 6
+    assert last_cut("one two  three") == 3  # before a space between two ASCII letters
+    assert last_cut("née abc") == 3  # in characters, not bytes
+    assert last_cut("one. two 3") == 0
 
 
 def test_training_on_long_streamed_text_cut_in_parts_equals_the_whole(tmp_path, monkeypatch):

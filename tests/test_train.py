@@ -106,18 +106,20 @@ def test_train_on_file_equals_reference_for_any_block_size_and_workers(
 
 
 @given(text=texts, pattern=st.sampled_from(["gpt2", "cl100k", "o200k"]))
-def test_newline_cuts_never_change_pretokenization(text, pattern):
+def test_pattern_cuts_never_change_pretokenization(text, pattern):
     data = text.encode("utf-8")
     whole = ref.pretokenize(text, pattern)
-    for cut in _core.newline_cuts(data):
+    for cut in _core.pattern_cuts(data):
         left, right = data[:cut].decode("utf-8"), data[cut:].decode("utf-8")
         assert ref.pretokenize(left, pattern) + ref.pretokenize(right, pattern) == whole
 
 
-def test_newline_cut_rule_examples():
-    assert _core.newline_cuts(b"end.\nNext") == [5]
-    assert _core.newline_cuts(b"end \nNext") == []  # " \n" is one piece under gpt2
-    assert _core.newline_cuts(b"end.\n/x") == []  # ".\n/" is one piece under o200k
+def test_pattern_cut_rule_examples():
+    assert _core.pattern_cuts(b"end.\nNext") == [5]
+    assert _core.pattern_cuts(b"end \nNext") == []  # " \n" is one piece under gpt2
+    assert _core.pattern_cuts(b"end.\n/x") == []  # ".\n/" is one piece under o200k
+    assert _core.pattern_cuts(b"one two  three") == [3]  # before a space between letters
+    assert _core.pattern_cuts(b"one. two 3 x") == []  # punctuation or a digit beside it
 
 
 def test_results_do_not_depend_on_workers_on_a_real_corpus():

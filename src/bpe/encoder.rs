@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 use super::cache::{CachePool, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
+use crate::io::chunking::TextCuts;
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
 use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
@@ -276,7 +277,7 @@ impl Model for Encoder {
 
     fn safe_cuts(&self) -> SafeCuts {
         SafeCuts::AtSpecials {
-            newlines: self.pre.newline_cuts_are_safe(),
+            text: TextCuts::of(&self.pre),
         }
     }
 

@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::Read;
 
-use super::chunking::find_cut;
+use super::chunking::{find_cut, TextCuts};
 use crate::pretok::SpecialMatcher;
 
 /// How invalid UTF-8 is handled.
@@ -52,12 +52,11 @@ pub const BLOCK_BYTES: usize = 32 << 20;
 
 /// Calls `f(text, offset)` for consecutive blocks of the file, where `offset` is the
 /// file offset of the block's first byte. Blocks are cut at the edges of `specials`
-/// and, with `newline_cuts`, at the built-in patterns' safe newlines; a block grows
-/// until such a cut is found.
+/// and at `cuts` (`chunking`); a block grows until such a cut is found.
 pub fn for_each_block(
     path: &str,
     specials: &SpecialMatcher,
-    newline_cuts: bool,
+    cuts: TextCuts,
     errors: Utf8Errors,
     block_bytes: usize,
     mut f: impl FnMut(&str, u64) -> Result<(), ReadError>,
@@ -85,7 +84,7 @@ pub fn for_each_block(
             // Leave room for the longest special token and one byte of look-ahead.
             let hi = buf.len().saturating_sub(specials.max_len() + 1);
             let matches = specials.find_all(&buf);
-            match find_cut(&buf, 0, hi, &matches, newline_cuts) {
+            match find_cut(&buf, 0, hi, &matches, cuts) {
                 Some(c) => c,
                 None => continue, // no safe cut yet: read more
             }

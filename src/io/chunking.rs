@@ -7,15 +7,55 @@
 //!
 //! Safe cuts:
 //! - either edge of a special token (special tokens are hard boundaries by definition);
-//! - for the three built-in GPT patterns only, right after a `\n` that follows a
-//!   printable ASCII byte (`!`..`~`) and precedes an ASCII letter or digit. Under
-//!   those patterns no piece can continue across that point: a letter or digit piece
-//!   never takes a newline as its prefix, the newline itself is matched alone or as
-//!   the tail of the punctuation piece before it, and nothing before it reads past
-//!   the letter/digit that follows. (Fuzzed against whole-text pre-tokenization in
-//!   the Python tests, for every built-in pattern.)
+//! - for the three built-in GPT patterns only, *newline cuts*: right after a `\n` that
+//!   follows a printable ASCII byte (`!`..`~`) and precedes an ASCII letter or digit.
+//!   Under those patterns no piece can continue across that point: a letter or digit
+//!   piece never takes a newline as its prefix, the newline itself is matched alone or
+//!   as the tail of the punctuation piece before it, and nothing before it reads past
+//!   the letter/digit that follows;
+//! - for the same patterns, *space cuts*: right before a space that follows an ASCII
+//!   letter and precedes an ASCII letter (`one| two`). A piece holding a letter ends
+//!   at a letter (a letter run, or a contraction ending in one), never takes the space
+//!   after it, and no pattern looks behind: so the space starts a piece, and the pieces
+//!   before it are found the same whether the text goes on or ends there. These make
+//!   one long line of prose (no newline at all) cuttable like many short ones.
 //!
-//! Custom patterns and "no pattern" are cut at special tokens only.
+//! (Both rules are fuzzed against whole-text pre-tokenization in the Python tests,
+//! for every built-in pattern.) Custom patterns and "no pattern" are cut at special
+//! tokens only; readers that need whole lines (SentencePiece training counts lines)
+//! cut at newline cuts only.
+
+/// Where, besides the edges of special tokens, a text may be cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextCuts {
+    /// Nowhere else (custom patterns, no pattern).
+    None,
+    /// At newline cuts only: every block ends at the end of a line.
+    Newlines,
+    /// At newline cuts and space cuts (the built-in patterns' pre-tokens).
+    Pattern,
+}
+
+impl TextCuts {
+    /// The cuts that never change `pre`'s pieces: [`TextCuts::Pattern`] for the
+    /// built-in patterns, else [`TextCuts::None`].
+    pub fn of(pre: &crate::pretok::PreTokenizer) -> TextCuts {
+        if pre.pattern_cuts_are_safe() {
+            TextCuts::Pattern
+        } else {
+            TextCuts::None
+        }
+    }
+
+    /// Is `c` a cut of this kind (besides special tokens)? Needs `buf[c-2..=c+1]`.
+    pub fn at(self, buf: &[u8], c: usize) -> bool {
+        match self {
+            TextCuts::None => false,
+            TextCuts::Newlines => is_newline_cut(buf, c),
+            TextCuts::Pattern => is_newline_cut(buf, c) || is_space_cut(buf, c),
+        }
+    }
+}
 
 /// Is `c` a newline cut (see the module docs)? Needs `buf[c-2..=c]`.
 pub fn is_newline_cut(buf: &[u8], c: usize) -> bool {
@@ -24,6 +64,15 @@ pub fn is_newline_cut(buf: &[u8], c: usize) -> bool {
         && buf[c - 1] == b'\n'
         && (b'!'..=b'~').contains(&buf[c - 2])
         && buf[c].is_ascii_alphanumeric()
+}
+
+/// Is `c` a space cut (see the module docs)? Needs `buf[c-1..=c+1]`.
+pub fn is_space_cut(buf: &[u8], c: usize) -> bool {
+    c >= 1
+        && c + 1 < buf.len()
+        && buf[c] == b' '
+        && buf[c - 1].is_ascii_alphabetic()
+        && buf[c + 1].is_ascii_alphabetic()
 }
 
 /// The largest safe cut `c` with `lo < c <= hi`, if any.
@@ -37,7 +86,7 @@ pub fn find_cut(
     lo: usize,
     hi: usize,
     matches: &[(usize, usize, usize)],
-    newline_cuts: bool,
+    cuts: TextCuts,
 ) -> Option<usize> {
     if hi <= lo {
         return None;
@@ -55,11 +104,11 @@ pub fn find_cut(
             }
         }
     }
-    if newline_cuts {
+    if cuts != TextCuts::None {
         let floor = best.unwrap_or(lo);
         let mut c = hi;
         while c > floor {
-            if is_newline_cut(buf, c) && !inside_special(matches, c) {
+            if cuts.at(buf, c) && !inside_special(matches, c) {
                 return Some(c);
             }
             c -= 1;
@@ -81,7 +130,7 @@ pub fn split_evenly(
     len: usize,
     parts: usize,
     matches: &[(usize, usize, usize)],
-    newline_cuts: bool,
+    text_cuts: TextCuts,
 ) -> Vec<usize> {
     let mut cuts = Vec::with_capacity(parts);
     let mut prev = 0;
@@ -90,7 +139,7 @@ pub fn split_evenly(
         if target <= prev {
             continue;
         }
-        if let Some(c) = find_cut(buf, prev, target, matches, newline_cuts) {
+        if let Some(c) = find_cut(buf, prev, target, matches, text_cuts) {
             if c < len {
                 cuts.push(c);
                 prev = c;
@@ -114,26 +163,44 @@ mod tests {
     }
 
     #[test]
+    fn space_cut_needs_ascii_letters_on_both_sides() {
+        assert!(is_space_cut(b"one two", 3));
+        assert!(!is_space_cut(b"one  two", 3)); // "  two": the first space is its own piece
+        assert!(!is_space_cut(b"one. two", 4)); // punctuation before
+        assert!(!is_space_cut(b"one 2", 3)); // a digit after
+        assert!(!is_space_cut(b"one ", 3)); // nothing known after
+    }
+
+    #[test]
+    fn a_line_without_newlines_is_cut_at_spaces_unless_only_lines_are_wanted() {
+        let buf = b"one two three four";
+        assert_eq!(find_cut(buf, 0, 12, &[], TextCuts::Pattern), Some(7));
+        assert_eq!(find_cut(buf, 0, 12, &[], TextCuts::Newlines), None);
+        let inside = vec![(2, 10, 0)]; // a special token "e two th"
+        assert_eq!(find_cut(buf, 0, 9, &inside, TextCuts::Pattern), Some(2));
+    }
+
+    #[test]
     fn cut_prefers_the_latest_safe_point() {
         let buf = b"ab\ncd\nef<|x|>gh";
         let matches = vec![(8, 13, 0)];
-        assert_eq!(find_cut(buf, 0, 7, &matches, true), Some(6));
-        assert_eq!(find_cut(buf, 0, 14, &matches, true), Some(13));
-        assert_eq!(find_cut(buf, 0, 7, &matches, false), None);
-        assert_eq!(find_cut(buf, 0, 10, &matches, false), Some(8));
+        assert_eq!(find_cut(buf, 0, 7, &matches, TextCuts::Pattern), Some(6));
+        assert_eq!(find_cut(buf, 0, 14, &matches, TextCuts::Pattern), Some(13));
+        assert_eq!(find_cut(buf, 0, 7, &matches, TextCuts::None), None);
+        assert_eq!(find_cut(buf, 0, 10, &matches, TextCuts::None), Some(8));
     }
 
     #[test]
     fn never_cuts_inside_a_special_token() {
         let buf = b"x<|a\nb|>y";
         let matches = vec![(1, 8, 0)];
-        assert_eq!(find_cut(buf, 0, 6, &matches, true), Some(1));
+        assert_eq!(find_cut(buf, 0, 6, &matches, TextCuts::Pattern), Some(1));
     }
 
     #[test]
     fn split_evenly_ends_at_len() {
         let buf = b"aa.\nbb.\ncc.\ndd";
-        let cuts = split_evenly(buf, buf.len(), 3, &[], true);
+        let cuts = split_evenly(buf, buf.len(), 3, &[], TextCuts::Pattern);
         assert_eq!(*cuts.last().unwrap(), buf.len());
         assert!(cuts.windows(2).all(|w| w[0] < w[1]));
         assert!(cuts.len() > 1);

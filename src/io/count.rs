@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 
 use super::blocks::for_each_block;
 pub use super::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
-use super::chunking::split_evenly;
+use super::chunking::{split_evenly, TextCuts};
 use super::table::add_counts;
 use crate::packed::{packed, unpacked, PackedMap, Tally, MAX_PACKED};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
@@ -98,13 +98,7 @@ fn count_block(
         (threads * 4).min(bytes.len() / min_part.max(1)).max(1)
     };
     let matches = specials.find_all(bytes);
-    let cuts = split_evenly(
-        bytes,
-        bytes.len(),
-        parts,
-        &matches,
-        pre.newline_cuts_are_safe(),
-    );
+    let cuts = split_evenly(bytes, bytes.len(), parts, &matches, TextCuts::of(pre));
     let mut bounds = Vec::with_capacity(cuts.len());
     let mut prev = 0;
     for c in cuts {
@@ -143,7 +137,7 @@ pub fn count_file(
     for_each_block(
         path,
         specials,
-        pre.newline_cuts_are_safe(),
+        TextCuts::of(pre),
         errors,
         block_bytes,
         |text, offset| {

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::{mpsc, Arc, Mutex};
 
 use super::blocks::{for_each_block, ReadError, Utf8Errors};
-use super::chunking::split_evenly;
+use super::chunking::{split_evenly, TextCuts};
 use crate::model::{Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
@@ -63,9 +63,9 @@ pub fn encode_file<M: Model>(
         cut_at,
     } = specials;
     let no_cuts = SpecialMatcher::new(&[]).expect("an empty matcher always builds");
-    let (cut_at, newline_cuts) = match enc.safe_cuts() {
-        SafeCuts::AtSpecials { newlines } => (cut_at, newlines),
-        SafeCuts::Nowhere => (&no_cuts, false),
+    let (cut_at, text_cuts) = match enc.safe_cuts() {
+        SafeCuts::AtSpecials { text } => (cut_at, text),
+        SafeCuts::Nowhere => (&no_cuts, TextCuts::None),
     };
     let threads = pool.current_num_threads().max(1);
     let min_part = (block_bytes / 16).max(1 << 16);
@@ -84,7 +84,7 @@ pub fn encode_file<M: Model>(
         for_each_block(
             path,
             cut_at,
-            newline_cuts,
+            text_cuts,
             errors,
             block_bytes,
             |text, offset| {
@@ -103,7 +103,7 @@ pub fn encode_file<M: Model>(
                     (threads * 4).min(text.len() / min_part).max(1)
                 };
                 let matches = allowed.find_all(text.as_bytes());
-                let cuts = split_evenly(text.as_bytes(), text.len(), parts, &matches, newline_cuts);
+                let cuts = split_evenly(text.as_bytes(), text.len(), parts, &matches, text_cuts);
                 // Owned, so that it can be encoded while the next block is read.
                 let text: Arc<str> = Arc::from(text);
                 let mut a = 0;

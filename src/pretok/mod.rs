@@ -84,11 +84,10 @@ impl PreTokenizer {
         }
     }
 
-    /// True when cutting text after `\n` preceded by ASCII punctuation/letter/digit
-    /// and followed by an ASCII letter or digit can never change the pieces. This is
-    /// proven (and fuzzed) for the three built-in GPT patterns only; see
-    /// `io::chunking::is_newline_cut`.
-    pub fn newline_cuts_are_safe(&self) -> bool {
+    /// True when cutting text at newline cuts and space cuts can never change the
+    /// pieces. This is proven (and fuzzed) for the three built-in GPT patterns only;
+    /// see `io::chunking`.
+    pub fn pattern_cuts_are_safe(&self) -> bool {
         matches!(self.pattern.as_deref(), Some(p) if BUILTIN_PATTERNS.contains(&p))
     }
 }

@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 use super::errors::{parse_error, recover_error, repr, repr_bytes, value_error};
 use crate::bpe::ranks::{recover_merges, MAX_RANK};
 use crate::bpe::special_ids::{assign_special_ids as assign_special_ids_core, Unnumbered};
+use crate::io::chunking::TextCuts;
 
 /// The contents of a `.tiktoken` file as {token: rank}, in file order; a fault is a
 /// ValueError naming `path` and the line (`io::tiktoken` has the grammar).
@@ -79,18 +80,32 @@ fn assign_special_ids(
         .map_err(|e| value_error(e.message(&|s| repr(py, s), &|b| repr_bytes(py, b))))
 }
 
-/// Offsets where the built-in patterns allow cutting text (`chunking::is_newline_cut`),
-/// for the tests that check that rule.
+/// Offsets where the built-in patterns allow cutting text (newline and space cuts,
+/// `io::chunking`): what the Python planners cut files and documents at.
 #[pyfunction]
-fn newline_cuts(data: &[u8]) -> Vec<usize> {
+fn pattern_cuts(data: &[u8]) -> Vec<usize> {
     (0..=data.len())
-        .filter(|&c| crate::io::chunking::is_newline_cut(data, c))
+        .filter(|&c| TextCuts::Pattern.at(data, c))
         .collect()
+}
+
+/// The last offset, in characters, where the built-in patterns allow cutting `text`
+/// (as [`pattern_cuts`]), or 0 if there is none: where long documents are split into
+/// parts (`bytepair.sources.text.last_cut`).
+#[pyfunction]
+fn last_pattern_cut(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let cut = (1..bytes.len())
+        .rev()
+        .find(|&c| TextCuts::Pattern.at(bytes, c))
+        .unwrap_or(0);
+    text[..cut].chars().count()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(assign_special_ids, m)?)?;
-    m.add_function(wrap_pyfunction!(newline_cuts, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_cuts, m)?)?;
+    m.add_function(wrap_pyfunction!(last_pattern_cut, m)?)?;
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(parse_tiktoken, m)?)?;
     Ok(())

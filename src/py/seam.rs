@@ -197,7 +197,7 @@ impl<M: Model> Seam<M> {
     /// [`SIGNAL_BLOCK`] bytes on, at a safe cut (`io::chunking`), or the end of the
     /// text when it has none (SentencePiece, or no cut in the rest).
     fn block_end(&self, text: &str, from: usize, allowed: &SpecialMatcher) -> usize {
-        let SafeCuts::AtSpecials { newlines } = self.core.safe_cuts() else {
+        let SafeCuts::AtSpecials { text: cuts } = self.core.safe_cuts() else {
             return text.len();
         };
         let mut size = SIGNAL_BLOCK;
@@ -208,7 +208,7 @@ impl<M: Model> Seam<M> {
             }
             let window = &text.as_bytes()[from..window_end];
             let matches = allowed.find_all(window);
-            if let Some(cut) = find_cut(window, 0, size, &matches, newlines) {
+            if let Some(cut) = find_cut(window, 0, size, &matches, cuts) {
                 return from + cut;
             }
             size *= 2; // no cut yet: look further (each look twice the last)

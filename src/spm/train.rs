@@ -26,6 +26,7 @@ use super::proto::{ModelProto, NormalizerSpec, Piece, PieceType, TrainerSpec, BP
 use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
 use super::wire::{Field, Message, Value};
 use crate::io::blocks::{for_each_block, ReadError, Utf8Errors};
+use crate::io::chunking::TextCuts;
 use crate::packed::{packed, unpacked, Tally, MAX_PACKED};
 use crate::pretok::SpecialMatcher;
 
@@ -640,18 +641,25 @@ impl Trainer {
         let pool = self.pool()?;
         let mut read: u64 = 0;
         let mut stopped = false;
-        let result = for_each_block(path, &no_specials, true, errors, 8 << 20, |text, _| {
-            if self.is_full() {
-                return Err(ReadError::Interrupted);
-            }
-            self.add_lines(&[text], &pool);
-            read += text.len() as u64;
-            if !progress(read) {
-                stopped = true;
-                return Err(ReadError::Interrupted);
-            }
-            Ok(())
-        });
+        let result = for_each_block(
+            path,
+            &no_specials,
+            TextCuts::Newlines,
+            errors,
+            8 << 20,
+            |text, _| {
+                if self.is_full() {
+                    return Err(ReadError::Interrupted);
+                }
+                self.add_lines(&[text], &pool);
+                read += text.len() as u64;
+                if !progress(read) {
+                    stopped = true;
+                    return Err(ReadError::Interrupted);
+                }
+                Ok(())
+            },
+        );
         match result {
             Ok(()) => Ok(read),
             Err(ReadError::Interrupted) if !stopped => Ok(read),

@@ -2,10 +2,11 @@
 
 A part is ``(path, start, end)``: a byte range of one file. Ranges end at safe cut
 points: right after a newline that follows printable ASCII and precedes an ASCII
-letter or digit (``_core.newline_cuts``; see ``src/io/chunking.rs`` for why no
-pre-token of the built-in patterns crosses it). Such a point is never inside a special
-token unless the token holds a newline, so with a custom pattern, or a special token
-holding a newline, each file is one part.
+letter or digit, or right before a space between two ASCII letters
+(``_core.pattern_cuts``; see ``src/io/chunking.rs`` for why no pre-token of the
+built-in patterns crosses them). Such a point is never inside a special token unless
+the token holds a newline or a space, so with a custom pattern, or such a special
+token, each file is one part.
 
 >>> import bytepair.runners.plan as plan
 >>> plan.first_cut(b"end.\\nNext line", 0)
@@ -25,14 +26,15 @@ WINDOW = 1 << 20
 
 
 def can_cut(pattern: str | None, special_tokens: list[str]) -> bool:
-    """True if files may be cut at newlines for this pattern and these special tokens."""
-    return pattern in PATTERNS.values() and not any("\n" in t for t in special_tokens)
+    """True if files may be cut at the pattern's cuts (newlines, spaces) for this
+    pattern and these special tokens."""
+    return pattern in PATTERNS.values() and not any("\n" in t or " " in t for t in special_tokens)
 
 
 def first_cut(window: bytes, offset: int) -> int | None:
     """The first safe cut in ``window`` (which starts at file offset ``offset``), as a
     file offset; None if there is none."""
-    cuts = _core.newline_cuts(window)
+    cuts = _core.pattern_cuts(window)
     return offset + cuts[0] if cuts else None
 
 

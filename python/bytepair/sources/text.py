@@ -6,12 +6,14 @@ part of any document, and empty documents are dropped. Without separators the wh
 text is one document.
 
 A document longer than ``part_chars`` is yielded in parts, so memory stays bounded
-on a 100 GB ``.txt.zst`` with no separators: sources yield ``(text, last)`` pairs
-(``parts()``), ``last`` telling whether the document ends there. Parts are cut only
-right after a ``\\n`` that follows a printable ASCII character and precedes an ASCII
-letter or digit: no pre-token of the built-in patterns continues across that point
-(the rule the Rust core uses for blocks, ``src/chunking.rs``), so counting the parts
-equals counting the whole. Training turns cutting off for custom patterns.
+on a 100 GB ``.txt.zst`` with no separators, or one line of hundreds of megabytes:
+sources yield ``(text, last)`` pairs (``parts()``), ``last`` telling whether the
+document ends there. Parts are cut only where no pre-token of the built-in patterns
+continues across the point — right after a ``\\n`` between a printable ASCII character
+and an ASCII letter or digit, or right before a space between two ASCII letters (the
+rule the Rust core uses for blocks, ``src/io/chunking.rs``, asked of the core) — so
+counting or encoding the parts equals doing it to the whole. Training turns cutting
+off for custom patterns.
 
 >>> list(split_documents(iter(["a<|e|>b", "c<|e", "|>"]), ["<|e|>"]))
 [('a', True), ('bc', True)]
@@ -23,24 +25,19 @@ import re
 import sys
 from collections.abc import Iterator
 
+from bytepair import _core
 from bytepair.sources._stream import ByteStream, decode_utf8
 from bytepair.sources.base import FileSource
 
-_ASCII_PRINTABLE = frozenset(chr(c) for c in range(0x21, 0x7F))
-
 
 def last_cut(text: str) -> int:
-    """The last offset where ``text`` may be cut without changing pre-tokenization, or 0.
+    """The last offset (in characters) where ``text`` may be cut without changing
+    pre-tokenization, or 0.
 
-    >>> last_cut("end.\\nNext one.\\nAnd"), last_cut("end \\nNext")
-    (15, 0)
+    >>> last_cut("end.\\nNext one.\\nAnd"), last_cut("end \\nNext"), last_cut("één twee")
+    (15, 0, 3)
     """
-    i = text.rfind("\n", 0, len(text) - 1)
-    while i >= 1:
-        if text[i - 1] in _ASCII_PRINTABLE and text[i + 1].isascii() and text[i + 1].isalnum():
-            return i + 1
-        i = text.rfind("\n", 0, i)
-    return 0
+    return _core.last_pattern_cut(text)
 
 
 def in_parts(doc: str, part_chars: int | None) -> Iterator[tuple[str, bool]]:
