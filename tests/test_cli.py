@@ -227,3 +227,15 @@ def test_convert_tiktoken_without_pattern_is_a_clear_error(tmp_path):
     assert r.returncode == 1
     assert "holds no pre-tokenizer pattern; pass --pattern" in r.stderr
     assert not (tmp_path / "g.json").exists()
+
+
+def test_the_training_summary_cuts_a_giant_token(tmp_path):
+    # A run of one letter merges into tokens of tens of kilobytes: the summary shows
+    # them cut, with their length, instead of printing them whole.
+    corpus = tmp_path / "run.txt"
+    corpus.write_text("a" * 300_000, encoding="utf-8")
+    r = run("train", corpus, "--vocab-size", "280", "-o", tmp_path / "run.bytepair")
+    assert r.returncode == 0, r.stderr
+    lines = (r.stdout + r.stderr).splitlines()
+    assert any("last merges" in line and "bytes)" in line for line in lines)
+    assert max(len(line) for line in lines) < 1000  # tokens here are up to 150 KB
