@@ -7,7 +7,6 @@ reports share.
 
 from __future__ import annotations
 
-
 #: Tokens longer than this many bytes are shown cut (a run of one letter can merge into
 #: a token of megabytes).
 SHOWN_BYTES = 64
