@@ -154,6 +154,16 @@ class Tokenizer:
         ``pad_token``, ``unk_token``, ``model_max_length``."""
         self.save(path, format="hf", **options)
 
+    def as_hf(self, **options):
+        """A Hugging Face drop-in: a ``transformers.PreTrainedTokenizerFast`` whose text
+        -> ids work is bytepair's, equal to transformers' own outputs (padding,
+        truncation, ``batch_decode``, ``apply_chat_template``...). Options are
+        transformers' (``pad_token``, ``chat_template``, ``padding_side``...); see
+        ``bytepair.hf_compat``. Needs ``pip install 'bytepair[hf]'``."""
+        from bytepair import hf_compat
+
+        return hf_compat.as_hf(self, **options)
+
     def save_gpt2(
         self,
         folder: str | os.PathLike,
