@@ -294,3 +294,24 @@ def test_sentencepiece_documents_are_encoded_whole(small_model):
 
     # The dummy prefix and the whitespace rules depend on where a text starts.
     assert part_chars_for(bytepair.load(small_model)) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"prepend_scheme": "always"}, "prepend_scheme 'always'"),
+        ({"split": True}, "split true"),
+    ],
+)
+def test_a_metaspace_we_would_encode_differently_is_refused_by_name(
+    small_model, tmp_path, change, named
+):
+    import json
+
+    path = tmp_path / "t.json"
+    bytepair.load(small_model).save(path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["pre_tokenizer"].update(change)  # the exact .model stays embedded: still refused
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ValueError, match=named):
+        bytepair.load(path)

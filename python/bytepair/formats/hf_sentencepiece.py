@@ -182,6 +182,15 @@ def _add_dummy_prefix(doc: dict, fail) -> bool:
         scheme = pre.get("prepend_scheme")
         if scheme is None:
             scheme = "always" if pre.get("add_prefix_space", True) else "never"
+        if scheme == "always":
+            # HF puts "▁" before the text after every added token; the SentencePiece
+            # model puts it once, before the first: other ids, so not loaded silently.
+            raise fail(
+                "Metaspace prepend_scheme 'always' (a '▁' after every added token) is not "
+                "supported; 'first' and 'never' are"
+            )
+        if pre.get("split"):
+            raise fail("Metaspace split true (a piece per word) is not supported")
         dummy = scheme != "never"
     for norm in _components(doc.get("normalizer"), "normalizers"):
         component = norm.get("type")
@@ -217,6 +226,7 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
     by_id = sorted(vocab, key=vocab.__getitem__)
     add_bos, add_eos, bos, eos = _options(doc)
     options = {"add_bos": add_bos, "add_eos": add_eos}
+    dummy = _add_dummy_prefix(doc, fail)  # checked for an embedded model too
     if EMBEDDED in model:
         embedded = SentencePiece.from_bytes(base64.b64decode(model[EMBEDDED]), str(path), **options)
         if [p for p, _, _ in embedded.pieces] == by_id:
@@ -249,7 +259,7 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
     data = build(
         pieces,
         byte_fallback=byte_fallback,
-        add_dummy_prefix=_add_dummy_prefix(doc, fail),
+        add_dummy_prefix=dummy,
         unk_piece=unk,
         bos_piece=bos,
         eos_piece=eos,
