@@ -137,3 +137,16 @@ def test_byte_to_unicode_table_is_gpt2s():
     assert len(set(table.values())) == 256
     assert table[ord(" ")] == "Ġ" and table[ord("\n")] == "Ċ" and table[ord("a")] == "a"
     assert str_to_token(token_to_str(bytes(range(256)))) == bytes(range(256))
+
+
+def test_a_tokenizer_json_with_ignore_merges_is_refused_not_encoded_otherwise(
+    tmp_path, tinystories_tokenizer
+):
+
+    path = tmp_path / "t.json"
+    tinystories_tokenizer.save(path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["model"]["ignore_merges"] = True
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ValueError, match="ignore_merges is true"):
+        bytepair.load(path)

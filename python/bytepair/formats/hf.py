@@ -263,6 +263,13 @@ def read_tokenizer_json(
         )
     if model.get("dropout") not in (None, 0, 0.0):
         raise fail(f"model.dropout {short(model['dropout'])} makes encoding random: not supported")
+    if model.get("ignore_merges"):
+        # tokenizers then looks a whole pre-token up before merging (Llama 3's file):
+        # other ids than merging alone, so never loaded as a plain BPE.
+        raise fail(
+            "model.ignore_merges is true (whole pre-tokens looked up before merges): not "
+            "supported in tokenizer.json yet; load the model's tiktoken-format file instead"
+        )
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(key):
             raise fail(f"model.{key} {short(model[key])} is not supported in a byte-level BPE")
