@@ -46,8 +46,8 @@ def digest(arrays):
     return h.hexdigest()[:16]
 
 def spec(name):
-    import bytepair.encodings as e
-    return e._ENCODINGS[name]  # (rank file, pattern, special tokens)
+    from bytepair.formats import bundled
+    return bundled.ENCODINGS[name]  # (rank file, pattern, special tokens)
 
 def tiktoken_file(name):
     return os.path.join(os.environ["BENCH_VOCAB"], spec(name)[0] + ".tiktoken")
@@ -147,10 +147,10 @@ VOCAB = tempfile.mkdtemp(prefix="bench-vocab-")
 
 def write_vocab() -> None:
     """The bundled rank files as plain .tiktoken files (what tiktoken and gigatoken read)."""
-    from bytepair.encodings import _bundled_data
+    from bytepair.formats import bundled
 
     for name in ("r50k_base", "cl100k_base", "o200k_base"):
-        Path(VOCAB, f"{name}.tiktoken").write_bytes(_bundled_data(name))
+        Path(VOCAB, f"{name}.tiktoken").write_bytes(bundled.rank_file_text(name))
 
 
 def child(task: str, lib: str, enc: str, path: str = "", arg: str = "", out: str = "") -> dict:

@@ -32,15 +32,15 @@ if args["tool"] == "sentencepiece":
         normalization_rule_name="identity", byte_fallback=True, input_sentence_size=0,
         num_threads=args["threads"], minloglevel=2,
     )
-    data = out.getvalue()
+    seconds = time.perf_counter() - start
+    open(args["output"], "wb").write(out.getvalue())
 else:
     import bytepair
-    data = bytepair.train_sentencepiece(
-        args["corpus"], args["vocab"], normalization="identity", byte_fallback=True,
-        num_threads=args["threads"], progress=False,
+    bytepair.train_sentencepiece(
+        args["corpus"], args["vocab"], output=args["output"], normalization="identity",
+        byte_fallback=True, num_threads=args["threads"], progress=False,
     )
-seconds = time.perf_counter() - start
-open(args["output"], "wb").write(data)
+    seconds = time.perf_counter() - start
 print(json.dumps({"seconds": seconds}))
 """
 

@@ -4,6 +4,7 @@
 //!   splitters, the regex engine, and special-token matching;
 //! - [`bpe`]: byte-level BPE — the model as data, the merge loops, the piece cache,
 //!   the encoder, training's merge loop, and merges recovered from ranks;
+//! - [`cache_pool`]: warm caches kept between calls, one pool for every model kind;
 //! - [`model`]: the seam between a model kind and the code that runs it
 //!   (batches, streams, files);
 //! - [`io`]: files in blocks cut at safe points, counting pre-tokens, batches,
@@ -15,6 +16,7 @@
 //! The Python bindings live apart, in `py/`, behind the `python` feature.
 
 pub mod bpe;
+pub mod cache_pool;
 pub mod io;
 pub mod model;
 pub mod packed;

@@ -10,6 +10,18 @@
 
 use crate::pretok::SpecialMatcher;
 
+/// The largest token id any model may hold: ids are below 2**31, so that they fit
+/// every id type downstream (numpy's int32, torch's int64 and sentencepiece's int32
+/// alike). Checked once, when a model is built.
+pub const MAX_ID: u32 = (1 << 31) - 1;
+
+/// The error for `what` (a token, described) holding `id` (its decimal text: a
+/// binding passes ids too large for any integer type as they were written), an id
+/// past [`MAX_ID`] or below 0.
+pub fn id_error(what: &str, id: &str) -> String {
+    format!("{what} has id {id}, outside 0..{MAX_ID}: token ids must be at least 0 and below 2**31")
+}
+
 /// Why a text was not encoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EncodeError {
@@ -18,6 +30,32 @@ pub enum EncodeError {
     Disallowed { token: String },
     /// The pre-tokenizer failed on the text (the regex engine's message).
     Pretokenize(String),
+    /// A pre-token longer than [`MAX_PIECE_BYTES`] (merge positions are 32-bit).
+    PieceTooLong { len: usize },
+    /// Memory for encoding could not be had: `bytes` more were asked for.
+    OutOfMemory { bytes: usize },
+}
+
+/// The longest pre-token (bytes) the BPE merge loops take: positions in it are 32-bit.
+/// A text may be longer; only a single pre-token (a run of one character, text with
+/// no spaces) is bounded. Encoding one this long needs about 13 bytes of memory per
+/// byte of it (plus the ids returned).
+pub const MAX_PIECE_BYTES: usize = u32::MAX as usize - 1;
+
+/// Fails for a pre-token of `len` bytes longer than [`MAX_PIECE_BYTES`].
+pub fn check_piece_len(len: usize) -> Result<(), EncodeError> {
+    if len > MAX_PIECE_BYTES {
+        return Err(EncodeError::PieceTooLong { len });
+    }
+    Ok(())
+}
+
+/// Makes room for `more` items in `v`; failing is [`EncodeError::OutOfMemory`] (never
+/// an abort) — for buffers whose size comes from the input.
+pub fn try_reserve<T>(v: &mut Vec<T>, more: usize) -> Result<(), EncodeError> {
+    v.try_reserve(more).map_err(|_| EncodeError::OutOfMemory {
+        bytes: more.saturating_mul(std::mem::size_of::<T>()),
+    })
 }
 
 impl EncodeError {
@@ -34,6 +72,15 @@ impl EncodeError {
                 )
             }
             EncodeError::Pretokenize(message) => message.clone(),
+            EncodeError::PieceTooLong { len } => format!(
+                "a single pre-token of {len} bytes (a run of one character, or text with no \
+                 spaces) is longer than the {MAX_PIECE_BYTES} bytes one pre-token may have; \
+                 split the text (e.g. at line breaks) before encoding it"
+            ),
+            EncodeError::OutOfMemory { bytes } => format!(
+                "out of memory while encoding: {bytes} more bytes were needed; encode the \
+                 text in smaller parts (a long pre-token needs about 13 bytes per byte)"
+            ),
         }
     }
 }

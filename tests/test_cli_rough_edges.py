@@ -129,11 +129,16 @@ def test_interrupt_or_terminate_removes_the_temporary_output(tmp_path, sig, code
     big.write_bytes(EXAMPLE.read_bytes() * 120)  # ~85 MB: seconds of encoding
     out_dir = tmp_path / "out"
     out_dir.mkdir()
+    # The CLI in a child whose file blocks are small, so it is stopped mid-file.
+    run_cli = (
+        "import sys; from bytepair.shards import one_file; one_file.BLOCK_BYTES = 65536; "
+        "from bytepair.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "bytepair",
+            "-c",
+            run_cli,
             "encode",
             "-t",
             "cl100k_base",
@@ -145,7 +150,6 @@ def test_interrupt_or_terminate_removes_the_temporary_output(tmp_path, sig, code
         ],
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "BYTEPAIR_BLOCK_BYTES": "65536"},
     )
     try:
         _wait_for_temp(out_dir)

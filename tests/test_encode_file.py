@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bytepair
+from bytepair.shards import one_file
 
 from conftest import DATA, EOT, texts
 
@@ -22,7 +23,7 @@ def test_encode_file_equals_encode_on_the_example_books(tmp_path, name):
     tok = bytepair.get_encoding(name)
     text = EXAMPLE.read_text(encoding="utf-8")
     expected = tok.encode(text, allowed_special="all")
-    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "65536"}):
+    with mock.patch.object(one_file, "BLOCK_BYTES", 65536):
         n = tok.encode_file(EXAMPLE, tmp_path / "b.bin", allowed_special="all", num_threads=2)
     ids = np.fromfile(tmp_path / "b.bin", dtype=np.uint16 if tok.n_vocab <= 65536 else np.uint32)
     assert n == len(expected)
@@ -41,7 +42,7 @@ def test_encode_file_equals_encode_for_any_block_size(tmp_path_factory, text, bl
     folder = tmp_path_factory.mktemp("ef")
     src = folder / "in.txt"
     src.write_text(text, encoding="utf-8", newline="")
-    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": block}):
+    with mock.patch.object(one_file, "BLOCK_BYTES", int(block)):
         tok.encode_file(src, folder / "out.npy", allowed_special="all", num_threads=threads)
     assert np.load(folder / "out.npy").tolist() == tok.encode(text, allowed_special="all")
 
@@ -80,7 +81,7 @@ def test_custom_pattern_file_encoding_is_exact(tmp_path):
     text = "ab ab, cd\n" * 500
     src = tmp_path / "in.txt"
     src.write_text(text, encoding="utf-8")
-    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "37"}):
+    with mock.patch.object(one_file, "BLOCK_BYTES", 37):
         tok.encode_file(src, tmp_path / "o.bin", num_threads=2)
     assert np.fromfile(tmp_path / "o.bin", dtype=np.uint16).tolist() == tok.encode(text)
 
@@ -92,7 +93,7 @@ def test_progress_reports_each_block_in_order_up_to_the_file_size(tmp_path, thre
     text = "Some words here.\nAnd more words.\n" * 3000  # ~100 KB: many 4 KiB blocks
     src.write_text(text, encoding="utf-8")
     seen: list[int] = []
-    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "4096"}):
+    with mock.patch.object(one_file, "BLOCK_BYTES", 4096):
         n = tok.encode_file(src, tmp_path / "o.bin", num_threads=threads, progress=seen.append)
     assert len(seen) >= len(text) // 8192
     assert seen == sorted(set(seen)) and seen[-1] == src.stat().st_size
@@ -106,7 +107,7 @@ def test_failure_in_a_late_block_names_its_offset_and_leaves_nothing(tmp_path, t
     tok = bytepair.get_encoding("gpt2")
     src = tmp_path / "in.txt"
     src.write_text("hello world.\n" * 2000 + EOT + " tail", encoding="utf-8")
-    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "4096"}):
+    with mock.patch.object(one_file, "BLOCK_BYTES", 4096):
         with pytest.raises(ValueError, match=r"'<\|endoftext\|>' at byte offset 26000 "):
             tok.encode_file(src, tmp_path / "out.bin", num_threads=threads)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
@@ -123,7 +124,7 @@ def test_an_exception_in_progress_stops_encoding_and_leaves_nothing(tmp_path):
         if len(calls) == 3:
             raise KeyboardInterrupt
 
-    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "4096"}):
+    with mock.patch.object(one_file, "BLOCK_BYTES", 4096):
         with pytest.raises(KeyboardInterrupt):
             tok.encode_file(src, tmp_path / "out.bin", num_threads=2, progress=progress)
     assert len(calls) == 3

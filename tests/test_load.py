@@ -82,10 +82,10 @@ MALFORMED = [
     (b"YWI= +300", "7: rank '+300' is not a non-negative integer"),
     (b"YWI= 1_0", "7: rank '1_0' is not a non-negative integer"),
     (b"YWI= \xef\xbc\x93", "7: rank '\uff13' is not a non-negative integer"),  # fullwidth 3
-    (b"eHk= 4294967295", "7: rank '4294967295' is too large: ranks go up to 4294967294"),
+    (b"eHk= 2147483648", "7: rank '2147483648' is too large: ranks go up to 2147483647"),
     (
         b"eHk= 99999999999999999999",
-        "7: rank '99999999999999999999' is too large: ranks go up to 4294967294",
+        "7: rank '99999999999999999999' is too large: ranks go up to 2147483647",
     ),
     (b"AA== 300", "7: token b'\\x00' was already given on line 1"),  # duplicate token
     (b"YWJj 300", "259: token b'abc' was already given on line 7"),  # repeated later
@@ -109,7 +109,7 @@ UNUSUAL = [
     (b"eHl6= 300", (b"xyz", 300)),  # padding after a full group
     (b"eHl6== 300", (b"xyz", 300)),
     (b"eHk= 0000300", (b"xy", 300)),  # leading zeros
-    (b"eHk= 4294967294", (b"xy", 4294967294)),  # the largest rank
+    (b"eHk= 2147483647", (b"xy", 2147483647)),  # the largest rank: ids are below 2**31
 ]
 
 
@@ -150,7 +150,7 @@ def well_formed_files(draw) -> bytes:
     spacing."""
     tokens = draw(st.lists(st.binary(min_size=1, max_size=12), unique=True, max_size=40))
     ranks = draw(
-        st.lists(st.integers(0, 2**32 - 2), unique=True, min_size=len(tokens), max_size=len(tokens))
+        st.lists(st.integers(0, 2**31 - 1), unique=True, min_size=len(tokens), max_size=len(tokens))
     )
     spaces = st.sampled_from([b" ", b"  ", b"\t", b" \t "])
     lines = []
@@ -313,7 +313,7 @@ def test_merges_from_ranks_words_bad_tables():
     ranks = {bytes([b]): b for b in range(256)}
     with pytest.raises(ValueError, match=r"^tokens b'a' and b'ab' have the same rank 97$"):
         formats.tiktoken.merges_from_ranks(ranks | {b"ab": 97})
-    with pytest.raises(ValueError, match=r"^token b'ab' has rank -1, outside 0\.\.4294967294$"):
+    with pytest.raises(ValueError, match=r"^token b'ab' has rank -1, outside 0\.\.2147483647$"):
         formats.tiktoken.merges_from_ranks(ranks | {b"ab": -1})
     del ranks[b"a"]
     with pytest.raises(ValueError, match=r"^the single byte b'a' has no rank"):

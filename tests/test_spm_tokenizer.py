@@ -162,7 +162,7 @@ def test_the_cli_converts_shows_and_reports_on_a_model(small_model, tmp_path):
     stats = run("stats", "-t", small_model, corpus)
     assert stats.returncode == 0 and "no merges" in stats.stdout, stats.stderr
     audit = run("audit", "-t", small_model, corpus)
-    assert audit.returncode == 0 and "note: a sentencepiece model has no merges" in audit.stdout
+    assert audit.returncode == 0 and "note: a SentencePiece model has no merges" in audit.stdout
 
 
 def test_the_web_page_places_tokens_on_the_text(small_model):

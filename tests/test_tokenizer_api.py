@@ -236,3 +236,43 @@ def test_encode_with_unstable_stable_part_holds_for_generated_text(name, prompt,
     assert whole[: len(stable)] == stable
     assert not completions or whole[len(stable) :] in completions
     assert tok.encode(prompt + more, disallowed_special=())[: len(stable)] == stable
+
+
+UNSTABLE_PROMPTS = [
+    "hello fanta",
+    "hello fo",
+    "The quick brown fo",
+    "",
+    "x  ",
+    "a\n\n",
+    "foo\n  ",
+    "hi <|endoftext|> the",
+    "ends with <|endoftext|>",
+    "12345",
+    "日本語の",
+    " \u3000",
+    "def f(x):\n    ",
+    "caf\xe9",
+    "emoji 🎉",
+]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_encode_with_unstable_equals_tiktoken_on_varied_prompts(name, tiktoken_offline):
+    ours, theirs = bytepair.get_encoding(name), tiktoken_offline.get_encoding(name)
+    for prompt in UNSTABLE_PROMPTS:
+        stable, completions = ours.encode_with_unstable(prompt, allowed_special="all")
+        want_stable, want = theirs.encode_with_unstable(prompt, allowed_special="all")
+        assert isinstance(stable, list) and isinstance(completions, list)
+        assert stable == want_stable, prompt
+        assert completions == sorted(want), prompt
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@given(prompt=texts)
+@settings(max_examples=40, deadline=None)
+def test_encode_with_unstable_equals_tiktoken_on_generated_prompts(name, prompt, tiktoken_offline):
+    ours, theirs = bytepair.get_encoding(name), tiktoken_offline.get_encoding(name)
+    stable, completions = ours.encode_with_unstable(prompt, disallowed_special=())
+    want_stable, want = theirs.encode_with_unstable(prompt, disallowed_special=())
+    assert (stable, completions) == (want_stable, sorted(want))

@@ -17,6 +17,7 @@ import bytepair
 import bytepair.reference as ref
 from bytepair import _core
 from bytepair.formats.byte_table import str_to_token
+from bytepair.shards import one_file
 
 from conftest import DATA, EOT, patterns, texts
 
@@ -87,7 +88,7 @@ def test_train_on_file_equals_reference_for_any_block_size_and_workers(
         expected = ref.train([text], vocab_size, specials, pattern)
         for workers in (1, 2):
             with (
-                mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": block}),
+                mock.patch.object(one_file, "BLOCK_BYTES", int(block)),
                 warnings.catch_warnings(),
             ):
                 warnings.simplefilter("ignore")
@@ -121,7 +122,7 @@ def test_newline_cut_rule_examples():
 
 def test_results_do_not_depend_on_workers_on_a_real_corpus():
     path = DATA.parent.parent / "examples" / "books.txt"
-    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "100000"}):
+    with mock.patch.object(one_file, "BLOCK_BYTES", 100000):
         one = bytepair.train(path, 1000, special_tokens=[EOT], num_threads=1, progress=False)
         two = bytepair.train(path, 1000, special_tokens=[EOT], num_threads=2, progress=False)
     whole = bytepair.train(path, 1000, special_tokens=[EOT], num_threads=2, progress=False)
@@ -219,7 +220,7 @@ def test_custom_pattern_file_training_is_exact_without_newline_cuts(tmp_path):
     path = tmp_path / "c.txt"
     text = "ab.\ncd.\nab\n" * 50
     path.write_text(text, encoding="utf-8")
-    with mock.patch.dict(os.environ, {"BYTEPAIR_BLOCK_BYTES": "16"}):
+    with mock.patch.object(one_file, "BLOCK_BYTES", 16):
         tok = bytepair.train(path, 280, pattern=r"[^\n]+\n?", num_threads=2, progress=False)
     assert tok.merges == ref.train([text], 280, pattern=r"[^\n]+\n?")[1]
     assert Path(path).exists()

@@ -3,8 +3,14 @@
 Encoding: ``encode_chunks`` gives exactly the ids of encoding the joined text, even
 where a pre-token or a special token straddles two chunks. The core encodes only the
 part of its buffer that later text cannot change (``encode_prefix``) and the rest is
-carried over: a tail of at least 64 bytes plus twice the longest special token (a
-single pre-token longer than the buffer is held whole).
+carried over: a tail of at least 64 bytes plus twice the longest special token, or a
+whole pre-token that has not ended yet (a run of 10 MB of "a" is one pre-token: BPE
+merges it whole, as ``encode`` does).
+
+Linear time: the carried text is handed to the core again only once at least as much
+new text has come after it, so however long an unfinished pre-token grows, each
+character is scanned a bounded number of times (at most about three), not once per
+chunk.
 
 Decoding: :class:`StreamDecoder` holds back the bytes of a UTF-8 character until it is
 complete, so a model's output can be printed token by token.
@@ -13,24 +19,35 @@ complete, so a model's output can be printed token by token.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 
 def encode_chunks(
-    tok, iterable: Iterable[str], allowed_special, disallowed_special
+    encode_prefix: Callable[[str, bool], tuple[list[int], int]], iterable: Iterable[str]
 ) -> Iterator[list[int]]:
-    """A list of ids per input chunk; together, the ids of ``"".join(iterable)``."""
-    allowed, disallowed = tok._specials(allowed_special, disallowed_special)
-    carry = ""
+    """A list of ids per input chunk that completes some text (chunks that only extend
+    an unfinished pre-token give none); together, the ids of ``"".join(iterable)``.
+
+    ``encode_prefix(text, last)`` is the model's (``core.encode_prefix`` with the call's
+    special-token policy): the ids of the part of ``text`` later text cannot change
+    (all of it when ``last``), and how many characters that part is."""
+    held: list[str] = []  # text not encoded yet: the carried rest, then new chunks
+    held_chars = 0
+    rest_chars = 0  # of which carried over from the last call
     for chunk in iterable:
         if not chunk:
             continue
-        carry += chunk
-        ids, used = tok._run("encode_prefix", carry, allowed, False, disallowed)
+        held.append(chunk)
+        held_chars += len(chunk)
+        if held_chars - rest_chars < rest_chars:
+            continue  # less new text than carried: wait, rather than rescan the carry
+        carry = "".join(held)
+        ids, used = encode_prefix(carry, False)
         if ids:
             yield ids
-        carry = carry[used:]
-    ids, _ = tok._run("encode_prefix", carry, allowed, True, disallowed)
+        rest = carry[used:]
+        held, held_chars, rest_chars = [rest], len(rest), len(rest)
+    ids, _ = encode_prefix("".join(held), True)
     if ids:
         yield ids
 

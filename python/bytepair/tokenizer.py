@@ -21,6 +21,7 @@ from typing import Literal
 from bytepair import formats
 from bytepair import specials as _specials
 from bytepair.models import BPE, Model, Unsupported
+from bytepair.options import threads, without_surrogates
 from bytepair.specials import AllowedSpecial, DisallowedSpecial
 
 
@@ -42,17 +43,10 @@ class TrainingStats:
         return self.count_seconds + self.merge_seconds
 
 
-def _without_surrogates(text: str) -> str:
-    # Lone surrogates cannot be UTF-8 encoded; replace them with U+FFFD (as tiktoken does).
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _threads(num_threads: int | None) -> int:
-    if num_threads is None:
-        return os.cpu_count() or 1
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive integer or None, not {num_threads!r}")
-    return num_threads
+#: The default ``allowed_special``: none (compared by identity for the fast path).
+NO_SPECIALS: frozenset[str] = frozenset()
+#: The default policy as the core takes it: nothing allowed, "all" the rest disallowed.
+_DEFAULT_POLICY = ([], "all")
 
 
 class Tokenizer:
@@ -270,6 +264,17 @@ class Tokenizer:
     # -- encoding -----------------------------------------------------------------------
 
     def _specials(self, allowed_special, disallowed_special):
+        """The policy as the core takes it. The default (nothing allowed, the rest
+        disallowed) is ``([], "all")``: the core resolves "all" against the model's
+        special tokens once, so a default call costs the same whatever their number."""
+        if allowed_special is NO_SPECIALS and disallowed_special == "all":
+            return _DEFAULT_POLICY
+        if (
+            disallowed_special == "all"
+            and not allowed_special
+            and not isinstance(allowed_special, str)
+        ):
+            return _DEFAULT_POLICY
         return _specials.resolve(allowed_special, disallowed_special, self._model.special_tokens)
 
     def _run(self, method: str, text, *args, **kwargs):
@@ -280,14 +285,14 @@ class Tokenizer:
             return call(text, *args, **kwargs)
         except UnicodeEncodeError:
             if isinstance(text, str):
-                return call(_without_surrogates(text), *args, **kwargs)
-            return call([_without_surrogates(t) for t in text], *args, **kwargs)
+                return call(without_surrogates(text), *args, **kwargs)
+            return call([without_surrogates(t) for t in text], *args, **kwargs)
 
     def encode(
         self,
         text: str,
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> list[int]:
         """Encodes text to token ids.
@@ -301,12 +306,23 @@ class Tokenizer:
         >>> bytepair.get_encoding("gpt2").encode("hello <|endoftext|>", allowed_special="all")
         [31373, 220, 50256]
         """
+        if allowed_special is NO_SPECIALS and disallowed_special == "all":
+            try:  # the default policy: the core's own, nothing to resolve or pass
+                return self._model.core.encode_default(text)
+            except UnicodeEncodeError:
+                return self._run("encode_default", text)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
-        return self._run("encode", text, allowed, disallowed)
+        try:
+            return self._model.core.encode(text, allowed, disallowed)
+        except UnicodeEncodeError:
+            return self._run("encode", text, allowed, disallowed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encodes text with every special token treated as plain text."""
-        return self._run("encode", text, [], [])
+        try:
+            return self._model.core.encode_ordinary(text)
+        except UnicodeEncodeError:
+            return self._run("encode_ordinary", text)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of text (or bytes) that is exactly one token, special tokens included;
@@ -331,7 +347,7 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> tuple[list[int], list[list[int]]]:
         """tiktoken's ``encode_with_unstable``: the tokens of ``text`` that more text
@@ -362,7 +378,7 @@ class Tokenizer:
         texts: list[str],
         *,
         num_threads: int | None = None,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> list[list[int]]:
         """Encodes many texts in parallel (the GIL is released); same ids as ``encode``."""
@@ -370,7 +386,7 @@ class Tokenizer:
         if not texts:
             return []
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
-        return self._run("encode_batch", texts, allowed, _threads(num_threads), disallowed)
+        return self._run("encode_batch", texts, allowed, threads(num_threads), disallowed)
 
     def encode_ordinary_batch(
         self, texts: list[str], *, num_threads: int | None = None
@@ -383,7 +399,7 @@ class Tokenizer:
         texts: list[str],
         *,
         num_threads: int | None = None,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ):
         """Encodes many texts in parallel into one flat array: returns ``(ids, offsets)``,
@@ -399,7 +415,7 @@ class Tokenizer:
         texts = list(texts)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         ids, offsets = self._run(
-            "encode_batch_to_bytes", texts, allowed, _threads(num_threads), disallowed
+            "encode_batch_to_bytes", texts, allowed, threads(num_threads), disallowed
         )
         return np.frombuffer(ids, dtype="<u4"), np.frombuffer(offsets, dtype="<i8")
 
@@ -407,7 +423,7 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ):
         """Encodes to a numpy uint32 array, without building a Python list."""
@@ -420,7 +436,7 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> int:
         """``len(encode(text))``, without building the list."""
@@ -433,7 +449,7 @@ class Tokenizer:
         dst: str | os.PathLike,
         *,
         format: Literal["bin", "npy"] | None = None,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
         num_threads: int | None = None,
         errors: str = "strict",
@@ -459,7 +475,7 @@ class Tokenizer:
         self,
         iterable: Iterable[str],
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> Iterator[int]:
         """Yields the ids of ``"".join(iterable)`` lazily, holding only a small tail of
@@ -477,14 +493,19 @@ class Tokenizer:
         self,
         iterable: Iterable[str],
         *,
-        allowed_special: AllowedSpecial = frozenset(),
+        allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> Iterator[list[int]]:
         """Like :meth:`encode_iterable`, but yields a list of ids per input chunk (faster
         for large files: ``for ids in tok.encode_chunks(iter(lambda: f.read(1 << 20), ""))``)."""
         from bytepair.streaming import encode_chunks
 
-        return encode_chunks(self, iterable, allowed_special, disallowed_special)
+        allowed, disallowed = self._specials(allowed_special, disallowed_special)
+
+        def encode_prefix(text: str, last: bool) -> tuple[list[int], int]:
+            return self._run("encode_prefix", text, allowed, last, disallowed)
+
+        return encode_chunks(encode_prefix, iterable)
 
     # -- decoding ----------------------------------------------------------------------
 

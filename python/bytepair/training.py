@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 from bytepair import _core, _read_ahead
 from bytepair._progress import Progress, check_progress
+from bytepair.options import threads, without_surrogates
 from bytepair.patterns import resolve_pattern
 from bytepair.runners import check_engine
-from bytepair.shards.one_file import _block_kwargs
+from bytepair.shards.one_file import block_kwargs
 from bytepair.sources import is_dataset, open_sources
-from bytepair.tokenizer import Tokenizer, TrainingStats, _threads, _without_surrogates
+from bytepair.tokenizer import Tokenizer, TrainingStats
 
 # Documents from an iterator are sent to the core in batches of about this many chars.
 _BATCH_CHARS = 8 << 20
@@ -106,7 +107,7 @@ def _options(
         num_merges=num_merges,
         specials=specials,
         pattern=resolve_pattern(pattern),
-        num_threads=_threads(num_threads),
+        num_threads=threads(num_threads),
         min_frequency=min_frequency,
         max_token_length=max_token_length,
         reserved=reserved,
@@ -203,7 +204,7 @@ def _count_documents(counter, texts: Iterable[str], on_batch, read_ahead: bool =
         try:
             counter.add_documents(batch)
         except UnicodeEncodeError:
-            counter.add_documents([_without_surrogates(t) for t in batch])
+            counter.add_documents([without_surrogates(t) for t in batch])
         # len() is the UTF-8 length of ASCII text, and isascii() costs nothing.
         done += sum(len(t) if t.isascii() else len(t.encode("utf-8", "replace")) for t in batch)
         on_batch(done)
@@ -285,7 +286,7 @@ def train(
     with Progress(progress, total=corpus.size, desc="counting") as bar:
         for src in corpus.sources:
             if doc_separator is None and getattr(src, "is_plain_file", False):
-                counter.add_file(str(src.path), errors, bar.hook(), **_block_kwargs())
+                counter.add_file(str(src.path), errors, bar.hook(), **block_kwargs())
                 text_bytes += src.size
             else:
                 text_bytes += _count_documents(

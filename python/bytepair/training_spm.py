@@ -1,14 +1,19 @@
 """Training SentencePiece BPE models, compatibly with sentencepiece's trainer.
 
-``train_sentencepiece(files, vocab_size, ...)`` takes sentencepiece's options (same
+``train_sentencepiece(inputs, vocab_size, ...)`` takes sentencepiece's options (same
 names, meanings and defaults, except ``byte_fallback=True``: the Llama-style models
-people train today) and returns the ``.model`` bytes that
+people train today) and returns a ``Tokenizer`` over the model that
 ``sentencepiece.SentencePieceTrainer.train(model_type="bpe", ...)`` would write:
 the same pieces in the same order, with the same scores and types.
 
-Sentences are the lines of the files, as sentencepiece reads them. The work is in
-the Rust core (``src/spm/train.rs``): distinct words counted on ``num_threads``
-threads, then sentencepiece's merge loop.
+The inputs are what :func:`bytepair.train` reads, through the same ``bytepair.sources``
+(text, compressed, JSON Lines, Parquet, folders, ``-``, datasets). Sentences are the
+lines of the documents, as sentencepiece reads the lines of its files: a JSON Lines
+file of records gives the model its lines would give as a text file. The work is in
+the Rust core (``src/spm/train.rs``): plain text files are read there in blocks,
+other documents streamed to it in batches; distinct words are counted on
+``num_threads`` threads, then sentencepiece's merge loop runs once. Memory holds the
+distinct words, not the corpus.
 
 Normalization: ``"identity"`` needs nothing. The other rules (``"nmt_nfkc"``, the
 default, ``"nfkc"``, ``"nmt_nfkc_cf"``, ``"nfkc_cf"``) are sentencepiece's compiled
@@ -22,19 +27,24 @@ from __future__ import annotations
 import functools
 import io
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from bytepair import _core
 from bytepair._files import atomic_write, check_writable
-from bytepair._inputs import check_text_file
 from bytepair._progress import Progress, check_progress
-from bytepair.tokenizer import _threads
+from bytepair.models.sentencepiece import SentencePiece
+from bytepair.options import threads, without_surrogates
+from bytepair.sources import open_sources
+from bytepair.tokenizer import Tokenizer
 
 NORMALIZATIONS = ("identity", "nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf")
 
+# Documents are sent to the core in batches of about this many chars.
+_BATCH_CHARS = 8 << 20
+
 
 def train_sentencepiece(
-    files: str | os.PathLike | Iterable[str | os.PathLike],
+    inputs,
     vocab_size: int,
     *,
     output: str | os.PathLike | None = None,
@@ -65,25 +75,112 @@ def train_sentencepiece(
     input_sentence_size: int = 0,
     num_threads: int | None = None,
     progress=None,
-) -> bytes:
-    """Trains a SentencePiece BPE model on the lines of ``files``; returns the
-    ``.model`` bytes and writes them to ``output`` when given.
+    errors: str = "strict",
+    text_field: str = "text",
+    glob: str | None = None,
+    doc_separator: str | None = None,
+    skip_bad_records: bool = False,
+) -> Tokenizer:
+    """Trains a SentencePiece BPE model on the lines of a corpus; returns a
+    ``Tokenizer`` over it, and writes the ``.model`` file to ``output`` when given.
+
+    ``inputs`` are those of :func:`bytepair.train`: text files, compressed files, JSON
+    Lines, Parquet, folders, ``-`` (stdin), ``datasets`` objects, or a list of these
+    (JSON Lines, Parquet and datasets take the document from ``text_field``, folders
+    are filtered by ``glob``). Each line of each document is a sentence; in text,
+    ``doc_separator`` (if given) also ends one and is not part of any. Invalid UTF-8 is
+    an error naming the byte offset unless ``errors="replace"``; a bad record is an
+    error naming its file and line unless ``skip_bad_records=True`` (then reported in
+    a warning).
 
     ``max_piece_length`` is sentencepiece's ``max_sentencepiece_length``;
     ``input_sentence_size=N`` keeps the first N sentences (sentencepiece with
     ``shuffle_input_sentence=False``; its default random sample is not reproduced).
+    The model's bytes are ``tok.model.to_bytes()``.
 
-    >>> import sentencepiece as spm  # doctest: +SKIP
-    >>> data = train_sentencepiece("corpus.txt", 8000, normalization="identity")  # doctest: +SKIP
-    >>> spm.SentencePieceProcessor(model_proto=data).encode("hello")  # doctest: +SKIP
+    >>> tok = train_sentencepiece("tests/data/corpus.en", 1000, normalization="identity",
+    ...                           progress=False)
+    >>> tok.encode("The tokenizer")
+    [668, 922, 295, 945, 279, 471, 264]
+    >>> tok.decode(tok.encode("The tokenizer"))
+    'The tokenizer'
+    >>> tok = train_sentencepiece("web.jsonl.zst", 32000, output="m.model")  # doctest: +SKIP
     """
     check_progress(progress)
-    paths = [os.fspath(files)] if isinstance(files, (str, os.PathLike)) else list(files)
-    if not paths:
-        raise ValueError("no input files")
-    paths = [os.fspath(check_text_file(p)) for p in paths]
+    _check(vocab_size, character_coverage, max_piece_length, input_sentence_size)
+    corpus = open_sources(
+        inputs,
+        text_field=text_field,
+        glob=glob,
+        doc_separator=doc_separator,
+        skip_bad_records=skip_bad_records,
+        errors=errors,
+    )
+    if not corpus.sources:
+        raise ValueError("no training inputs given")
+    if output is not None:  # before training, not after
+        files = [src.path for src in corpus.sources if getattr(src, "path", "-") != "-"]
+        check_writable(output, inputs=files)
+    trainer = _core.SentencePieceTrainer(
+        vocab_size,
+        normalizer_model=_normalizer_model(normalization, normalizer_model),
+        character_coverage=character_coverage,
+        byte_fallback=byte_fallback,
+        add_dummy_prefix=add_dummy_prefix,
+        remove_extra_whitespaces=remove_extra_whitespaces,
+        split_digits=split_digits,
+        split_by_whitespace=split_by_whitespace,
+        split_by_unicode_script=split_by_unicode_script,
+        split_by_number=split_by_number,
+        max_piece_length=max_piece_length,
+        treat_whitespace_as_suffix=treat_whitespace_as_suffix,
+        allow_whitespace_only_pieces=allow_whitespace_only_pieces,
+        user_defined_symbols=list(user_defined_symbols),
+        control_symbols=list(control_symbols),
+        unk_id=unk_id,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        pad_id=pad_id,
+        unk_piece=unk_piece,
+        bos_piece=bos_piece,
+        eos_piece=eos_piece,
+        pad_piece=pad_piece,
+        max_sentence_length=max_sentence_length,
+        input_sentence_size=input_sentence_size,
+        num_threads=threads(num_threads),
+    )
+    total = corpus.size if input_sentence_size == 0 else None
+    read = []  # the names of the sources read (all, unless input_sentence_size stops it)
+    with Progress(progress, total=total, desc="counting words") as bar:
+        for src in corpus.sources:
+            if trainer.full:
+                break
+            read.append(src.name)
+            if doc_separator is None and getattr(src, "is_plain_file", False):
+                trainer.add_file(str(src.path), errors, bar.hook())
+            else:
+                for batch in _batches(
+                    _whole_lines(_parts(src, doc_separator), max_sentence_length)
+                ):
+                    try:
+                        trainer.add_texts(batch)
+                    except UnicodeEncodeError:  # lone surrogates, from in-memory data
+                        trainer.add_texts([without_surrogates(t) for t in batch])
+                    bar(src.consumed)
+                    if trainer.full:
+                        break
+            bar.base += src.size or src.consumed
+    corpus.skips.report()
+    with Progress(progress, total=vocab_size, desc="learning pieces", unit="pieces") as bar:
+        data = trainer.train(read, bar.hook())
     if output is not None:
-        check_writable(output, inputs=paths)  # before training, not after
+        atomic_write(output, data)
+    name = os.fspath(output) if output is not None else "<trained>"
+    return Tokenizer.from_model(SentencePiece.from_bytes(data, name))
+
+
+def _check(vocab_size, character_coverage, max_piece_length, input_sentence_size) -> None:
+    """sentencepiece's ranges for the options it checks."""
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
         raise ValueError(f"vocab_size must be a positive integer, not {vocab_size!r}")
     if not 0.98 <= character_coverage <= 1.0:
@@ -95,45 +192,68 @@ def train_sentencepiece(
         raise ValueError(f"max_piece_length must be in [1, 512], not {max_piece_length!r}")
     if input_sentence_size < 0 or 0 < input_sentence_size <= 100:
         raise ValueError(f"input_sentence_size must be 0 or > 100, not {input_sentence_size!r}")
-    total = sum(os.path.getsize(p) for p in paths) if input_sentence_size == 0 else None
-    with (
-        Progress(progress, total=total, desc="counting words") as bytes_bar,
-        Progress(progress, total=vocab_size, desc="learning pieces", unit="pieces") as pieces_bar,
-    ):
-        data = _core.train_sentencepiece(
-            paths,
-            vocab_size,
-            normalizer_model=_normalizer_model(normalization, normalizer_model),
-            character_coverage=character_coverage,
-            byte_fallback=byte_fallback,
-            add_dummy_prefix=add_dummy_prefix,
-            remove_extra_whitespaces=remove_extra_whitespaces,
-            split_digits=split_digits,
-            split_by_whitespace=split_by_whitespace,
-            split_by_unicode_script=split_by_unicode_script,
-            split_by_number=split_by_number,
-            max_piece_length=max_piece_length,
-            treat_whitespace_as_suffix=treat_whitespace_as_suffix,
-            allow_whitespace_only_pieces=allow_whitespace_only_pieces,
-            user_defined_symbols=list(user_defined_symbols),
-            control_symbols=list(control_symbols),
-            unk_id=unk_id,
-            bos_id=bos_id,
-            eos_id=eos_id,
-            pad_id=pad_id,
-            unk_piece=unk_piece,
-            bos_piece=bos_piece,
-            eos_piece=eos_piece,
-            pad_piece=pad_piece,
-            max_sentence_length=max_sentence_length,
-            input_sentence_size=input_sentence_size,
-            num_threads=_threads(num_threads),
-            on_bytes=bytes_bar.hook(),
-            on_pieces=pieces_bar.hook(),
-        )
-    if output is not None:
-        atomic_write(output, data)
-    return data
+
+
+def _parts(src, doc_separator: str | None) -> Iterator[tuple[str, bool]]:
+    """A source's documents as ``(text, last)`` pieces. A text without separators is
+    one document, read in the decoder's pieces (``Source.parts`` would hold a stretch
+    with no cut point for pre-tokens, e.g. lines of Chinese, whole)."""
+    chunks = getattr(src, "text_chunks", None)
+    if doc_separator is not None or chunks is None:
+        yield from src.parts()
+        return
+    for text in chunks():
+        yield text, False
+    yield "", True
+
+
+def _whole_lines(parts: Iterable[tuple[str, bool]], max_chars: int) -> Iterator[str]:
+    """``(text, last)`` pieces of documents -> texts of whole lines (the end of a
+    document ends a line): a line cut between pieces is held until it ends. One longer
+    than ``max_chars`` characters (so more bytes) is dropped, as sentencepiece drops
+    lines over ``max_sentence_length`` bytes, without being held.
+
+    >>> list(_whole_lines([("ab\\nc", False), ("d\\ne", False), ("f", True)], 10))
+    ['ab\\n', 'cd\\n', 'ef']
+    >>> list(_whole_lines([("ab\\nc", False), ("ddd", False), ("\\ne", True)], 3))
+    ['ab\\n', 'e']
+    """
+    held = ""  # the start of an unfinished line
+    dropping = False  # the unfinished line is too long: dropped up to its end
+    for text, last in parts:
+        if dropping:
+            end = text.find("\n")
+            if end < 0:
+                dropping = not last
+                continue
+            text, dropping = text[end + 1 :], False
+        if last:
+            if held or text:
+                yield held + text
+            held = ""
+            continue
+        cut = text.rfind("\n") + 1
+        if cut:
+            yield held + text[:cut]
+            held = text[cut:]
+        else:
+            held += text
+        if len(held) > max_chars:
+            held, dropping = "", True
+
+
+def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
+    """Texts in batches of about ``_BATCH_CHARS`` characters."""
+    batch: list[str] = []
+    size = 0
+    for text in texts:
+        batch.append(text)
+        size += len(text)
+        if size >= _BATCH_CHARS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def _normalizer_model(normalization: str, normalizer_model) -> bytes | None:

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use super::cache::{CachePool, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
-use crate::model::{EncodeError, Model, SafeCuts};
+use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
 use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
@@ -33,13 +33,18 @@ pub struct Encoder {
     no_specials: SpecialMatcher,
 }
 
-/// Appends `ids`; most pieces are one token, which needs no call to memcpy.
+/// Appends `ids`; most pieces are one token, which needs no call to memcpy. Growing
+/// `out` (its size comes from the text) may fail: an error, not an abort.
 #[inline]
-fn push_ids(out: &mut Vec<u32>, ids: &[u32]) {
+fn push_ids(out: &mut Vec<u32>, ids: &[u32]) -> Result<(), EncodeError> {
+    if out.capacity() - out.len() < ids.len() {
+        try_reserve(out, ids.len().max(out.len()))?;
+    }
     match ids {
         [id] => out.push(*id),
         _ => out.extend_from_slice(ids),
     }
+    Ok(())
 }
 
 impl Encoder {
@@ -82,7 +87,8 @@ impl Encoder {
 
     /// Encodes `text`, treating the tokens of `allowed` as special.
     pub fn encode(&self, text: &str, allowed: &SpecialMatcher) -> Result<Vec<u32>, EncodeError> {
-        let mut out = Vec::with_capacity(text.len() / 3);
+        let mut out = Vec::new();
+        try_reserve(&mut out, text.len() / 3)?;
         self.with_cache(|cache| self.encode_cached(text, allowed, cache, &mut out))?;
         Ok(out)
     }
@@ -93,7 +99,9 @@ impl Encoder {
     }
 
     /// Calls `emit(end, ids)` with the ids of each unit of `text` (a piece or a special
-    /// token) and where the unit ends, in order.
+    /// token) and where the unit ends, in order, for the units that end at or before
+    /// `limit` (the others are not merged: streaming drops them, to see them again
+    /// with more text after them). The first error, of merging or of `emit`, stops it.
     ///
     /// Units are looked up a few at a time ([`Lookups`]): each cacheable piece's table
     /// line is prefetched when the piece is found, and looked up `AHEAD` units later,
@@ -105,7 +113,8 @@ impl Encoder {
         text: &str,
         allowed: &SpecialMatcher,
         cache: &mut PieceCache,
-        mut emit: impl FnMut(usize, &[u32]),
+        limit: usize,
+        mut emit: impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
         let bytes = text.as_bytes();
         let mut lookups = Lookups {
@@ -115,7 +124,14 @@ impl Encoder {
             scratch: Vec::with_capacity(SHORT_PIECE),
             queue: Vec::with_capacity(AHEAD),
         };
+        let mut failed = None;
         for_each_unit(text, allowed, &self.pre, |u| {
+            let end = match u {
+                Unit::Piece { end, .. } | Unit::Special { end, .. } => end,
+            };
+            if end > limit || failed.is_some() {
+                return;
+            }
             let queued = match u {
                 Unit::Piece { start, end } if end - start == 1 => Queued::Id {
                     end,
@@ -135,11 +151,15 @@ impl Encoder {
             };
             lookups.queue.push(queued);
             if lookups.queue.len() == AHEAD {
-                lookups.drain(&mut emit);
+                if let Err(e) = lookups.drain(&mut emit) {
+                    failed = Some(e);
+                }
             }
         })?;
-        lookups.drain(&mut emit);
-        Ok(())
+        match failed {
+            Some(e) => Err(e),
+            None => lookups.drain(&mut emit),
+        }
     }
 }
 
@@ -166,19 +186,34 @@ struct Lookups<'t, 'c> {
 impl<'t> Lookups<'t, '_> {
     /// Emits the ids of the queued units, in order.
     #[inline]
-    fn drain(&mut self, emit: &mut impl FnMut(usize, &[u32])) {
-        let queue = std::mem::take(&mut self.queue);
-        for &unit in &queue {
+    fn drain(
+        &mut self,
+        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let mut queue = std::mem::take(&mut self.queue);
+        let done = self.drain_queue(&queue, emit);
+        queue.clear();
+        self.queue = queue;
+        done
+    }
+
+    #[inline]
+    fn drain_queue(
+        &mut self,
+        queue: &[Queued],
+        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        for &unit in queue {
             match unit {
-                Queued::Id { end, id } => emit(end, &[id]),
+                Queued::Id { end, id } => emit(end, &[id])?,
                 Queued::Packed { end, key, hash } => {
                     let start = end - (key >> 120) as usize;
                     match self.cache.small.get(key, hash) {
-                        Some(entry) => self.emit_entry(end, entry, emit),
+                        Some(entry) => self.emit_entry(end, entry, emit)?,
                         None => {
-                            let entry = self.merge(start, end);
+                            let entry = self.merge(start, end)?;
                             self.cache.small.insert(key, hash, entry);
-                            self.emit_entry(end, entry, emit);
+                            self.emit_entry(end, entry, emit)?;
                         }
                     }
                 }
@@ -186,24 +221,23 @@ impl<'t> Lookups<'t, '_> {
                     let piece = &self.bytes[start..end];
                     if piece.len() > CACHE_PIECE_BYTES {
                         self.scratch.clear();
-                        self.model.encode_piece(piece, &mut self.scratch);
-                        emit(end, &self.scratch);
+                        self.model.encode_piece(piece, &mut self.scratch)?;
+                        emit(end, &self.scratch)?;
                     } else if let Some(&entry) = self.cache.long.get(piece) {
-                        self.emit_entry(end, entry, emit);
+                        self.emit_entry(end, entry, emit)?;
                     } else {
-                        let entry = self.merge(start, end);
+                        let entry = self.merge(start, end)?;
                         self.cache.long.insert(piece.into(), entry);
-                        self.emit_entry(end, entry, emit);
+                        self.emit_entry(end, entry, emit)?;
                     }
                 }
             }
         }
-        self.queue = queue;
-        self.queue.clear();
+        Ok(())
     }
 
     /// Merges a piece not in the cache; its cache entry.
-    fn merge(&mut self, start: usize, end: usize) -> (u32, u32) {
+    fn merge(&mut self, start: usize, end: usize) -> Result<(u32, u32), EncodeError> {
         if self.cache.stored.len() > self.cache.max_ids || self.cache.long.len() >= MAX_LONG_PIECES
         {
             // Bounded memory on text that hardly repeats (random strings).
@@ -211,17 +245,22 @@ impl<'t> Lookups<'t, '_> {
         }
         let stored = &mut self.cache.stored;
         let at = stored.len();
-        self.model.encode_piece(&self.bytes[start..end], stored);
+        self.model.encode_piece(&self.bytes[start..end], stored)?;
         // Most pieces are one token: keep its id in the entry itself (length 0), so
         // that a hit reads nothing else.
-        match stored.len() - at {
+        Ok(match stored.len() - at {
             1 => (stored.pop().expect("one id"), 0),
             n => (at as u32, n as u32),
-        }
+        })
     }
 
     #[inline]
-    fn emit_entry(&self, end: usize, entry: (u32, u32), emit: &mut impl FnMut(usize, &[u32])) {
+    fn emit_entry(
+        &self,
+        end: usize,
+        entry: (u32, u32),
+        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
         match entry {
             (id, 0) => emit(end, &[id]),
             (at, n) => emit(end, &self.cache.stored[at as usize..(at + n) as usize]),
@@ -253,7 +292,10 @@ impl Model for Encoder {
         cache: &mut PieceCache,
     ) -> Result<usize, EncodeError> {
         let mut n = 0;
-        self.for_each_ids(text, specials, cache, |_, ids| n += ids.len())?;
+        self.for_each_ids(text, specials, cache, usize::MAX, |_, ids| {
+            n += ids.len();
+            Ok(())
+        })?;
         Ok(n)
     }
 
@@ -264,7 +306,9 @@ impl Model for Encoder {
         cache: &mut PieceCache,
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError> {
-        self.for_each_ids(text, specials, cache, |_, ids| push_ids(out, ids))
+        self.for_each_ids(text, specials, cache, usize::MAX, |_, ids| {
+            push_ids(out, ids)
+        })
     }
 
     fn encode_until(
@@ -276,11 +320,9 @@ impl Model for Encoder {
         out: &mut Vec<u32>,
     ) -> Result<usize, EncodeError> {
         let mut consumed = 0;
-        self.for_each_ids(text, specials, cache, |end, ids| {
-            if end <= limit {
-                push_ids(out, ids);
-                consumed = end;
-            }
+        self.for_each_ids(text, specials, cache, limit, |end, ids| {
+            consumed = end;
+            push_ids(out, ids)
         })?;
         Ok(consumed)
     }
@@ -316,7 +358,9 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         for_each_unit(text, e.no_specials(), &e.pre, |u| {
             if let Unit::Piece { start, end } = u {
-                e.model.encode_piece(&text.as_bytes()[start..end], &mut out);
+                e.model
+                    .encode_piece(&text.as_bytes()[start..end], &mut out)
+                    .unwrap();
             }
         })
         .unwrap();

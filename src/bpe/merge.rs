@@ -12,24 +12,28 @@ use std::collections::BinaryHeap;
 use rustc_hash::FxHashMap;
 
 use super::model::{BpeModel, Merge};
+use crate::model::{check_piece_len, try_reserve, EncodeError};
 
 /// Pieces up to this many bytes are merged with a plain scan; longer ones otherwise.
 pub const SHORT_PIECE: usize = 64;
 
 impl BpeModel {
     /// BPE on one pre-token (under tiktoken's rule, a piece that is a token first).
-    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
+    /// Fails only for a piece longer than [`crate::model::MAX_PIECE_BYTES`] or when
+    /// memory for it cannot be had.
+    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<(), EncodeError> {
         if let Some(id) = self.whole_piece(piece) {
             out.push(id);
-            return;
+            return Ok(());
         }
         match piece.len() {
             0 => {}
             1 => out.push(self.byte_id(piece[0])),
             n if n <= SHORT_PIECE => self.merge_short(piece, out),
-            _ if self.ranks_grow => self.merge_by_rank(piece, out),
-            _ => self.merge_long(piece, out),
+            _ if self.ranks_grow => self.merge_by_rank(piece, out)?,
+            _ => self.merge_long(piece, out)?,
         }
+        Ok(())
     }
 
     /// The id of a single byte.
@@ -91,45 +95,82 @@ impl BpeModel {
     /// Linear-time BPE for long pieces when ranks grow along merges (`ranks_grow`):
     /// a merge only creates pairs of higher rank than its own, so the pairs can be
     /// processed one rank at a time, lowest first, each rank's positions left to right.
-    /// Symbols sit in a linked list; each rank that occurs gets a bucket of positions.
-    pub(crate) fn merge_by_rank(&self, piece: &[u8], out: &mut Vec<u32>) {
+    /// Each rank that occurs gets a bucket of positions.
+    ///
+    /// Memory, about 10 bytes per byte of the piece (a 1 GB run of one letter is one
+    /// piece): one id per byte position (`ids[i]`: the token starting at byte `i`,
+    /// `NONE` inside a token) and the buckets' positions. No links between tokens: the
+    /// token after the one at `i` starts its length later (lengths come from the
+    /// vocabulary, and a merge's token must be as long as its two parts — else the
+    /// heap, which does not assume it, merges the piece), and the one before is found
+    /// by stepping back over `NONE`s, at most the length of a token.
+    pub(crate) fn merge_by_rank(
+        &self,
+        piece: &[u8],
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         const NONE: u32 = u32::MAX;
         struct Bucket {
             left: u32,
             right: u32,
             id: u32,
+            /// Bytes of `left` and of the merged token.
+            left_len: u32,
+            len: u32,
             at: Vec<u32>,
         }
+        /// Adds position `at` of the pair `(l, r)` to its rank's bucket; None when the
+        /// merged token is not as long as its parts (the caller falls back to the heap).
         fn add(
+            model: &BpeModel,
             buckets: &mut FxHashMap<u32, Bucket>,
             queue: &mut BinaryHeap<Reverse<u32>>,
             (l, r): (u32, u32),
             m: Merge,
             at: u32,
-        ) {
-            buckets
-                .entry(m.rank)
-                .or_insert_with(|| {
+        ) -> Result<Option<()>, EncodeError> {
+            let bucket = match buckets.entry(m.rank) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let len = |id| model.token_bytes(id).map(|b| b.len() as u32);
+                    let (Some(left_len), Some(right_len), Some(len)) = (len(l), len(r), len(m.id))
+                    else {
+                        return Ok(None);
+                    };
+                    if left_len + right_len != len || m.id == NONE {
+                        return Ok(None);
+                    }
                     queue.push(Reverse(m.rank));
-                    Bucket {
+                    e.insert(Bucket {
                         left: l,
                         right: r,
                         id: m.id,
+                        left_len,
+                        len,
                         at: Vec::new(),
-                    }
-                })
-                .at
-                .push(at);
+                    })
+                }
+            };
+            if bucket.at.len() == bucket.at.capacity() {
+                let more = bucket.at.len().max(16);
+                try_reserve(&mut bucket.at, more)?;
+            }
+            bucket.at.push(at);
+            Ok(Some(()))
         }
         let n = piece.len();
-        let mut ids: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
-        let mut next: Vec<u32> = (1..=n as u32).collect(); // n: none
-        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect(); // NONE
+        check_piece_len(n)?;
+        let mut ids: Vec<u32> = Vec::new();
+        try_reserve(&mut ids, n)?;
+        ids.extend(piece.iter().map(|&b| self.byte_ids[b as usize]));
         let mut buckets: FxHashMap<u32, Bucket> = FxHashMap::default();
         let mut queue = BinaryHeap::new();
         for i in 0..n - 1 {
             if let Some(m) = self.rank(ids[i], ids[i + 1]) {
-                add(&mut buckets, &mut queue, (ids[i], ids[i + 1]), m, i as u32);
+                let pair = (ids[i], ids[i + 1]);
+                if add(self, &mut buckets, &mut queue, pair, m, i as u32)?.is_none() {
+                    return self.merge_long(piece, out);
+                }
             }
         }
         while let Some(Reverse(rank)) = queue.pop() {
@@ -137,58 +178,97 @@ impl BpeModel {
                 .remove(&rank)
                 .expect("every queued rank has a bucket");
             b.at.sort_unstable();
-            for &i in &b.at {
-                let i = i as usize;
-                let j = next[i] as usize;
+            let mut x = 0;
+            while x < b.at.len() {
+                let i = b.at[x] as usize;
+                x += 1;
+                let j = i + b.left_len as usize;
                 // Stale: a merge since this entry was made changed the pair.
-                if j >= n || ids[i] != b.left || ids[j] != b.right {
+                if ids[i] != b.left || j >= n || ids[j] != b.right {
                     continue;
                 }
                 ids[i] = b.id;
                 ids[j] = NONE;
-                let k = next[j];
-                next[i] = k;
-                if (k as usize) < n {
-                    prev[k as usize] = i as u32;
-                    let pair = (ids[i], ids[k as usize]);
+                let k = i + b.len as usize;
+                // The token after: its pair with this one is added, unless that token
+                // is itself merged by this rank further on — that merge adds the pair
+                // (both tokens as they will be) from its own side.
+                let merged_next = b.at[x..]
+                    .iter()
+                    .find(|&&a| a as usize >= k)
+                    .is_some_and(|&a| {
+                        a as usize == k
+                            && ids[k] == b.left
+                            && k + (b.left_len as usize) < n
+                            && ids[k + b.left_len as usize] == b.right
+                            && b.id != b.left
+                            && b.id != b.right
+                    });
+                if k < n && !merged_next {
+                    let pair = (ids[i], ids[k]);
                     if let Some(m) = self.rank(pair.0, pair.1) {
                         debug_assert!(m.rank > rank);
-                        add(&mut buckets, &mut queue, pair, m, i as u32);
+                        if add(self, &mut buckets, &mut queue, pair, m, i as u32)?.is_none() {
+                            return self.merge_long(piece, out);
+                        }
                     }
                 }
-                let p = prev[i];
-                if p != NONE {
-                    let pair = (ids[p as usize], ids[i]);
+                if let Some(p) = ids[..i].iter().rposition(|&id| id != NONE) {
+                    let pair = (ids[p], ids[i]);
                     if let Some(m) = self.rank(pair.0, pair.1) {
                         debug_assert!(m.rank > rank);
-                        add(&mut buckets, &mut queue, pair, m, p);
+                        if add(self, &mut buckets, &mut queue, pair, m, p as u32)?.is_none() {
+                            return self.merge_long(piece, out);
+                        }
                     }
                 }
             }
         }
-        let mut i = 0;
-        while i < n {
-            out.push(ids[i]);
-            i = next[i] as usize;
-        }
+        let count = ids.iter().filter(|&&id| id != NONE).count();
+        try_reserve(out, count)?;
+        out.extend(ids.iter().copied().filter(|&id| id != NONE));
+        Ok(())
     }
 
     /// O(n log n), for any merge table: symbols in a linked list, candidate pairs in a
     /// min-heap keyed by (rank, position); stale entries are skipped when popped.
-    pub(crate) fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) {
+    pub(crate) fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<(), EncodeError> {
+        const NONE: u32 = u32::MAX;
         let n = piece.len();
-        let mut ids: Vec<u32> = piece.iter().map(|&b| self.byte_ids[b as usize]).collect();
-        let mut next: Vec<usize> = (1..=n).collect(); // n = none
-        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect(); // MAX = none
-        let mut alive = vec![true; n];
-        let mut heap = BinaryHeap::new();
+        check_piece_len(n)?;
+        let mut ids: Vec<u32> = Vec::new();
+        try_reserve(&mut ids, n)?;
+        ids.extend(piece.iter().map(|&b| self.byte_ids[b as usize]));
+        let mut next: Vec<u32> = Vec::new(); // n = none
+        try_reserve(&mut next, n)?;
+        next.extend(1..=n as u32);
+        let mut prev: Vec<u32> = Vec::new(); // NONE = none
+        try_reserve(&mut prev, n)?;
+        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
+        let mut alive: Vec<bool> = Vec::new();
+        try_reserve(&mut alive, n)?;
+        alive.resize(n, true);
+        let mut heap: Vec<Reverse<(u32, u32, u32, u32)>> = Vec::new();
+        try_reserve(&mut heap, n)?;
         for i in 0..n - 1 {
             if let Some(m) = self.rank(ids[i], ids[i + 1]) {
-                heap.push(Reverse((m.rank, i, ids[i], ids[i + 1])));
+                heap.push(Reverse((m.rank, i as u32, ids[i], ids[i + 1])));
             }
         }
+        let mut heap = BinaryHeap::from(heap);
+        let push = |heap: &mut BinaryHeap<_>, entry| {
+            if heap.len() == heap.capacity() {
+                heap.try_reserve(heap.len())
+                    .map_err(|_| EncodeError::OutOfMemory {
+                        bytes: heap.len() * 16,
+                    })?;
+            }
+            heap.push(entry);
+            Ok::<(), EncodeError>(())
+        };
         while let Some(Reverse((_, i, l, r))) = heap.pop() {
-            let j = next[i];
+            let i = i as usize;
+            let j = next[i] as usize;
             if !alive[i] || j >= n || ids[i] != l || ids[j] != r {
                 continue;
             }
@@ -197,24 +277,28 @@ impl BpeModel {
             alive[j] = false;
             let k = next[j];
             next[i] = k;
-            if k < n {
-                prev[k] = i;
-                if let Some(m2) = self.rank(ids[i], ids[k]) {
-                    heap.push(Reverse((m2.rank, i, ids[i], ids[k])));
+            if (k as usize) < n {
+                prev[k as usize] = i as u32;
+                if let Some(m2) = self.rank(ids[i], ids[k as usize]) {
+                    push(
+                        &mut heap,
+                        Reverse((m2.rank, i as u32, ids[i], ids[k as usize])),
+                    )?;
                 }
             }
             let p = prev[i];
-            if p != usize::MAX {
-                if let Some(m2) = self.rank(ids[p], ids[i]) {
-                    heap.push(Reverse((m2.rank, p, ids[p], ids[i])));
+            if p != NONE {
+                if let Some(m2) = self.rank(ids[p as usize], ids[i]) {
+                    push(&mut heap, Reverse((m2.rank, p, ids[p as usize], ids[i])))?;
                 }
             }
         }
         let mut i = 0;
         while i < n {
             out.push(ids[i]);
-            i = next[i];
+            i = next[i] as usize;
         }
+        Ok(())
     }
 }
 
@@ -228,14 +312,14 @@ mod tests {
         let e = minbpe();
         let text = "aaab".repeat(40) + "aaaaaaa";
         let mut heap = Vec::new();
-        e.merge_long(text.as_bytes(), &mut heap);
+        e.merge_long(text.as_bytes(), &mut heap).unwrap();
         let mut by_rank = Vec::new();
-        e.merge_by_rank(text.as_bytes(), &mut by_rank);
+        e.merge_by_rank(text.as_bytes(), &mut by_rank).unwrap();
         assert_eq!(heap, by_rank);
         assert_eq!(e.decode_bytes(&heap).unwrap(), text.as_bytes());
         let (mut short, mut long) = (Vec::new(), Vec::new());
         e.merge_short(&text.as_bytes()[..64], &mut short);
-        e.merge_long(&text.as_bytes()[..64], &mut long);
+        e.merge_long(&text.as_bytes()[..64], &mut long).unwrap();
         assert_eq!(short, long);
     }
 
@@ -248,9 +332,9 @@ mod tests {
             for len in [2, 3, 7, 30, 64, 65, 200, 1000] {
                 let piece: Vec<u8> = (0..len).map(|_| b"abc"[rng.below(3)]).collect();
                 let mut heap = Vec::new();
-                e.merge_long(&piece, &mut heap);
+                e.merge_long(&piece, &mut heap).unwrap();
                 let mut by_rank = Vec::new();
-                e.merge_by_rank(&piece, &mut by_rank);
+                e.merge_by_rank(&piece, &mut by_rank).unwrap();
                 assert_eq!(
                     heap,
                     by_rank,
@@ -320,7 +404,7 @@ mod tests {
                 let piece: Vec<u8> = (0..len).map(|_| b"abc"[rng.below(3)]).collect();
                 let text = String::from_utf8_lossy(&piece);
                 let mut got = Vec::new();
-                m.encode_piece(&piece, &mut got);
+                m.encode_piece(&piece, &mut got).unwrap();
                 assert_eq!(
                     got,
                     tiktoken_reference(&ranks, &piece),
@@ -332,18 +416,16 @@ mod tests {
                 // Each merge loop alone (no whole-piece lookup) is tiktoken's loop.
                 let want = tiktoken_merge(&ranks, &piece);
                 let mut long = Vec::new();
-                m.merge_long(&piece, &mut long);
+                m.merge_long(&piece, &mut long).unwrap();
                 assert_eq!(long, want, "seed {seed}, {text}");
                 if len <= SHORT_PIECE {
                     let mut short = Vec::new();
                     m.merge_short(&piece, &mut short);
                     assert_eq!(short, want, "seed {seed}, {text}");
                 }
-                if m.ranks_grow {
-                    let mut by_rank = Vec::new();
-                    m.merge_by_rank(&piece, &mut by_rank);
-                    assert_eq!(by_rank, want, "seed {seed}, {text}");
-                }
+                // Splits of one token share its rank: the by-rank loop's one pair a
+                // rank does not hold, so long pieces go to the heap.
+                assert!(!m.ranks_grow);
             }
         }
         assert!(
@@ -368,7 +450,45 @@ mod tests {
         assert!(minbpe().ranks_grow);
         // The heap still merges it: (a,b) first (the only pair), then (ab, c).
         let mut ids = Vec::new();
-        e.encode_piece("abc".repeat(30).as_bytes(), &mut ids);
+        e.encode_piece("abc".repeat(30).as_bytes(), &mut ids)
+            .unwrap();
         assert_eq!(ids, vec![257; 30]);
+    }
+
+    #[test]
+    fn a_merged_token_not_as_long_as_its_parts_is_merged_by_the_heap() {
+        // 257 = (256, 256) but its bytes say "x": positions cannot follow lengths.
+        let mut vocab: FxHashMap<u32, Vec<u8>> = (0..256u32).map(|b| (b, vec![b as u8])).collect();
+        vocab.insert(256, b"aa".to_vec());
+        vocab.insert(257, b"x".to_vec());
+        let e = BpeModel::new(
+            vocab,
+            &[(97, 97, 256), (256, 256, 257)],
+            FxHashMap::default(),
+        )
+        .unwrap();
+        assert!(e.ranks_grow);
+        let piece = [b'a'; 101];
+        let (mut by_rank, mut heap) = (Vec::new(), Vec::new());
+        e.merge_by_rank(&piece, &mut by_rank).unwrap();
+        e.merge_long(&piece, &mut heap).unwrap();
+        assert_eq!(by_rank, heap);
+        assert_eq!(by_rank, [vec![257; 25], vec![97]].concat());
+    }
+
+    #[test]
+    fn a_pre_token_past_the_maximum_is_a_clear_error() {
+        use crate::model::MAX_PIECE_BYTES;
+        assert_eq!(check_piece_len(MAX_PIECE_BYTES), Ok(()));
+        let err = check_piece_len(MAX_PIECE_BYTES + 1).unwrap_err();
+        assert_eq!(
+            err,
+            EncodeError::PieceTooLong {
+                len: MAX_PIECE_BYTES + 1
+            }
+        );
+        assert!(err
+            .to_string()
+            .starts_with("a single pre-token of 4294967295 bytes"));
     }
 }

@@ -4,6 +4,8 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::model::{id_error, MAX_ID};
+
 /// A merge rule: `(left, right)` becomes `id`; lower `rank` merges first.
 #[derive(Debug, Clone, Copy)]
 pub struct Merge {
@@ -41,12 +43,14 @@ pub struct WholePieces {
 
 impl BpeModel {
     /// `vocab`: id → bytes (must contain every single byte); `merges`: (left id,
-    /// right id, merged id) in rank order; `specials`: token → id.
+    /// right id, merged id) in rank order; `specials`: token → id. Every id must be
+    /// at most [`MAX_ID`] (an error names the largest one past it).
     pub fn new(
         vocab: FxHashMap<u32, Vec<u8>>,
         merges: &[(u32, u32, u32)],
         specials: FxHashMap<String, u32>,
     ) -> Result<Self, String> {
+        check_ids(&vocab, merges, &specials)?;
         let mut merge_map = FxHashMap::default();
         for (rank, &(l, r, id)) in merges.iter().enumerate() {
             merge_map.entry((l, r)).or_insert(Merge {
@@ -69,6 +73,7 @@ impl BpeModel {
         unbuildable: Vec<u32>,
         specials: FxHashMap<String, u32>,
     ) -> Result<Self, String> {
+        check_ids(&vocab, splits, &specials)?;
         // Every split of one token has the token's rank: ties go to the leftmost pair,
         // as in tiktoken.
         let merge_map = splits
@@ -109,7 +114,9 @@ impl BpeModel {
                  byte-level BPE needs all 256 bytes"
             ));
         }
-        let ranks_grow = ranks_grow(&merge_map);
+        // Under tiktoken's rule every split of a token has the token's rank: the
+        // by-rank loop, which keeps one pair a rank, is not for it.
+        let ranks_grow = whole.is_none() && ranks_grow(&merge_map);
         let mut decoder = vocab;
         for (t, &id) in &specials {
             decoder.insert(id, t.as_bytes().to_vec());
@@ -196,6 +203,49 @@ impl BpeModel {
             .as_ref()
             .map_or(self.merges.len(), |w| w.recovered.len())
     }
+}
+
+/// Fails naming the largest id past [`MAX_ID`]: a special token's first, then an
+/// ordinary token's, then a merge's.
+fn check_ids(
+    vocab: &FxHashMap<u32, Vec<u8>>,
+    merges: &[(u32, u32, u32)],
+    specials: &FxHashMap<String, u32>,
+) -> Result<(), String> {
+    let past = |id: &u32| *id > MAX_ID;
+    if let Some((token, id)) = specials
+        .iter()
+        .filter(|(_, id)| past(id))
+        .max_by_key(|(_, &id)| id)
+    {
+        return Err(id_error(
+            &format!("special token '{}'", token.escape_debug()),
+            &id.to_string(),
+        ));
+    }
+    if let Some((id, bytes)) = vocab
+        .iter()
+        .filter(|(id, _)| past(id))
+        .max_by_key(|(&id, _)| id)
+    {
+        // Quoted as Python quotes bytes (b'hi'), as the bindings' messages do.
+        let what = format!("token b'{}'", abbreviated(bytes).escape_ascii());
+        return Err(id_error(&what, &id.to_string()));
+    }
+    for (n, &(l, r, id)) in merges.iter().enumerate() {
+        if let Some(id) = [l, r, id].into_iter().find(|id| past(id)) {
+            return Err(id_error(
+                &format!("merge #{n} ({l}, {r}) -> {id}: a token"),
+                &id.to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The first 64 bytes of a token, for messages (a token can be megabytes long).
+fn abbreviated(bytes: &[u8]) -> &[u8] {
+    &bytes[..bytes.len().min(64)]
 }
 
 /// True when every merge ranks after every merge that produced one of its parts (see
@@ -300,7 +350,39 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::minbpe;
+    use super::testing::{minbpe, minbpe_parts};
+    use super::*;
+
+    #[test]
+    fn an_id_past_the_largest_is_refused_naming_it() {
+        let (vocab, merges, mut specials) = minbpe_parts();
+        specials.insert("<x>".into(), MAX_ID + 1);
+        let e = BpeModel::new(vocab.clone(), &merges, specials).unwrap_err();
+        assert_eq!(
+            e,
+            "special token '<x>' has id 2147483648, outside 0..2147483647: \
+             token ids must be at least 0 and below 2**31"
+        );
+        let mut big = vocab.clone();
+        big.insert(u32::MAX, b"hi".to_vec());
+        let e = BpeModel::new(big, &merges, FxHashMap::default()).unwrap_err();
+        assert!(
+            e.starts_with("token b'hi' has id 4294967295, outside"),
+            "{e}"
+        );
+        let e = BpeModel::new(vocab.clone(), &[(97, 97, 1 << 31)], FxHashMap::default());
+        assert!(e
+            .unwrap_err()
+            .starts_with("merge #0 (97, 97) -> 2147483648: a token has id 2147483648"));
+        let mut at_max = vocab;
+        at_max.insert(MAX_ID, b"hi".to_vec());
+        assert_eq!(
+            BpeModel::new(at_max, &merges, FxHashMap::default())
+                .unwrap()
+                .max_id(),
+            MAX_ID
+        );
+    }
 
     #[test]
     fn unknown_id_is_reported() {

@@ -92,8 +92,9 @@ impl<'a> RankOf<'a> {
     }
 }
 
-/// The largest rank: `u32::MAX` stands for "no token" here and in the encoder.
-pub const MAX_RANK: u32 = u32::MAX - 1;
+/// The largest rank: a rank is a token id, so the largest id ([`crate::model::MAX_ID`],
+/// below 2**31; `u32::MAX` stands for "no token" here and in the encoder).
+pub const MAX_RANK: u32 = crate::model::MAX_ID;
 
 /// Why a vocabulary has no merges.
 #[derive(Debug, PartialEq, Eq)]

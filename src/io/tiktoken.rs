@@ -557,7 +557,7 @@ mod tests {
         );
         assert_eq!(parsed(b""), Ok(vec![]));
         assert_eq!(
-            parsed(b"YQ== 4294967294"),
+            parsed(b"YQ== 2147483647"),
             Ok(vec![(b"a".to_vec(), MAX_RANK)])
         );
     }
@@ -600,8 +600,8 @@ mod tests {
             (b"YWI 1", "f, line 1: \"YWI\" is not valid base64"),
             (b"\xc3\xa9 1", "f, line 1: \"\u{e9}\" is not valid base64"),
             (
-                b"YQ== 4294967295",
-                "f, line 1: rank \"4294967295\" is too large: ranks go up to 4294967294",
+                b"YQ== 2147483648",
+                "f, line 1: rank \"2147483648\" is too large: ranks go up to 2147483647",
             ),
             // The first fault in file order, whatever its kind; on one line, a repeated
             // token before a repeated rank.
@@ -745,7 +745,16 @@ mod tests {
 
     #[test]
     fn a_huge_rank_costs_no_table_of_its_size() {
-        let (e, _) = load(&file("eHk= 4000000000\n"), &[], None).unwrap();
-        assert_eq!(e.model().max_id(), 4_000_000_000);
+        let (e, _) = load(&file("eHk= 2000000000\n"), &[], None).unwrap();
+        assert_eq!(e.model().max_id(), 2_000_000_000);
+    }
+
+    #[test]
+    fn a_rank_past_the_largest_id_is_refused_naming_the_line() {
+        let e = load(&file("eHk= 4000000000\n"), &[], None).err().unwrap();
+        assert_eq!(
+            e.message("f", &QUOTE),
+            "f, line 259: rank \"4000000000\" is too large: ranks go up to 2147483647"
+        );
     }
 }

@@ -12,11 +12,13 @@ pub mod builtin;
 pub mod patterns;
 pub mod specials;
 
-pub use patterns::{BUILTIN_PATTERNS, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+pub use patterns::{
+    BACKTRACK_LIMIT_VAR, BUILTIN_PATTERNS, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN,
+};
 pub use specials::{for_each_unit, SpecialMatcher, Unit};
 
 use builtin::Builtin;
-use patterns::RegexSplitter;
+use patterns::{RegexSplitter, DEFAULT_BACKTRACK_LIMIT};
 
 /// Splits an ordinary (special-free) segment into pre-tokens.
 #[derive(Debug, Clone)]
@@ -32,9 +34,18 @@ impl PreTokenizer {
     /// built-in GPT patterns run on hand-written code (`builtin.rs`), others on the
     /// regex engine.
     pub fn new(pattern: Option<&str>) -> Result<Self, String> {
-        let mut pre = Self::regex_only(pattern)?;
-        pre.builtin = pattern.and_then(Builtin::from_pattern);
-        Ok(pre)
+        let builtin = pattern.and_then(Builtin::from_pattern);
+        let regex = match (pattern, builtin) {
+            // Never runs on text (the built-in splitter does): the backtracking budget
+            // set in the environment does not apply, and a bad one does not stop it.
+            (Some(p), Some(_)) => Some(RegexSplitter::with_limit(p, DEFAULT_BACKTRACK_LIMIT)?),
+            (p, _) => p.map(RegexSplitter::new).transpose()?,
+        };
+        Ok(Self {
+            regex,
+            builtin,
+            pattern: pattern.map(str::to_owned),
+        })
     }
 
     /// Always the regex engine (the reference for the hand-written splitters).
@@ -134,5 +145,58 @@ mod tests {
         let p = pieces(GPT2_PATTERN, &text);
         assert_eq!(p.len(), 2);
         assert_eq!(p[1], " x");
+    }
+
+    #[test]
+    fn a_pattern_that_backtracks_without_end_fails_naming_pattern_limit_and_offset() {
+        let pattern = r"(?:a|aa)+(?=b)|\s+|\S";
+        let pre = PreTokenizer::new(Some(pattern)).unwrap();
+        let text = format!("x y {}", "a".repeat(60));
+        let e = pre.for_each_piece(&text, |_, _| {}).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "the pre-tokenizer pattern {pattern:?} needs more backtracking than the \
+                 limit of 1000000 steps at byte offset 4 of the text (between special \
+                 tokens); simplify the pattern (possessive quantifiers such as ++ or \
+                 atomic groups (?>...) avoid backtracking) or raise the limit with the \
+                 environment variable BYTEPAIR_BACKTRACK_LIMIT"
+            )
+        );
+    }
+
+    #[test]
+    fn the_builtin_patterns_run_by_the_regex_engine_stay_within_the_limit() {
+        // Long runs of each kind of character, and the places where the patterns'
+        // whitespace rules look ahead: what backtracks most in them.
+        let n = 100_000;
+        let runs = [
+            " ".repeat(n),
+            format!("{}x", " ".repeat(n)),
+            format!("{}\n", " ".repeat(n)),
+            format!("{}\n\nx", " \t".repeat(n / 2)),
+            format!("\n{}", "\r\n ".repeat(n / 3)),
+            "a".repeat(n),
+            format!(" {}", "é".repeat(n / 2)),
+            "Ab".repeat(n / 2),
+            "7".repeat(n),
+            " 1".repeat(n / 2),
+            "!".repeat(n),
+            format!(" {}\n\n", "?!".repeat(n / 2)),
+            "'s".repeat(n / 2),
+            "a\u{301}".repeat(n / 3),
+        ];
+        for pattern in BUILTIN_PATTERNS {
+            let fast = PreTokenizer::new(Some(pattern)).unwrap();
+            let regex = PreTokenizer::regex_only(Some(pattern)).unwrap();
+            for text in &runs {
+                let (mut want, mut got) = (Vec::new(), Vec::new());
+                fast.for_each_piece(text, |s, e| want.push((s, e))).unwrap();
+                regex
+                    .for_each_piece(text, |s, e| got.push((s, e)))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(got, want, "{pattern} on {:?}", &text[..20]);
+            }
+        }
     }
 }

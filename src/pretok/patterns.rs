@@ -5,7 +5,7 @@
 //! file's [`RegexSplitter`] (fancy-regex) runs custom patterns and is the reference the
 //! hand-written splitters are checked against.
 
-use fancy_regex::{Regex, RegexBuilder};
+use fancy_regex::{Error, Regex, RegexBuilder, RuntimeError};
 
 /// The GPT-2 / r50k pattern, as tiktoken writes it (equivalent to GPT-2's original
 /// `\s+(?!\S)|\s+` ending, but faster).
@@ -25,19 +25,76 @@ pub const O200K_PATTERN: &str = concat!(
 );
 pub const BUILTIN_PATTERNS: [&str; 3] = [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN];
 
-/// A pattern compiled by the regex engine.
+/// How much backtracking one search of a custom pattern may do (fancy-regex's own
+/// default, counted per search for the next piece): a pattern such as
+/// `(?:a|aa)+(?=b)` backtracks exponentially, and without a budget one line of text
+/// hung the process for good. The built-in patterns run on hand-written splitters;
+/// run by the regex engine they stay far below it on any input.
+pub const DEFAULT_BACKTRACK_LIMIT: usize = 1_000_000;
+
+/// The environment variable that sets the budget (a positive integer), read when a
+/// pattern is compiled.
+pub const BACKTRACK_LIMIT_VAR: &str = "BYTEPAIR_BACKTRACK_LIMIT";
+
+/// The budget: [`BACKTRACK_LIMIT_VAR`] when set, else [`DEFAULT_BACKTRACK_LIMIT`].
+pub fn backtrack_limit() -> Result<usize, String> {
+    match std::env::var(BACKTRACK_LIMIT_VAR) {
+        Err(_) => Ok(DEFAULT_BACKTRACK_LIMIT),
+        Ok(value) => value
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                format!("{BACKTRACK_LIMIT_VAR} must be a positive integer, not {value:?}")
+            }),
+    }
+}
+
+/// A pattern compiled by the regex engine, with its backtracking budget.
 #[derive(Debug, Clone)]
-pub struct RegexSplitter(Regex);
+pub struct RegexSplitter {
+    regex: Regex,
+    limit: usize,
+}
+
+/// A pattern quoted for a message: its first 200 characters (a damaged file can hold a
+/// pattern of megabytes), saying how long it is when cut.
+fn quoted(pattern: &str) -> String {
+    let head: String = pattern.chars().take(200).collect();
+    if head.len() == pattern.len() {
+        format!("{head:?}")
+    } else {
+        format!("{head:?}… ({} characters)", pattern.chars().count())
+    }
+}
 
 impl RegexSplitter {
+    /// Compiles `pattern` with the budget of [`backtrack_limit`].
     pub fn new(pattern: &str) -> Result<Self, String> {
+        Self::with_limit(pattern, backtrack_limit()?)
+    }
+
+    /// Compiles `pattern` with a budget of `limit` backtracking steps per search.
+    pub fn with_limit(pattern: &str, limit: usize) -> Result<Self, String> {
         RegexBuilder::new(pattern)
-            // The GPT patterns backtrack over whitespace runs; a long run must not turn
-            // into an error (tiktoken's "catastrophic" inputs).
-            .backtrack_limit(usize::MAX)
+            .backtrack_limit(limit)
             .build()
-            .map(Self)
-            .map_err(|e| format!("invalid pre-tokenizer pattern {pattern:?}: {e}"))
+            .map(|regex| Self { regex, limit })
+            .map_err(|e| format!("invalid pre-tokenizer pattern {}: {e}", quoted(pattern)))
+    }
+
+    /// The message for a search from byte `offset` that ran out of budget.
+    fn too_much_backtracking(&self, offset: usize) -> String {
+        let pattern = quoted(self.regex.as_str());
+        format!(
+            "the pre-tokenizer pattern {pattern} needs more backtracking than the limit \
+             of {} steps at byte offset {offset} of the text (between special tokens); \
+             simplify the pattern (possessive quantifiers such as ++ or atomic groups \
+             (?>...) avoid backtracking) or raise the limit with the environment \
+             variable {BACKTRACK_LIMIT_VAR}",
+            self.limit
+        )
     }
 
     /// Calls `f(start, end)` for every non-empty match in `text`, in order, and for
@@ -52,8 +109,13 @@ impl RegexSplitter {
         mut f: impl FnMut(usize, usize),
     ) -> Result<(), String> {
         let mut done = 0;
-        for m in self.0.find_iter(text) {
-            let m = m.map_err(|e| format!("pre-tokenizer failed: {e}"))?;
+        for m in self.regex.find_iter(text) {
+            let m = m.map_err(|e| match e {
+                Error::RuntimeError(RuntimeError::BacktrackLimitExceeded) => {
+                    self.too_much_backtracking(done)
+                }
+                e => format!("pre-tokenizer failed: {e}"),
+            })?;
             if m.end() > m.start() {
                 if m.start() > done {
                     f(done, m.start());

@@ -5,8 +5,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use rustc_hash::FxHashMap;
 
-use super::errors::{encode_error, load_error, value_error};
+use super::errors::{load_error, repr, token_id, value_error};
 use super::seam::{pymethods_with_seam, Seam};
+use super::vocab_by_id;
 use crate::bpe::Encoder as CoreEncoder;
 
 #[pyclass(module = "bytepair._core", frozen)]
@@ -15,11 +16,12 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    fn wrap(core: CoreEncoder) -> Self {
-        let (all, max_id) = (core.all_specials().clone(), core.model().max_id());
-        Self {
-            seam: Seam::new(core, all, max_id),
-        }
+    fn wrap(core: CoreEncoder) -> PyResult<Self> {
+        let all = core.all_specials().clone();
+        let (tokens, max_id) = (core.model().vocab_len(), core.model().max_id());
+        Ok(Self {
+            seam: Seam::new(core, all.clone(), all, tokens, max_id)?,
+        })
     }
 
     fn core(&self) -> &CoreEncoder {
@@ -28,17 +30,31 @@ impl Encoder {
 }
 
 pymethods_with_seam!(Encoder {
+    /// `vocab`: {id: bytes}; `merges`: (left id, right id, merged id) in rank order;
+    /// `special_tokens`: {token: id}. An id that is no valid id (negative, or past
+    /// `crate::model::MAX_ID`) is a ValueError naming the token and the id.
     #[new]
     #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
     fn new(
-        vocab: FxHashMap<u32, Vec<u8>>,
-        merges: Vec<(u32, u32, u32)>,
-        special_tokens: FxHashMap<String, u32>,
+        vocab: &Bound<'_, PyDict>,
+        merges: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
+        special_tokens: FxHashMap<String, Bound<'_, PyAny>>,
         pattern: Option<&str>,
     ) -> PyResult<Self> {
-        CoreEncoder::new(vocab, &merges, special_tokens, pattern)
-            .map(Self::wrap)
-            .map_err(value_error)
+        let ids = vocab_by_id(vocab)?;
+        let merges = merges
+            .iter()
+            .enumerate()
+            .map(|(n, (l, r, id))| {
+                let what = || format!("merge #{n}");
+                Ok((token_id(l, what)?, token_id(r, what)?, token_id(id, what)?))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let specials = special_tokens
+            .iter()
+            .map(|(t, id)| Ok((t.clone(), token_id(id, || format!("special token {}", repr(id.py(), t)))?)))
+            .collect::<PyResult<FxHashMap<_, _>>>()?;
+        Self::wrap(CoreEncoder::new(ids, &merges, specials, pattern).map_err(value_error)?)
     }
 
     /// An encoder straight from the bytes of a `.tiktoken` file, and the special
@@ -52,9 +68,10 @@ pymethods_with_seam!(Encoder {
         special_tokens: Vec<(String, Option<u32>)>,
         pattern: Option<&str>,
     ) -> PyResult<(Self, Vec<(String, u32)>)> {
-        py.detach(|| crate::io::tiktoken::load(data, &special_tokens, pattern))
-            .map(|(core, specials)| (Self::wrap(core), specials))
-            .map_err(|e| load_error(py, path, e))
+        let (core, specials) = py
+            .detach(|| crate::io::tiktoken::load(data, &special_tokens, pattern))
+            .map_err(|e| load_error(py, path, e))?;
+        Ok((Self::wrap(core)?, specials))
     }
 
     /// An encoder over `(token, id)` pairs that encodes as tiktoken does with the ids
@@ -68,9 +85,10 @@ pymethods_with_seam!(Encoder {
         special_tokens: Vec<(String, Option<u32>)>,
         pattern: Option<&str>,
     ) -> PyResult<(Self, Vec<(String, u32)>)> {
-        py.detach(|| crate::io::tiktoken::from_ranks(ranks, &special_tokens, pattern))
-            .map(|(core, specials)| (Self::wrap(core), specials))
-            .map_err(|e| load_error(py, path, e))
+        let (core, specials) = py
+            .detach(|| crate::io::tiktoken::from_ranks(ranks, &special_tokens, pattern))
+            .map_err(|e| load_error(py, path, e))?;
+        Ok((Self::wrap(core)?, specials))
     }
 
     /// The ids of the tokens no merge of two lower-ranked tokens makes, which only
@@ -115,13 +133,6 @@ pymethods_with_seam!(Encoder {
         self.core().model().max_id()
     }
 
-
-    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = py
-            .detach(|| self.core().encode(text, self.core().no_specials()))
-            .map_err(|e| encode_error(py, e))?;
-        self.seam.id_list(py, &ids)
-    }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
         match py.detach(|| self.core().model().decode_bytes(&ids)) {

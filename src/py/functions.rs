@@ -64,10 +64,11 @@ fn merges_from_ranks<'py>(
 #[pyfunction]
 fn assign_special_ids(
     py: Python<'_>,
-    vocab: FxHashMap<u32, Vec<u8>>,
+    vocab: &Bound<'_, PyDict>,
     special_tokens: Vec<(String, Option<u32>)>,
     same_bytes: bool,
 ) -> PyResult<Vec<(String, u32)>> {
+    let vocab = super::vocab_by_id(vocab)?;
     let token_at: FxHashMap<u32, &[u8]> = vocab.iter().map(|(&i, t)| (i, &t[..])).collect();
     let rule = if same_bytes {
         Unnumbered::SameBytesOrNext

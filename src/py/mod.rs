@@ -1,6 +1,6 @@
 //! Python bindings (module `bytepair._core`): argument conversion and GIL handling
 //! only, split by what they bind — [`counter`] (PreTokenCounter), [`encoder`]
-//! (Encoder), [`spm`] (SentencePieceModel), [`spm_train`] (train_sentencepiece), [`functions`] (module functions) — with one mapping of the core's errors
+//! (Encoder), [`spm`] (SentencePieceModel), [`spm_train`] (SentencePieceTrainer), [`functions`] (module functions) — with one mapping of the core's errors
 //! to Python exceptions ([`errors`]). The algorithms are in the other modules.
 
 mod counter;
@@ -13,8 +13,10 @@ mod spm_train;
 
 use std::sync::Mutex;
 
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rustc_hash::FxHashMap;
 
 use crate::io::blocks::Utf8Errors;
 
@@ -27,6 +29,25 @@ fn utf8_errors(errors: &str) -> PyResult<Utf8Errors> {
             "errors must be 'strict' or 'replace', not {other:?}"
         ))),
     }
+}
+
+/// A vocabulary `{id: bytes}` from Python; an id that is no valid id is a ValueError
+/// naming the token and the id (`errors::token_id`).
+fn vocab_by_id(vocab: &Bound<'_, PyDict>) -> PyResult<FxHashMap<u32, Vec<u8>>> {
+    let mut ids = FxHashMap::default();
+    ids.try_reserve(vocab.len())
+        .map_err(|_| PyMemoryError::new_err("no memory for the vocabulary"))?;
+    for (id, bytes) in vocab {
+        let bytes: Vec<u8> = bytes.extract()?;
+        let token = || {
+            format!(
+                "token {}",
+                errors::repr_bytes(vocab.py(), &bytes[..bytes.len().min(64)])
+            )
+        };
+        ids.insert(errors::token_id(&id, token)?, bytes);
+    }
+    Ok(ids)
 }
 
 /// A pool of `num_threads` threads, made for one call: a pool kept in an object would
@@ -84,7 +105,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<counter::PreTokenCounter>()?;
     m.add_class::<encoder::Encoder>()?;
     m.add_class::<spm::SentencePieceModel>()?;
-    m.add_function(wrap_pyfunction!(spm_train::train_sentencepiece, m)?)?;
+    m.add_class::<spm_train::SentencePieceTrainer>()?;
     m.add("GPT2_PATTERN", crate::pretok::GPT2_PATTERN)?;
     m.add("CL100K_PATTERN", crate::pretok::CL100K_PATTERN)?;
     m.add("O200K_PATTERN", crate::pretok::O200K_PATTERN)?;

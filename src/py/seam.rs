@@ -7,54 +7,129 @@
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, put_le, Specials};
 use crate::io::blocks::ReadError;
+use crate::io::chunking::find_cut;
 use crate::io::shards;
 use crate::io::stream;
-use crate::model::{check_disallowed, EncodeError, Model};
+use crate::model::{check_disallowed, try_reserve, EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
+
+/// `disallowed_special` as the binding takes it: None or a list of strings (these
+/// raise), or "all" (every special token of the model that the call does not allow:
+/// tiktoken's default, resolved here once per model instead of per call in Python).
+pub enum Disallowed {
+    Listed(Vec<String>),
+    Rest,
+}
+
+impl Disallowed {
+    pub fn from_py(value: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let Some(value) = value.filter(|v| !v.is_none()) else {
+            return Ok(Disallowed::Listed(Vec::new()));
+        };
+        if let Ok(text) = value.cast::<PyString>() {
+            return match text.to_str()? {
+                "all" => Ok(Disallowed::Rest),
+                other => Err(value_error(format!(
+                    "disallowed_special must be \"all\" or a list of strings, not {other:?}"
+                ))),
+            };
+        }
+        Ok(Disallowed::Listed(value.extract()?))
+    }
+}
+
+/// Bytes of one text encoded between two checks for signals (Ctrl-C), when the
+/// model's text can be cut (a few milliseconds of work).
+const SIGNAL_BLOCK: usize = 4 << 20;
 
 /// A model and what its binding keeps between calls.
 pub struct Seam<M> {
     pub core: M,
-    /// Every special token of the model (`allowed_special=None`).
+    /// What `allowed_special=None` allows (the model's default).
     all: Arc<SpecialMatcher>,
-    max_id: u32,
+    /// The model's special tokens: what `disallowed_special="all"` refuses (less the
+    /// ones the call allows). Built once, so the default policy costs no per-call work.
+    registered: Arc<SpecialMatcher>,
+    /// No special tokens.
+    none: Arc<SpecialMatcher>,
+    /// How many ids, from 0, have a shared Python int in `ints`.
+    dense_ids: usize,
     matchers: Mutex<FxHashMap<Vec<String>, Arc<SpecialMatcher>>>,
-    /// One Python int per id, made once: results share them instead of allocating an
-    /// int per token, which took a third of `encode`'s time.
+    /// One Python int per id below `dense_ids`, made once: results share them instead
+    /// of allocating an int per token, which took a third of `encode`'s time. Bounded
+    /// by the number of tokens the model has, never by its largest id (one special
+    /// token at 2**31 - 1 made this 16 GiB); ids past it get an int of their own.
     ints: OnceLock<Vec<Py<PyAny>>>,
 }
 
+/// A new Python int for `id`; MemoryError when Python has no memory for it.
+fn new_int(py: Python<'_>, id: u32) -> PyResult<*mut ffi::PyObject> {
+    // SAFETY: a plain C-API call with the GIL held; a null result sets the exception.
+    let int = unsafe { ffi::PyLong_FromUnsignedLong(id.into()) };
+    if int.is_null() {
+        Err(PyErr::fetch(py))
+    } else {
+        Ok(int)
+    }
+}
+
 impl<M: Model> Seam<M> {
-    /// `all`: the model's special tokens; `max_id`: its largest id.
-    pub fn new(core: M, all: SpecialMatcher, max_id: u32) -> Self {
-        Self {
+    /// `all`: what `allowed_special=None` allows; `registered`: the model's special
+    /// tokens; `tokens`: how many tokens it has, and `max_id` its largest id (the ints
+    /// shared are those of the ids up to both).
+    pub fn new(
+        core: M,
+        all: SpecialMatcher,
+        registered: SpecialMatcher,
+        tokens: usize,
+        max_id: u32,
+    ) -> PyResult<Self> {
+        Ok(Self {
             core,
             all: Arc::new(all),
-            max_id,
+            registered: Arc::new(registered),
+            none: Arc::new(SpecialMatcher::new(&[]).map_err(value_error)?),
+            dense_ids: tokens.min(max_id as usize + 1),
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
+        })
+    }
+
+    /// The shared ints, made on first use.
+    fn ints(&self, py: Python<'_>) -> PyResult<&[Py<PyAny>]> {
+        if let Some(ints) = self.ints.get() {
+            return Ok(ints);
         }
+        let mut ints = Vec::new();
+        ints.try_reserve_exact(self.dense_ids).map_err(|_| {
+            PyMemoryError::new_err(format!("no memory for {} ints", self.dense_ids))
+        })?;
+        for id in 0..self.dense_ids as u32 {
+            // SAFETY: `new_int` returns a new (owned) reference.
+            ints.push(unsafe { Bound::from_owned_ptr(py, new_int(py, id)?) }.unbind());
+        }
+        // Another thread may have set it first (both made the same ints).
+        Ok(self.ints.get_or_init(|| ints))
     }
 
     /// `ids` as a Python list of ints.
     pub fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let ints = self.ints.get_or_init(|| {
-            (0..=self.max_id)
-                .map(|i| i.into_pyobject(py).unwrap().into_any().unbind())
-                .collect()
-        });
-        let len = ffi::Py_ssize_t::try_from(ids.len()).expect("list length fits isize");
+        let ints = self.ints(py)?;
+        let len = ffi::Py_ssize_t::try_from(ids.len())
+            .map_err(|_| PyMemoryError::new_err(format!("a list of {} ids", ids.len())))?;
         // SAFETY: a new list of `len` empty slots, each set exactly once to a new
-        // (owned) reference before the list is seen by Python code. Its slots are only
+        // (owned) reference before the list is seen by Python code (a failure leaves
+        // the rest null, which freeing the list allows). Its slots are only
         // written (PyList_SET_ITEM, not PyList_SetItem, which reads the old item first:
         // a read of the never-touched memory would map the shared zero page, and the
         // write replacing it interrupts the cores of a batch's workers to flush their
@@ -68,7 +143,7 @@ impl<M: Model> Seam<M> {
             for (i, &id) in ids.iter().enumerate() {
                 let item = match ints.get(id as usize) {
                     Some(int) => int.clone_ref(py).into_ptr(),
-                    None => id.into_pyobject(py)?.into_ptr(),
+                    None => new_int(py, id)?,
                 };
                 ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, item);
             }
@@ -81,6 +156,9 @@ impl<M: Model> Seam<M> {
         let Some(mut list) = tokens else {
             return Ok(self.all.clone());
         };
+        if list.is_empty() {
+            return Ok(self.none.clone());
+        }
         list.sort();
         list.dedup();
         let mut cache = self.matchers.lock().unwrap_or_else(|e| e.into_inner());
@@ -95,17 +173,76 @@ impl<M: Model> Seam<M> {
         Ok(m)
     }
 
-    /// Matchers for (`allowed_special`, `disallowed_special`); no list of disallowed
-    /// tokens means none.
+    /// Matchers for (`allowed_special`, `disallowed_special`). The default policy
+    /// (none allowed, the rest disallowed) takes no lock and builds nothing.
     pub fn matchers(
         &self,
         allowed: Option<Vec<String>>,
-        disallowed: Option<Vec<String>>,
+        disallowed: Disallowed,
     ) -> PyResult<(Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
-        Ok((
-            self.matcher(allowed)?,
-            self.matcher(Some(disallowed.unwrap_or_default()))?,
-        ))
+        let allowed = self.matcher(allowed)?;
+        let disallowed = match disallowed {
+            Disallowed::Listed(list) => self.matcher(Some(list))?,
+            Disallowed::Rest if allowed.is_empty() => self.registered.clone(),
+            Disallowed::Rest => {
+                let taken: FxHashSet<&String> = allowed.tokens().iter().collect();
+                let rest = self.registered.tokens().iter();
+                self.matcher(Some(rest.filter(|t| !taken.contains(t)).cloned().collect()))?
+            }
+        };
+        Ok((allowed, disallowed))
+    }
+
+    /// Where the block of `text` starting at the safe cut `from` ends: about
+    /// [`SIGNAL_BLOCK`] bytes on, at a safe cut (`io::chunking`), or the end of the
+    /// text when it has none (SentencePiece, or no cut in the rest).
+    fn block_end(&self, text: &str, from: usize, allowed: &SpecialMatcher) -> usize {
+        let SafeCuts::AtSpecials { newlines } = self.core.safe_cuts() else {
+            return text.len();
+        };
+        let mut size = SIGNAL_BLOCK;
+        loop {
+            let window_end = from + size + allowed.max_len() + 1;
+            if window_end >= text.len() {
+                return text.len();
+            }
+            let window = &text.as_bytes()[from..window_end];
+            let matches = allowed.find_all(window);
+            if let Some(cut) = find_cut(window, 0, size, &matches, newlines) {
+                return from + cut;
+            }
+            size *= 2; // no cut yet: look further (each look twice the last)
+        }
+    }
+
+    /// Runs `f` on consecutive blocks of `text` (see [`Seam::block_end`]) without the
+    /// GIL, with one cache, and checks for signals between blocks: Ctrl-C stops a long
+    /// text within a block's time (KeyboardInterrupt), not at its end.
+    fn for_each_block(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: &SpecialMatcher,
+        mut f: impl FnMut(&str, &mut M::Cache) -> Result<(), EncodeError> + Send,
+    ) -> PyResult<()> {
+        let mut cache = self.core.take_cache();
+        let mut from = 0;
+        let result = loop {
+            let step = py.detach(|| {
+                let end = self.block_end(text, from, allowed);
+                f(&text[from..end], &mut cache).map(|()| end)
+            });
+            match step {
+                Err(e) => break Err(encode_error(py, e)),
+                Ok(end) if end >= text.len() => break Ok(()),
+                Ok(end) => from = end,
+            }
+            if let Err(e) = py.check_signals() {
+                break Err(e);
+            }
+        };
+        self.core.give_back_cache(cache);
+        result
     }
 
     /// Checks `text` for disallowed tokens, then encodes it, without the GIL.
@@ -114,17 +251,34 @@ impl<M: Model> Seam<M> {
         py: Python<'_>,
         text: &str,
         allowed: Option<Vec<String>>,
-        disallowed: Option<Vec<String>>,
+        disallowed: Disallowed,
     ) -> PyResult<Vec<u32>> {
         let (allowed, disallowed) = self.matchers(allowed, disallowed)?;
-        py.detach(|| {
-            check_disallowed(text, &disallowed)?;
-            let mut ids = Vec::with_capacity(text.len() / 3);
+        if text.len() <= SIGNAL_BLOCK {
+            // A short text crosses once: the check and the encoding in one release of
+            // the GIL (most calls; a long one is encoded in blocks, below).
             let core = &self.core;
-            core.with_cache(|cache| core.encode_cached(text, &allowed, cache, &mut ids))?;
-            Ok(ids)
-        })
-        .map_err(|e| encode_error(py, e))
+            return py
+                .detach(|| {
+                    check_disallowed(text, &disallowed)?;
+                    let mut ids = Vec::new();
+                    try_reserve(&mut ids, text.len() / 3 + 1)?;
+                    core.with_cache(|cache| core.encode_cached(text, &allowed, cache, &mut ids))?;
+                    Ok(ids)
+                })
+                .map_err(|e| encode_error(py, e));
+        }
+        py.detach(|| check_disallowed(text, &disallowed))
+            .map_err(|e| encode_error(py, e))?;
+        let mut ids = Vec::new();
+        ids.try_reserve(text.len() / 3).map_err(|_| {
+            PyMemoryError::new_err(format!("no memory for the ids of {} bytes", text.len()))
+        })?;
+        let core = &self.core;
+        self.for_each_block(py, text, &allowed, |block, cache| {
+            core.encode_cached(block, &allowed, cache, &mut ids)
+        })?;
+        Ok(ids)
     }
 
     /// The texts of a batch as borrowed UTF-8 (not copied), and its matchers.
@@ -132,7 +286,7 @@ impl<M: Model> Seam<M> {
         &self,
         texts: &'a [Bound<'_, PyString>],
         allowed: Option<Vec<String>>,
-        disallowed: Option<Vec<String>>,
+        disallowed: Disallowed,
     ) -> PyResult<(Vec<&'a str>, Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
         let texts = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
         let (allowed, disallowed) = self.matchers(allowed, disallowed)?;
@@ -146,7 +300,7 @@ impl<M: Model> Seam<M> {
         py: Python<'py>,
         text: &str,
         allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<Bound<'py, PyList>> {
         let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
         self.id_list(py, &ids)
@@ -158,7 +312,7 @@ impl<M: Model> Seam<M> {
         py: Python<'py>,
         text: &str,
         allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
         PyBytes::new_with(py, ids.len() * 4, |buf| {
@@ -173,15 +327,17 @@ impl<M: Model> Seam<M> {
         py: Python<'_>,
         text: &str,
         allowed_special: Option<Vec<String>>,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<usize> {
         let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
-        py.detach(|| {
-            check_disallowed(text, &disallowed)?;
-            let core = &self.core;
-            core.with_cache(|cache| core.count_cached(text, &allowed, cache))
-        })
-        .map_err(|e| encode_error(py, e))
+        py.detach(|| check_disallowed(text, &disallowed))
+            .map_err(|e| encode_error(py, e))?;
+        let (core, mut count) = (&self.core, 0);
+        self.for_each_block(py, text, &allowed, |block, cache| {
+            count += core.count_cached(block, &allowed, cache)?;
+            Ok(())
+        })?;
+        Ok(count)
     }
 
     /// Encodes many texts on `num_threads` threads (`io::batch`); this thread turns
@@ -193,7 +349,7 @@ impl<M: Model> Seam<M> {
         texts: Vec<Bound<'py, PyString>>,
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<Bound<'py, PyList>> {
         let (texts, allowed, disallowed) =
             self.batch_args(&texts, allowed_special, disallowed_special)?;
@@ -210,7 +366,7 @@ impl<M: Model> Seam<M> {
             |next| py.detach(next), // wait without the GIL
             |i, ids| {
                 lists[i] = Some(self.id_list(py, ids)?);
-                Ok(())
+                py.check_signals() // Ctrl-C stops the batch at the next text received
             },
         )
         .map_err(|e| batch_error(py, e))?;
@@ -218,7 +374,10 @@ impl<M: Model> Seam<M> {
             py,
             lists
                 .into_iter()
-                .map(|l| l.expect("every text was encoded")),
+                .map(|l| {
+                    l.ok_or_else(|| PyRuntimeError::new_err("a text of the batch was not encoded"))
+                })
+                .collect::<PyResult<Vec<_>>>()?,
         )
     }
 
@@ -236,7 +395,7 @@ impl<M: Model> Seam<M> {
         texts: Vec<Bound<'py, PyString>>,
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyBytes>)> {
         let (texts, allowed, disallowed) =
             self.batch_args(&texts, allowed_special, disallowed_special)?;
@@ -262,7 +421,7 @@ impl<M: Model> Seam<M> {
         let offsets = py
             .detach(|| encode_flat(&self.core, &texts, specials, num_threads, buf))
             .map_err(|e| encode_error(py, e))?;
-        let written = *offsets.last().expect("offsets end with the total") as ffi::Py_ssize_t * 4;
+        let written = offsets.last().map_or(0, |&n| n as ffi::Py_ssize_t * 4);
         // SAFETY: shrinking our own bytearray to the bytes written.
         if unsafe { ffi::PyByteArray_Resize(out.as_ptr(), written) } != 0 {
             return Err(PyErr::fetch(py));
@@ -279,7 +438,7 @@ impl<M: Model> Seam<M> {
         text: &str,
         allowed_special: Option<Vec<String>>,
         last: bool,
-        disallowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
     ) -> PyResult<(Vec<u32>, usize)> {
         let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
         py.detach(|| {
@@ -375,9 +534,35 @@ macro_rules! pymethods_with_seam {
             py: ::pyo3::Python<'py>,
             text: &str,
             allowed_special: Option<Vec<String>>,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
-            self.seam.encode(py, text, allowed_special, disallowed_special)
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
+            self.seam.encode(py, text, allowed_special, disallowed)
+        }
+
+        /// Encodes `text` with every special token as plain text (the shortest path:
+        /// no policy to read).
+        fn encode_ordinary<'py>(
+            &self,
+            py: ::pyo3::Python<'py>,
+            text: &str,
+        ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
+            let none = $crate::py::seam::Disallowed::Listed(Vec::new());
+            let ids = self.seam.encode_checked(py, text, Some(Vec::new()), none)?;
+            self.seam.id_list(py, &ids)
+        }
+
+        /// Encodes `text` under the safe default policy: no special token allowed, and
+        /// any of the model's special tokens in the text raises ValueError. Nothing
+        /// about the policy crosses the boundary: its matcher is the model's own.
+        fn encode_default<'py>(
+            &self,
+            py: ::pyo3::Python<'py>,
+            text: &str,
+        ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
+            let rest = $crate::py::seam::Disallowed::Rest;
+            let ids = self.seam.encode_checked(py, text, Some(Vec::new()), rest)?;
+            self.seam.id_list(py, &ids)
         }
 
         /// Like `encode`, as little-endian uint32 bytes (for numpy, no list in between).
@@ -387,10 +572,11 @@ macro_rules! pymethods_with_seam {
             py: ::pyo3::Python<'py>,
             text: &str,
             allowed_special: Option<Vec<String>>,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyBytes>> {
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             self.seam
-                .encode_to_bytes(py, text, allowed_special, disallowed_special)
+                .encode_to_bytes(py, text, allowed_special, disallowed)
         }
 
         /// How many tokens `text` encodes to.
@@ -400,9 +586,10 @@ macro_rules! pymethods_with_seam {
             py: ::pyo3::Python<'_>,
             text: &str,
             allowed_special: Option<Vec<String>>,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<usize> {
-            self.seam.count(py, text, allowed_special, disallowed_special)
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
+            self.seam.count(py, text, allowed_special, disallowed)
         }
 
         /// Encodes many texts on `num_threads` threads (see `py::seam`).
@@ -413,10 +600,11 @@ macro_rules! pymethods_with_seam {
             texts: Vec<Bound<'py, ::pyo3::types::PyString>>,
             allowed_special: Option<Vec<String>>,
             num_threads: usize,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             let seam = &self.seam;
-            seam.encode_batch(py, texts, allowed_special, num_threads, disallowed_special)
+            seam.encode_batch(py, texts, allowed_special, num_threads, disallowed)
         }
 
         /// Encodes many texts into one flat array of ids and offsets (see `py::seam`).
@@ -427,10 +615,11 @@ macro_rules! pymethods_with_seam {
             texts: Vec<Bound<'py, ::pyo3::types::PyString>>,
             allowed_special: Option<Vec<String>>,
             num_threads: usize,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<(Bound<'py, ::pyo3::types::PyByteArray>, Bound<'py, ::pyo3::types::PyBytes>)> {
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             let seam = &self.seam;
-            seam.encode_batch_to_bytes(py, texts, allowed_special, num_threads, disallowed_special)
+            seam.encode_batch_to_bytes(py, texts, allowed_special, num_threads, disallowed)
         }
 
         /// Streaming: the ids of the part of `text` later text cannot change, and how
@@ -442,10 +631,11 @@ macro_rules! pymethods_with_seam {
             text: &str,
             allowed_special: Option<Vec<String>>,
             last: bool,
-            disallowed_special: Option<Vec<String>>,
+            disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<(Vec<u32>, usize)> {
+            let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             let seam = &self.seam;
-            seam.encode_prefix(py, text, allowed_special, last, disallowed_special)
+            seam.encode_prefix(py, text, allowed_special, last, disallowed)
         }
 
         /// Encodes the UTF-8 file at `path` into `out_path` as ids of `width` bytes

@@ -50,11 +50,13 @@ pymethods_with_seam!(SentencePieceModel {
     ) -> PyResult<Self> {
         let core = py.detach(|| SpmModel::from_bytes(data)?.with_options(add_bos, add_eos));
         let core = core.map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
-        // `allowed_special=None` matches nothing, as sentencepiece does.
-        let none = SpecialMatcher::new(&[]).expect("an empty matcher always builds");
-        let max_id = core.len().saturating_sub(1) as u32;
+        // `allowed_special=None` matches nothing, as sentencepiece does; the special
+        // tokens (what "all" disallows) are the control pieces.
+        let none = SpecialMatcher::new(&[]).map_err(PyValueError::new_err)?;
+        let controls = SpecialMatcher::new(&core.control_pieces()).map_err(PyValueError::new_err)?;
+        let (tokens, max_id) = (core.len(), core.len().saturating_sub(1) as u32);
         Ok(Self {
-            seam: Seam::new(core, none, max_id),
+            seam: Seam::new(core, none, controls, tokens, max_id)?,
         })
     }
 

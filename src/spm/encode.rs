@@ -26,7 +26,6 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::ops::Range;
-use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
 
@@ -35,6 +34,7 @@ use super::model::{char_pair_key, SpmModel};
 use super::normalizer::marks;
 use super::proto::PieceType;
 use super::SpmError;
+use crate::cache_pool::PooledCache;
 use crate::packed::{key_hash, packed_all, PackedMap, MAX_PACKED, PREFETCH_AHEAD};
 
 /// Words longer than this (bytes) are not cached: they rarely repeat. Runs of
@@ -181,31 +181,9 @@ struct Scratch {
     heap: BinaryHeap<Candidate>,
 }
 
-/// Warm caches kept between calls, one taken per call or per worker thread.
-#[derive(Default)]
-pub struct CachePool(Mutex<Vec<WordCache>>);
-
-impl std::fmt::Debug for CachePool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CachePool")
-    }
-}
-
-impl CachePool {
-    pub fn take(&self) -> WordCache {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|mut v| v.pop())
-            .unwrap_or_default()
-    }
-
-    pub fn give_back(&self, cache: WordCache) {
-        if let Ok(mut pool) = self.0.lock() {
-            pool.push(cache);
-        }
-    }
-}
+/// Kept whole between calls: its own limits ([`MAX_CACHED_WORDS`],
+/// [`MAX_LONG_BYTES`]) bound it.
+impl PooledCache for WordCache {}
 
 /// A symbol of the merge loop: a byte range of the text in a linked list.
 #[derive(Clone, Copy)]

@@ -8,8 +8,10 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::cache_pool::CachePool;
+
 use super::chars::CharTable;
-use super::encode::CachePool;
+use super::encode::WordCache;
 use super::normalizer::{Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, PieceType, BPE, CHAR, UNIGRAM, WORD};
 use super::SpmError;
@@ -68,7 +70,7 @@ pub struct SpmModel {
     /// `piece_to_id` answers the reserved id for it, and encode must ask).
     pub reserved_shadows_mergeable: bool,
     /// Warm word caches for encoding.
-    pub caches: CachePool,
+    pub caches: CachePool<WordCache>,
     /// Whether each text encoded through the model seam ([`crate::model::Model`])
     /// starts with `<s>` / ends with `</s>` (see [`SpmModel::with_options`]).
     pub add_bos: bool,
@@ -103,11 +105,23 @@ fn check_model_type(model_type: i32) -> Result<(), SpmError> {
 
 impl SpmModel {
     /// Parses and checks a serialized `.model`.
+    /// An empty file parses as a model with every field at its default (a Unigram
+    /// model without pieces): it is refused as empty, not as a Unigram model.
     pub fn from_bytes(data: &[u8]) -> Result<SpmModel, SpmError> {
+        if data.is_empty() {
+            return Err(SpmError::Invalid(
+                "the file is empty: not a SentencePiece model".into(),
+            ));
+        }
         SpmModel::from_proto(ModelProto::parse(data)?)
     }
 
     pub fn from_proto(proto: ModelProto) -> Result<SpmModel, SpmError> {
+        if proto.pieces.is_empty() {
+            return Err(SpmError::Invalid(
+                "no pieces: not a SentencePiece model (or an empty one)".into(),
+            ));
+        }
         let trainer = proto.trainer();
         check_model_type(trainer.model_type())?;
         let byte_fallback = trainer.byte_fallback();
@@ -360,9 +374,21 @@ impl PairTable {
 
 /// Every (left, right) -> whole among mergeable pieces; see [`SpmModel::pairs`].
 fn pair_table(mergeable: &FxHashMap<String, u32>, entries: &[Entry]) -> PairTable {
+    // A cut can only make two pieces where both parts have the length of some
+    // piece: trying every cut of a piece of n bytes hashed O(n) bytes per cut, which
+    // made a 1 MB piece take a minute to load. With D distinct lengths, a piece costs
+    // O(D n), and D is small (tens for real models; at most about sqrt(2 x total
+    // bytes) for any).
+    let mut lengths: Vec<usize> = mergeable.keys().map(String::len).collect();
+    lengths.sort_unstable();
+    lengths.dedup();
     let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
     for (piece, &id) in mergeable {
-        for (cut, _) in piece.char_indices().skip(1) {
+        let n = piece.len();
+        for &cut in lengths.iter().take_while(|&&cut| cut < n) {
+            if !piece.is_char_boundary(cut) || lengths.binary_search(&(n - cut)).is_err() {
+                continue;
+            }
             let (left, right) = piece.split_at(cut);
             if let (Some(&l), Some(&r)) = (mergeable.get(left), mergeable.get(right)) {
                 pairs.push((l, r, id));
@@ -450,6 +476,51 @@ mod tests {
             table.get(ids["x"], u32::MAX - 1),
             None,
             "a right past the bits"
+        );
+    }
+
+    fn normal(pieces: &[String]) -> (FxHashMap<String, u32>, Vec<Entry>) {
+        let entries: Vec<Entry> = (pieces.iter().enumerate())
+            .map(|(i, p)| Entry {
+                piece: p.clone(),
+                score: -(i as f32),
+                kind: PieceType::Normal,
+            })
+            .collect();
+        let ids = (pieces.iter().enumerate())
+            .map(|(i, p)| (p.clone(), i as u32))
+            .collect();
+        (ids, entries)
+    }
+
+    #[test]
+    fn a_megabyte_piece_gets_its_pairs_without_trying_every_cut() {
+        // Before, every cut of every piece was hashed: a piece of n bytes cost
+        // O(n^2), and this table took about a minute.
+        let half = "ab".repeat(250_000);
+        let pieces: Vec<String> = ["a", "b", "ab", "aab", &half, &(half.clone() + &half)]
+            .map(String::from)
+            .to_vec();
+        let (ids, entries) = normal(&pieces);
+        let table = pair_table(&ids, &entries);
+        assert_eq!(table.get(4, 4), Some((5, -5.0)), "half + half");
+        assert_eq!(table.get(0, 1), Some((2, -2.0)), "a + b");
+        assert_eq!(table.get(0, 2), Some((3, -3.0)), "a + ab");
+        assert_eq!(table.get(2, 4), None, "ab + half is no piece");
+    }
+
+    #[test]
+    fn an_empty_file_is_refused_as_empty_not_as_a_unigram_model() {
+        let e = SpmModel::from_bytes(b"").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the file is empty: not a SentencePiece model"
+        );
+        // A well-formed message with none of a model's fields (field 100, varint 1).
+        let e = SpmModel::from_bytes(&[0xa0, 0x06, 0x01]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no pieces: not a SentencePiece model (or an empty one)"
         );
     }
 }

@@ -16,7 +16,6 @@
 //! 5. learn pieces ([`super::train_merge`]) and list them after the reserved
 //!    pieces, then the alphabet by frequency; a piece's score is minus its rank.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -190,8 +189,8 @@ fn meta_pieces(o: &TrainOptions) -> Result<Vec<Option<(String, PieceType)>>, Str
 }
 
 /// Lines → normalized words and their counts.
-struct WordCounter<'o> {
-    opts: &'o TrainOptions,
+struct WordCounter {
+    opts: TrainOptions,
     normalizer: Normalizer,
     reserved: Option<PrefixMatcher>,
     /// Words can be cut from the line itself ([`WordCounter::add_plain_line`]).
@@ -341,8 +340,8 @@ impl WordList {
 
 const SPACE_BYTES: &[u8] = SPACE_SYMBOL.as_bytes();
 
-impl<'o> WordCounter<'o> {
-    fn new(opts: &'o TrainOptions, normalizer: Normalizer, reserved: &[&str], plain: bool) -> Self {
+impl WordCounter {
+    fn new(opts: TrainOptions, normalizer: Normalizer, reserved: &[&str], plain: bool) -> Self {
         let mut suspects: Vec<u8> = reserved.iter().filter_map(|p| p.bytes().next()).collect();
         let mut unk = [0u8; 4];
         suspects.extend([SPACE_BYTES[0], UNK_CHAR.encode_utf8(&mut unk).as_bytes()[0]]);
@@ -555,109 +554,181 @@ pub trait TrainProgress: Sync {
 
 impl TrainProgress for () {}
 
-/// Trains a model on the lines of `paths`.
+/// Trains a model on the lines of `paths` (a [`Trainer`] fed those files).
 pub fn train_files(
     paths: &[String],
     opts: &TrainOptions,
     progress: &dyn TrainProgress,
 ) -> Result<ModelProto, TrainError> {
-    let slots = meta_pieces(opts).map_err(TrainError::Invalid)?;
-    let counts = count_words(paths, opts, &slots, progress)?;
-    let model = train_from_words(counts, opts, slots, progress)?;
-    let mut model = model;
-    let spec = model
-        .trainer_spec
-        .as_mut()
-        .expect("set by train_from_words");
-    let inputs = paths.iter().map(|p| Field {
-        number: 1,
-        value: Value::Bytes(p.as_bytes().to_vec()),
-    });
-    spec.0.fields.splice(0..0, inputs);
-    Ok(model)
+    let mut trainer = Trainer::new(opts.clone())?;
+    let mut read = 0;
+    for path in paths {
+        let base = read;
+        read += trainer.add_file(path, Utf8Errors::Strict, &|n| progress.bytes_read(base + n))?;
+    }
+    trainer.train(paths, progress)
 }
 
-fn count_words(
-    paths: &[String],
-    opts: &TrainOptions,
-    slots: &[Option<(String, PieceType)>],
-    progress: &dyn TrainProgress,
-) -> Result<WordList, TrainError> {
-    let spec = whitespace_spec(opts);
-    let normalizer = Normalizer::new(&spec, opts.validity.treat_whitespace_as_suffix, None)
-        .map_err(TrainError::Invalid)?;
-    let reserved: Vec<&str> = slots.iter().flatten().map(|(p, _)| p.as_str()).collect();
-    let v = &opts.validity;
-    let plain = normalizer.is_plain()
-        && v.split_by_whitespace
-        && !v.treat_whitespace_as_suffix
-        && !reserved.iter().any(|p| p.contains([' ', SPACE]));
-    let counter = WordCounter::new(opts, normalizer, &reserved, plain);
-    let no_specials = SpecialMatcher::new(&[]).map_err(TrainError::Invalid)?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.num_threads.max(1))
-        .build()
-        .map_err(|e| TrainError::Invalid(format!("cannot start threads: {e}")))?;
-    let mut total = WordCounts::default();
-    let per_thread: Vec<Mutex<WordCounts>> = (0..pool.current_num_threads())
-        .map(|_| Mutex::new(WordCounts::default()))
-        .collect();
-    let mut taken: u64 = 0;
-    let mut read: u64 = 0;
-    let limit = opts.input_sentence_size;
-    let stop = AtomicBool::new(false);
-    for path in paths {
-        let result = for_each_block(
-            path,
-            &no_specials,
-            true,
-            Utf8Errors::Strict,
-            8 << 20,
-            |text, _| {
-                if limit > 0 {
-                    // The first `limit` sentences: in order, on this thread.
-                    for line in text.split_terminator('\n') {
-                        if taken >= limit {
-                            return Err(ReadError::Interrupted);
-                        }
-                        taken += u64::from(counter.add_line(line, &mut total));
-                    }
-                } else {
-                    // Each thread counts into its own table, merged once at the end.
-                    let parts = split_at_lines(text, pool.current_num_threads() * 4);
-                    pool.install(|| {
-                        parts.par_iter().for_each(|part| {
-                            let i = rayon::current_thread_index().unwrap_or(0);
-                            let mut counts =
-                                per_thread[i].lock().unwrap_or_else(|e| e.into_inner());
-                            counter.add_text(part, &mut counts);
-                        })
-                    });
-                }
-                read += text.len() as u64;
-                if !progress.bytes_read(read) {
-                    stop.store(true, Ordering::Relaxed);
-                    return Err(ReadError::Interrupted);
-                }
-                Ok(())
-            },
-        );
-        match result {
-            Ok(()) => {}
-            Err(ReadError::Interrupted) if !stop.load(Ordering::Relaxed) => break,
-            Err(ReadError::Interrupted) => return Err(TrainError::Interrupted),
-            Err(error) => {
-                return Err(TrainError::Read {
-                    path: path.clone(),
-                    error,
-                })
+/// Training fed as the corpus is read: files (read here, in blocks) and texts
+/// (documents from elsewhere: compressed files, records, stdin), in any order and
+/// any number, then [`Trainer::train`] once. Memory holds the distinct words, not
+/// the corpus. A sentence is a line; the end of a text ends its last line.
+pub struct Trainer {
+    counter: WordCounter,
+    slots: Vec<Option<(String, PieceType)>>,
+    /// All counts, when sentences are taken in order (`input_sentence_size`).
+    total: WordCounts,
+    /// Each thread counts into its own table, merged once at the end.
+    per_thread: Vec<Mutex<WordCounts>>,
+    /// Sentences taken so far (counted only with `input_sentence_size`).
+    taken: u64,
+}
+
+impl Trainer {
+    pub fn new(opts: TrainOptions) -> Result<Trainer, TrainError> {
+        let slots = meta_pieces(&opts).map_err(TrainError::Invalid)?;
+        let spec = whitespace_spec(&opts);
+        let normalizer = Normalizer::new(&spec, opts.validity.treat_whitespace_as_suffix, None)
+            .map_err(TrainError::Invalid)?;
+        let reserved: Vec<&str> = slots.iter().flatten().map(|(p, _)| p.as_str()).collect();
+        let v = &opts.validity;
+        let plain = normalizer.is_plain()
+            && v.split_by_whitespace
+            && !v.treat_whitespace_as_suffix
+            && !reserved.iter().any(|p| p.contains([' ', SPACE]));
+        let threads = opts.num_threads.max(1);
+        let counter = WordCounter::new(opts, normalizer, &reserved, plain);
+        Ok(Trainer {
+            counter,
+            slots,
+            total: WordCounts::default(),
+            per_thread: (0..threads).map(|_| Mutex::default()).collect(),
+            taken: 0,
+        })
+    }
+
+    /// Whether the first `input_sentence_size` sentences are all taken: what is
+    /// added from now on is ignored.
+    pub fn is_full(&self) -> bool {
+        let limit = self.counter.opts.input_sentence_size;
+        limit > 0 && self.taken >= limit
+    }
+
+    /// A pool made for one call: a pool kept in the trainer would have no threads
+    /// in a forked child, which would then wait for them forever.
+    fn pool(&self) -> Result<rayon::ThreadPool, TrainError> {
+        let n = self.per_thread.len();
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| TrainError::Invalid(format!("cannot start {n} threads: {e}")))
+    }
+
+    /// Counts the lines of the file at `path`, read in blocks, reporting the bytes
+    /// of it read so far; returns how many bytes were read (fewer than the file
+    /// holds once `input_sentence_size` sentences are taken).
+    pub fn add_file(
+        &mut self,
+        path: &str,
+        errors: Utf8Errors,
+        progress: &dyn Fn(u64) -> bool,
+    ) -> Result<u64, TrainError> {
+        if self.is_full() {
+            return Ok(0);
+        }
+        let no_specials = SpecialMatcher::new(&[]).map_err(TrainError::Invalid)?;
+        let pool = self.pool()?;
+        let mut read: u64 = 0;
+        let mut stopped = false;
+        let result = for_each_block(path, &no_specials, true, errors, 8 << 20, |text, _| {
+            if self.is_full() {
+                return Err(ReadError::Interrupted);
             }
+            self.add_lines(&[text], &pool);
+            read += text.len() as u64;
+            if !progress(read) {
+                stopped = true;
+                return Err(ReadError::Interrupted);
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => Ok(read),
+            Err(ReadError::Interrupted) if !stopped => Ok(read),
+            Err(ReadError::Interrupted) => Err(TrainError::Interrupted),
+            Err(error) => Err(TrainError::Read {
+                path: path.to_string(),
+                error,
+            }),
         }
     }
-    for counts in per_thread {
-        total.absorb(counts.into_inner().unwrap_or_else(|e| e.into_inner()));
+
+    /// Counts the lines of each text (the end of a text ends a line).
+    pub fn add_texts(&mut self, texts: &[&str]) -> Result<(), TrainError> {
+        let pool = self.pool()?;
+        self.add_lines(texts, &pool);
+        Ok(())
     }
-    Ok(total.into_list(opts.validity.treat_whitespace_as_suffix))
+
+    fn add_lines(&mut self, texts: &[&str], pool: &rayon::ThreadPool) {
+        let counter = &self.counter;
+        let limit = counter.opts.input_sentence_size;
+        if limit > 0 {
+            // The first `input_sentence_size` sentences: in order, on this thread.
+            for line in texts.iter().flat_map(|t| t.split_terminator('\n')) {
+                if self.taken >= limit {
+                    return;
+                }
+                self.taken += u64::from(counter.add_line(line, &mut self.total));
+            }
+            return;
+        }
+        // About four parts per thread: long texts cut at lines, short ones whole.
+        let step = texts.iter().map(|t| t.len()).sum::<usize>() / (pool.current_num_threads() * 4);
+        let parts: Vec<&str> = (texts.iter())
+            .flat_map(|t| split_at_lines(t, t.len().div_ceil(step.max(1))))
+            .collect();
+        let per_thread = &self.per_thread;
+        pool.install(|| {
+            parts.par_iter().for_each(|part| {
+                let i = rayon::current_thread_index().unwrap_or(0);
+                let mut counts = per_thread[i].lock().unwrap_or_else(|e| e.into_inner());
+                counter.add_text(part, &mut counts);
+            })
+        });
+    }
+
+    /// Learns the model from the words counted; `inputs` name what was read (the
+    /// trainer spec's `input`, as sentencepiece records its files).
+    pub fn train(
+        self,
+        inputs: &[String],
+        progress: &dyn TrainProgress,
+    ) -> Result<ModelProto, TrainError> {
+        let Trainer {
+            counter,
+            slots,
+            mut total,
+            per_thread,
+            ..
+        } = self;
+        for counts in per_thread {
+            total.absorb(counts.into_inner().unwrap_or_else(|e| e.into_inner()));
+        }
+        let opts = counter.opts;
+        let words = total.into_list(opts.validity.treat_whitespace_as_suffix);
+        let mut model = train_from_words(words, &opts, slots, progress)?;
+        let spec = model
+            .trainer_spec
+            .as_mut()
+            .expect("set by train_from_words");
+        let inputs = inputs.iter().map(|p| Field {
+            number: 1,
+            value: Value::Bytes(p.as_bytes().to_vec()),
+        });
+        spec.0.fields.splice(0..0, inputs);
+        Ok(model)
+    }
 }
 
 /// `text` in about `n` parts, each ending after a `\n` (or at the end).
@@ -930,7 +1001,7 @@ mod tests {
                 o.max_sentence_length = 60;
                 let spec = whitespace_spec(&o);
                 let normalizer = Normalizer::new(&spec, false, None).unwrap();
-                let counter = WordCounter::new(&o, normalizer, &["<s>", "</s>"], true);
+                let counter = WordCounter::new(o.clone(), normalizer, &["<s>", "</s>"], true);
                 assert!(counter.suspects.is_some());
                 let mut by_line = WordCounts::default();
                 for line in lines {
@@ -984,6 +1055,55 @@ mod tests {
                 ("<u>", PieceType::UserDefined),
             ]
         );
+    }
+
+    /// The pieces of a model: (piece, score, type).
+    fn pieces_of(model: &ModelProto) -> Vec<(String, f32, PieceType)> {
+        (model.pieces.iter())
+            .map(|p| (p.piece.clone(), p.score(), p.kind()))
+            .collect()
+    }
+
+    /// Texts holding the lines of `text`, cut after newlines every `every` lines.
+    fn cut_at_lines(text: &str, every: usize) -> Vec<String> {
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        lines.chunks(every).map(|c| c.concat()).collect()
+    }
+
+    #[test]
+    fn texts_fed_in_any_cuts_at_lines_train_the_files_model() {
+        let dir = std::env::temp_dir().join(format!("bytepair-spm-train-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.txt");
+        let text: String = (0..3000)
+            .map(|i| {
+                format!(
+                    "the cat {} sat on mat {} and  more{}\n",
+                    i % 17,
+                    i % 5,
+                    i % 3
+                )
+            })
+            .collect();
+        std::fs::write(&path, &text).unwrap();
+        let paths = [path.to_str().unwrap().to_string()];
+        for limit in [0, 1000] {
+            let mut o = TrainOptions::new(60);
+            o.input_sentence_size = limit;
+            o.num_threads = 2;
+            let from_file = train_files(&paths, &o, &()).unwrap();
+            for every in [1, 7, 3000] {
+                let mut trainer = Trainer::new(o.clone()).unwrap();
+                for t in cut_at_lines(&text, every) {
+                    // The last line of each text ends there, newline or not.
+                    trainer.add_texts(&[t.trim_end_matches('\n')]).unwrap();
+                }
+                assert_eq!(trainer.is_full(), limit > 0);
+                let fed = trainer.train(&[], &()).unwrap();
+                assert_eq!(pieces_of(&fed), pieces_of(&from_file), "{limit} {every}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
         action="append",
         default=[],
         metavar="TOKEN",
-        help="a special token, e.g. '<|endoftext|>' (repeatable)",
+        help="a special token, e.g. '<|endoftext|>' (repeatable; with --model "
+        "sentencepiece: a user-defined symbol)",
     )
     t.add_argument(
         "--pattern",
@@ -84,7 +85,7 @@ def add_parser(sub) -> None:
         "--output",
         required=True,
         help="tokenizer file to write (.bytepair; .json for Hugging Face, "
-        ".tiktoken, or a folder/ for GPT-2 files)",
+        ".tiktoken, or a folder/ for GPT-2 files; with --model sentencepiece: a .model file)",
     )
     t.add_argument(
         "--format",
@@ -97,47 +98,80 @@ def add_parser(sub) -> None:
         choices=["bpe", "sentencepiece"],
         default="bpe",
         help="bpe: byte-level BPE (default); sentencepiece: a SentencePiece BPE .model, "
-        "as spm_train --model_type=bpe makes it (lines of text files are the sentences)",
+        "as spm_train --model_type=bpe makes it, from the same inputs "
+        "(each line of each document is a sentence)",
     )
     t.add_argument(
         "--normalization",
-        default="nmt_nfkc",
         help="with --model sentencepiece: identity, nmt_nfkc (default), nfkc, nmt_nfkc_cf, nfkc_cf",
     )
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=run)
 
 
+# The options only one --model takes, with their defaults.
+OWN_OPTIONS = {
+    "bpe": {
+        "pattern": "gpt2",
+        "min_frequency": 0,
+        "max_token_length": None,
+        "reserved_special_tokens": 0,
+        "pad_to_multiple_of": None,
+        "format": None,
+        "engine": "local",
+        "ray_address": None,
+    },
+    "sentencepiece": {"normalization": None},
+}
+
+
+def _refuse_other_models_options(args) -> None:
+    """An option the chosen --model does not use is an error, not silently ignored."""
+    for other, options in OWN_OPTIONS.items():
+        given = [name for name, default in options.items() if getattr(args, name) != default]
+        if other != args.model and given:
+            flag = "--" + given[0].replace("_", "-")
+            raise ValueError(f"{flag} applies to --model {other} only, not --model {args.model}")
+
+
 def run_sentencepiece(args) -> None:
     from bytepair.training_spm import train_sentencepiece
 
     start = time.perf_counter()
-    data = train_sentencepiece(
+    tok = train_sentencepiece(
         args.corpus,
         args.vocab_size,
         output=args.output,
-        normalization=args.normalization,
+        normalization=args.normalization or "nmt_nfkc",
         user_defined_symbols=args.special,
         num_threads=args.num_threads,
         progress=show_progress(args),
+        errors=args.errors,
+        text_field=args.text_field,
+        glob=args.glob,
+        doc_separator=args.doc_separator,
+        skip_bad_records=args.skip_bad_records,
     )
     secs = time.perf_counter() - start
     print(
-        f"trained {args.output} (SentencePiece BPE, vocab size {args.vocab_size:,}, "
-        f"{len(data):,} bytes) in {secs:.2f} s",
+        f"trained {args.output} (SentencePiece BPE, vocab size {tok.vocab_size:,}, "
+        f"{Path(args.output).stat().st_size:,} bytes) in {secs:.2f} s",
         file=sys.stderr,
     )
 
 
 def run(args) -> None:
+    _refuse_other_models_options(args)
+    TRAINERS[args.model](args)
+
+
+def run_bpe(args) -> None:
     from bytepair._files import check_output
     from bytepair.formats import format_for_path
     from bytepair.patterns import pattern_name
     from bytepair.sources import open_sources
     from bytepair.training import train
 
-    if args.model == "sentencepiece":
-        return run_sentencepiece(args)
     fmt = format_for_path(args.output, args.format)
     is_folder = fmt == "gpt2" or (fmt == "hf" and not args.output.endswith(".json"))
     check_output(args.output, is_folder, inputs=args.corpus)
@@ -206,3 +240,7 @@ def run(args) -> None:
             "last merges:  " + ", ".join(f"{printable(a)}+{printable(b)}" for a, b in merges[-3:])
         )
     print("\n".join(lines), file=sys.stderr)
+
+
+#: What trains each --model.
+TRAINERS = {"bpe": run_bpe, "sentencepiece": run_sentencepiece}

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from bytepair.quoting import short
+
 
 @lru_cache(maxsize=1)
 def bytes_to_unicode() -> dict[int, str]:
@@ -52,6 +54,6 @@ def str_to_token(text: str, where: str = "") -> bytes:
         return bytes(table[c] for c in text)
     except KeyError as e:
         raise ValueError(
-            f"{where}token {text!r} has the character {e.args[0]!r}, which is not in GPT-2's "
+            f"{where}token {short(text)} has the character {short(e.args[0])}, which is not in GPT-2's "
             "byte-to-unicode table: this is not a byte-level BPE file"
         ) from None

@@ -29,7 +29,7 @@ A model by tiktoken's rule over ranks that merges cannot build (``"model":
 write; it keeps its ranks instead, ``"token rank"`` in GPT-2's notation, one a line::
 
     {"format": "bytepair", "version": 1, "model": "tiktoken_ranks",
-     "pattern": "<regex>", "special_tokens": {...}, "ranks": ["!" 0, ...]}
+     "pattern": "<regex>", "special_tokens": {...}, "ranks": ["! 0", ...]}
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from pathlib import Path
 
 from bytepair._files import atomic_write
 from bytepair.formats.byte_table import str_to_token, token_to_str
+from bytepair.formats.errors import parse_json, short
 from bytepair.models import BPE, Model, RankBPE, SentencePiece, Unsupported
 from bytepair.models import ranks as ranks_models
 from bytepair.models.base import registered
@@ -102,7 +103,7 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
     for n, entry in enumerate(doc["merges"]):
         parts = entry.split(" ") if isinstance(entry, str) else []
         if len(parts) != 2 or not all(parts):
-            raise ValueError(f'{path}: merge #{n} is {entry!r}; expected "left right"')
+            raise ValueError(f'{path}: merge #{n} is {short(entry)}; expected "left right"')
         where = f"{path}: merge #{n}: "
         merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
     vocab = None
@@ -113,7 +114,7 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
         for token, i in doc["vocab"].items():
             if not isinstance(i, int) or i < 0:
                 raise ValueError(
-                    f"{path}: vocab entry {token!r} has id {i!r}; expected a non-negative int"
+                    f"{path}: vocab entry {short(token)} has id {short(i)}; expected a non-negative int"
                 )
             vocab[i] = str_to_token(token, f"{path}: vocab: ")
     return {"merges": merges, "special_tokens": specials, "pattern": pattern, "vocab": vocab}
@@ -122,23 +123,13 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
 def _document(raw: bytes, path, keys: tuple[str, ...]) -> dict:
     """The JSON object of a ``.bytepair`` file, with its format, version and ``keys``
     checked."""
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{path}: not a bytepair tokenizer file (invalid UTF-8 at byte {e.start})"
-        ) from None
-    except json.JSONDecodeError as e:
-        raise ValueError(
-            f"{path}: not a valid bytepair tokenizer file: {e.msg} at line {e.lineno}, column {e.colno} "
-            "(truncated or edited by hand?)"
-        ) from None
+    doc = parse_json(raw, path, "bytepair tokenizer file")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         raise ValueError(f'{path}: not a bytepair tokenizer file (no "format": "bytepair")')
     version = doc.get("version")
     if version != FORMAT_VERSION:
         raise ValueError(
-            f"{path}: bytepair format version {version!r} is not supported by this version of "
+            f"{path}: bytepair format version {short(version)} is not supported by this version of "
             f"bytepair (which reads version {FORMAT_VERSION}); upgrade bytepair"
         )
     for key in keys:
@@ -174,7 +165,7 @@ def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>") -> Model:
 
 
 def _sentencepiece_from_text(raw: bytes, path) -> SentencePiece:
-    doc = json.loads(raw)
+    doc = parse_json(raw, path, "bytepair tokenizer file")
     if doc.get("version") != FORMAT_VERSION or "sentencepiece_model" not in doc:
         raise ValueError(f'{path}: a sentencepiece .bytepair file needs "sentencepiece_model"')
     try:
@@ -206,10 +197,10 @@ def _ranks_from_text(raw: bytes, path) -> Model:
     for n, entry in enumerate(doc["ranks"]):
         parts = entry.split(" ") if isinstance(entry, str) else []
         if len(parts) != 2 or not parts[0] or not parts[1].isascii() or not parts[1].isdigit():
-            raise ValueError(f'{path}: rank #{n} is {entry!r}; expected "token rank"')
+            raise ValueError(f'{path}: rank #{n} is {short(entry)}; expected "token rank"')
         token = str_to_token(parts[0], f"{path}: rank #{n}: ")
         if token in ranks:
-            raise ValueError(f"{path}: rank #{n}: token {token!r} was already given")
+            raise ValueError(f"{path}: rank #{n}: token {short(token)} was already given")
         ranks[token] = int(parts[1])
     return ranks_models.from_ranks(ranks, specials, pattern, where=str(path))
 

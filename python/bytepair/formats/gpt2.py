@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bytepair._files import atomic_write
 from bytepair.formats.byte_table import str_to_token, token_to_str
+from bytepair.formats.errors import parse_json, short
 from bytepair.models import BPE
 
 NAMES = (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))
@@ -32,27 +33,31 @@ def find_files(folder: str | os.PathLike) -> tuple[Path, Path] | None:
 def read_vocab_and_merges(vocab_path: str | os.PathLike, merges_path: str | os.PathLike):
     """(vocab: id -> bytes, merges as byte pairs) from the two files."""
     vocab_path, merges_path = Path(vocab_path), Path(merges_path)
-    try:
-        encoder = json.loads(vocab_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{vocab_path}: not a JSON vocabulary ({e})") from None
+    encoder = parse_json(vocab_path.read_bytes(), vocab_path, "JSON vocabulary")
     if not isinstance(encoder, dict):
         raise ValueError(f"{vocab_path}: expected a JSON object {{token: id}}")
     vocab: dict[int, bytes] = {}
     for token, i in encoder.items():
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise ValueError(f"{vocab_path}: token {token!r} has id {i!r}; expected an int")
+            raise ValueError(
+                f"{vocab_path}: token {short(token)} has id {short(i)}; expected an int"
+            )
         vocab[i] = str_to_token(token, f"{vocab_path}: ")
     merges = []
-    with open(merges_path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n")
+    with open(merges_path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\n")
+            except UnicodeDecodeError as e:
+                raise ValueError(
+                    f"{merges_path}, line {lineno}: invalid UTF-8 at byte {e.start} of the line"
+                ) from None
             if not line or (lineno == 1 and line.startswith("#version")):
                 continue
             parts = line.split(" ")
             if len(parts) != 2 or not all(parts):
                 raise ValueError(
-                    f"{merges_path}, line {lineno}: expected 'left right', got {line!r}"
+                    f"{merges_path}, line {lineno}: expected 'left right', got {short(line)}"
                 )
             where = f"{merges_path}, line {lineno}: "
             merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
@@ -89,10 +94,7 @@ def folder_specials(folder: Path, vocab: dict[int, bytes]) -> dict[str, int]:
 
 
 def _json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    return parse_json(path.read_bytes(), path)
 
 
 def read(folder: str | os.PathLike, pattern: str | None = None, special_tokens=None) -> BPE:
@@ -125,7 +127,7 @@ def token_strings(
     for i, s in sorted(items):
         if s in strings:
             raise ValueError(
-                f"{where}ids {strings[s]} and {i} are the same token {s!r}: the file maps each "
+                f"{where}ids {strings[s]} and {i} are the same token {short(s)}: the file maps each "
                 "token to one id (a vocabulary with repeated bytes cannot be written to it)"
             )
         strings[s] = i

@@ -8,7 +8,6 @@ never silently changed.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import warnings
@@ -17,6 +16,7 @@ from pathlib import Path
 from bytepair._files import atomic_write
 from bytepair.formats import hf_sentencepiece
 from bytepair.formats.byte_table import str_to_token, token_to_str
+from bytepair.formats.errors import parse_json, short
 from bytepair.formats.gpt2 import json_bytes, token_strings
 from bytepair.models import BPE, Model, SentencePiece
 from bytepair.models.base import registered
@@ -154,7 +154,7 @@ def config_files(
                 roles[role] = None  # the default, and this tokenizer has no such token
                 continue
             raise ValueError(
-                f"{role} {token!r} is not one of the special tokens ({', '.join(specials) or 'none'}); "
+                f"{role} {short(token)} is not one of the special tokens ({', '.join(specials) or 'none'}); "
                 "add it first with tok.with_special_tokens"
             )
     decoder = {
@@ -213,7 +213,7 @@ def _components(node: dict | None, key: str) -> list[dict]:
     if node is None:
         return []
     if not isinstance(node, dict):
-        raise ValueError(f"expected an object, got {node!r}")
+        raise ValueError(f"expected an object, got {short(node)}")
     if node.get("type") == "Sequence":
         out = []
         for child in node.get(key) or []:
@@ -224,16 +224,7 @@ def _components(node: dict | None, key: str) -> list[dict]:
 
 def load_doc(path: Path) -> dict:
     """The parsed ``tokenizer.json`` (ValueError naming the file when it is not one)."""
-    try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{path}: not a tokenizer.json file (invalid UTF-8 at byte {e.start})"
-        ) from None
-    except json.JSONDecodeError as e:
-        raise ValueError(
-            f"{path}: not a valid JSON file: {e.msg} at line {e.lineno}, column {e.colno}"
-        ) from None
+    doc = parse_json(path.read_bytes(), path, "tokenizer.json file")
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise ValueError(f'{path}: not a Hugging Face tokenizer.json file (no "model" object)')
     return doc
@@ -262,17 +253,19 @@ def read_tokenizer_json(
     # Files from old versions of tokenizers (GPT-2's) have no "type"; vocab + merges is BPE.
     model_type = model.get("type", "BPE" if "merges" in model else None)
     if model_type != "BPE":
-        raise fail(f"model type {model_type!r} is not supported; only byte-level BPE models are")
+        raise fail(
+            f"model type {short(model_type)} is not supported; only byte-level BPE models are"
+        )
     if model.get("byte_fallback"):
         raise fail(
             "model.byte_fallback is true (a SentencePiece-style BPE): not supported; only "
             "byte-level BPE models are"
         )
     if model.get("dropout") not in (None, 0, 0.0):
-        raise fail(f"model.dropout {model['dropout']!r} makes encoding random: not supported")
+        raise fail(f"model.dropout {short(model['dropout'])} makes encoding random: not supported")
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(key):
-            raise fail(f"model.{key} {model[key]!r} is not supported in a byte-level BPE")
+            raise fail(f"model.{key} {short(model[key])} is not supported in a byte-level BPE")
 
     try:
         normalizers = _components(doc.get("normalizer"), "normalizers")
@@ -300,7 +293,7 @@ def read_tokenizer_json(
             elif "String" in spec:
                 pattern = re.escape(spec["String"])
             else:
-                raise fail(f"pre-tokenizer Split has no pattern: {pre!r}")
+                raise fail(f"pre-tokenizer Split has no pattern: {short(pre)}")
         elif component == "ByteLevel" and byte_level is None and n == len(pretokenizers) - 1:
             byte_level = pre
         else:
@@ -335,17 +328,17 @@ def read_tokenizer_json(
         try:
             content, i = entry["content"], entry["id"]
         except (TypeError, KeyError):
-            raise fail(f"added_tokens[{n}] is not {{content, id, ...}}: {entry!r}") from None
+            raise fail(f"added_tokens[{n}] is not {{content, id, ...}}: {short(entry)}") from None
         if not entry.get("special"):
             raise fail(
-                f"added token {content!r} (id {i}) is not special: bytepair has no "
+                f"added token {short(content)} (id {i}) is not special: bytepair has no "
                 "non-special added tokens"
             )
         for key in ("lstrip", "rstrip", "single_word"):
             if entry.get(key):
-                raise fail(f"added token {content!r} has {key} true: not supported")
+                raise fail(f"added token {short(content)} has {key} true: not supported")
         if not isinstance(content, str) or not isinstance(i, int) or i < 0:
-            raise fail(f"added_tokens[{n}] has content {content!r} and id {i!r}")
+            raise fail(f"added_tokens[{n}] has content {short(content)} and id {short(i)}")
         specials[content] = i
 
     special_ids = set(specials.values())
@@ -355,7 +348,9 @@ def read_tokenizer_json(
     vocab: dict[int, bytes] = {}
     for token, i in raw_vocab.items():
         if not isinstance(i, int) or i < 0:
-            raise fail(f"model.vocab entry {token!r} has id {i!r}; expected a non-negative int")
+            raise fail(
+                f"model.vocab entry {short(token)} has id {short(i)}; expected a non-negative int"
+            )
         if i in special_ids:
             continue  # special tokens are text, not byte-level strings
         if i in vocab:
@@ -376,7 +371,7 @@ def read_tokenizer_json(
             or not all(isinstance(p, str) and p for p in parts)
         ):
             raise fail(
-                f'model.merges[{n}] is {entry!r}; expected "left right" or ["left", "right"]'
+                f'model.merges[{n}] is {short(entry)}; expected "left right" or ["left", "right"]'
             )
         where = f"{path}: model.merges[{n}]: "
         merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))

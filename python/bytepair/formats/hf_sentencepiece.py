@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import os
 
+from bytepair.formats.errors import short
 from bytepair.formats.sentencepiece import build
 from bytepair.models import SentencePiece
 
@@ -229,7 +230,9 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
         left, right = entry.split(" ", 1) if isinstance(entry, str) else entry
         for part in (left, right, left + right):
             if part not in vocab:
-                raise fail(f"model.merges[{rank}] ({left!r}, {right!r}): {part!r} is not in vocab")
+                raise fail(
+                    f"model.merges[{rank}] ({short(left)}, {short(right)}): {short(part)} is not in vocab"
+                )
         first_rank.setdefault(left + right, rank)
     pieces = []
     for i, piece in enumerate(by_id):

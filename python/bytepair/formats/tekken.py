@@ -30,6 +30,7 @@ import os
 from pathlib import Path
 
 from bytepair._files import atomic_write
+from bytepair.formats.errors import parse_json, short
 from bytepair.formats.tiktoken import ranks_of
 from bytepair.models import BPE, RankBPE
 from bytepair.models import ranks as ranks_models
@@ -62,6 +63,9 @@ STANDARD_SPECIAL_TOKENS = (
 )
 #: mistral-common's versions; after v7 a file must list its special tokens.
 VERSIONS = ("v1", "v2", "v3", "v7", "v11", "v13", "v15")
+#: The most special tokens a file may ask for (Mistral's have 1,000): each one that the
+#: file does not list is made, so a damaged count must not ask for billions.
+MAX_SPECIAL_TOKENS = 1 << 20
 #: The version :func:`write` gives: the first with Tekken files.
 WRITTEN_VERSION = "v3"
 
@@ -76,10 +80,7 @@ def sniff(head: bytes) -> bool:
 
 def read(path: str | os.PathLike) -> BPE | RankBPE:
     """Loads a Tekken file; a fault is a ValueError naming the file and the entry."""
-    try:
-        doc = json.loads(Path(path).read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a Tekken file: {e}") from None
+    doc = parse_json(Path(path).read_bytes(), path, "Tekken file")
     if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
         raise ValueError(f'{path}: not a Tekken file (no "config" object)')
     config = doc["config"]
@@ -87,7 +88,7 @@ def read(path: str | os.PathLike) -> BPE | RankBPE:
     def field(key: str, kind: type):
         value = config.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise ValueError(f"{path}: config.{key} is {value!r}; expected a {kind.__name__}")
+            raise ValueError(f"{path}: config.{key} is {short(value)}; expected a {kind.__name__}")
         return value
 
     pattern = field("pattern", str)
@@ -95,30 +96,37 @@ def read(path: str | os.PathLike) -> BPE | RankBPE:
     vocab_size = field("default_vocab_size", int)
     version = field("version", str)
     if version not in VERSIONS:
-        raise ValueError(f"{path}: config.version {version!r} is not one of {', '.join(VERSIONS)}")
-    specials = _special_tokens(doc.get("special_tokens"), num_special, version, path)
+        raise ValueError(
+            f"{path}: config.version {short(version)} is not one of {', '.join(VERSIONS)}"
+        )
     vocab = doc.get("vocab")
     if not isinstance(vocab, list):
         raise ValueError(f'{path}: "vocab" must be a list')
+    if not 0 <= num_special <= MAX_SPECIAL_TOKENS:
+        raise ValueError(
+            f"{path}: config.default_num_special_tokens {num_special} is not from 0 to "
+            f"{MAX_SPECIAL_TOKENS:,}"
+        )
     kept = vocab_size - num_special
     if not 0 <= kept <= len(vocab):
         raise ValueError(
             f"{path}: config.default_vocab_size {vocab_size} minus "
             f"{num_special} special tokens is {kept}, but the vocab has {len(vocab)} tokens"
         )
+    specials = _special_tokens(doc.get("special_tokens"), num_special, version, path)
     ranks: dict[bytes, int] = {}
     for n, entry in enumerate(vocab[:kept]):
         if not isinstance(entry, dict) or entry.get("rank") != n:
-            raise ValueError(f"{path}: vocab[{n}] is {entry!r}; expected rank {n}")
+            raise ValueError(f"{path}: vocab[{n}] is {short(entry)}; expected rank {n}")
         try:
             token = base64.b64decode(entry.get("token_bytes"), validate=True)
         except (binascii.Error, TypeError, ValueError):
             raise ValueError(
-                f"{path}: vocab[{n}].token_bytes {entry.get('token_bytes')!r} is not base64"
+                f"{path}: vocab[{n}].token_bytes {short(entry.get('token_bytes'))} is not base64"
             ) from None
         if token in ranks:
             first = ranks[token] - num_special
-            raise ValueError(f"{path}: vocab[{n}] repeats token {token!r} of rank {first}")
+            raise ValueError(f"{path}: vocab[{n}] repeats token {short(token)} of rank {first}")
         ranks[token] = n + num_special
     return ranks_models.from_ranks(ranks, specials, pattern, where=str(path))
 
@@ -135,11 +143,13 @@ def _special_tokens(entries, num_special: int, version: str, path) -> dict[str, 
         names = []
         for n, entry in enumerate(entries):
             if not isinstance(entry, dict) or entry.get("rank") != n:
-                raise ValueError(f"{path}: special_tokens[{n}] is {entry!r}; expected rank {n}")
+                raise ValueError(
+                    f"{path}: special_tokens[{n}] is {short(entry)}; expected rank {n}"
+                )
             name = entry.get("token_str")
             if not isinstance(name, str) or not name or name in names:
                 raise ValueError(
-                    f"{path}: special_tokens[{n}].token_str {name!r} is not a new, non-empty string"
+                    f"{path}: special_tokens[{n}].token_str {short(name)} is not a new, non-empty string"
                 )
             names.append(name)
     if len(names) > num_special:

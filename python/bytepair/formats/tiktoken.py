@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bytepair import _core
 from bytepair._files import atomic_write
+from bytepair.formats.errors import short
 from bytepair.models import ranks as ranks_models
 from bytepair.models.base import registered
 from bytepair.models.bpe import BPE, special_items
@@ -123,7 +124,7 @@ def _bpe_ranks(model: BPE, path) -> dict[bytes, int]:
             continue
         if token in ranks:
             raise ValueError(
-                f"{path}: ids {ranks[token]} and {i} are the same bytes {token!r}; "
+                f"{path}: ids {ranks[token]} and {i} are the same bytes {short(token)}; "
                 "a .tiktoken file gives each token one rank"
             )
         ranks[token] = i
@@ -140,8 +141,8 @@ def _bpe_ranks(model: BPE, path) -> dict[bytes, int]:
         mine = ours[n] if n < len(ours) else None
         theirs = merges[n] if n < len(merges) else None
         raise ValueError(
-            f"{path}: the ids cannot serve as tiktoken ranks: merge #{n} is {mine!r} "
-            f"but the ranks imply {theirs!r}, so tiktoken would encode differently"
+            f"{path}: the ids cannot serve as tiktoken ranks: merge #{n} is {short(mine)} "
+            f"but the ranks imply {short(theirs)}, so tiktoken would encode differently"
         )
     return ranks
 

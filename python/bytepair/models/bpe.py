@@ -14,6 +14,7 @@ from functools import cached_property
 from bytepair import _core
 from bytepair.models.base import Unsupported, ids_of_bytes
 from bytepair.patterns import pattern_name, resolve_pattern
+from bytepair.quoting import short
 
 
 class ByteLevelBPE:
@@ -81,7 +82,7 @@ class ByteLevelBPE:
         try:
             return self.vocab[token]
         except (KeyError, TypeError):
-            raise KeyError(f"unknown token id {token!r}") from None
+            raise KeyError(f"unknown token id {short(token)}") from None
 
     def surfaces(self, ids: list[int]) -> list[bytes]:
         """Each token's bytes: a byte-level token always adds exactly its bytes."""
@@ -150,7 +151,7 @@ class BPE(ByteLevelBPE):
                 merge_ids.append((ids_of[a], ids_of[b], ids_of[a + b]))
             except KeyError as e:
                 raise ValueError(
-                    f"merge #{n} ({a!r}, {b!r}) uses {e.args[0]!r}, which is not in the vocabulary"
+                    f"merge #{n} ({short(a)}, {short(b)}) uses {short(e.args[0])}, which is not in the vocabulary"
                 ) from None
         ordinary = {i: t for i, t in vocab.items() if i not in special_ids}
         self.core = _core.Encoder(ordinary, merge_ids, self.special_tokens, self.pattern)
@@ -162,13 +163,17 @@ class BPE(ByteLevelBPE):
         for t, i in extra:
             if i is not None and self.special_tokens.get(t, i) != i:
                 raise ValueError(
-                    f"special token {t!r} already has id {self.special_tokens[t]}, not {i}"
+                    f"special token {short(t)} already has id {self.special_tokens[t]}, not {i}"
                 )
         items = list(self.special_tokens.items()) + extra
         specials = dict(_core.assign_special_ids(self.vocab, items, False))
         special_ids = set(self.special_tokens.values())
         ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
         return BPE(ordinary, self.merges, specials, self.pattern)
+
+
+#: The largest token id (the core's ``model::MAX_ID``).
+MAX_ID = 2**31 - 1
 
 
 def canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:
@@ -195,12 +200,16 @@ def special_items(special_tokens) -> list[tuple[str, int | None]]:
     checked: dict[str, int | None] = {}
     for t, i in items:
         if not isinstance(t, str) or not t:
-            raise ValueError(f"special token {t!r}: special tokens are non-empty strings")
+            raise ValueError(f"special token {short(t)}: special tokens are non-empty strings")
         if t in checked:
             continue
         if i is not None:
-            i = int(i)
-            if not 0 <= i < 2**32:
-                raise ValueError(f"special token {t!r} has id {i}, outside 0..2**32-1")
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise ValueError(f"special token {short(t)} has id {short(i)}: ids are integers")
+            if not 0 <= i <= MAX_ID:
+                raise ValueError(
+                    f"special token {short(t)} has id {i}, outside 0..{MAX_ID}: token ids must be "
+                    "at least 0 and below 2**31"
+                )
         checked[t] = i
     return list(checked.items())

@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bytepair import _core
-from bytepair.models.bpe import BPE, ByteLevelBPE, special_items
+from bytepair.models.bpe import BPE, MAX_ID, ByteLevelBPE, special_items
 from bytepair.patterns import pattern_name, resolve_pattern
+from bytepair.quoting import short
 
 
 class RankBPE(ByteLevelBPE):
@@ -72,7 +73,7 @@ class RankBPE(ByteLevelBPE):
         for t, i in extra:
             if i is not None and self.special_tokens.get(t, i) != i:
                 raise ValueError(
-                    f"special token {t!r} already has id {self.special_tokens[t]}, not {i}"
+                    f"special token {short(t)} already has id {self.special_tokens[t]}, not {i}"
                 )
         items = list(self.special_tokens.items()) + extra
         specials = dict(_core.assign_special_ids(self.vocab, items, False))
@@ -90,7 +91,7 @@ class RankBPE(ByteLevelBPE):
     def why_not(self, what: str) -> str:
         n = len(self.core.unbuildable())
         reason = (
-            f"this model has no merges: {n} of its tokens (such as {self.unbuildable[0]!r}) "
+            f"this model has no merges: {n} of its tokens (such as {short(self.unbuildable[0])}) "
             "are made by no merge of two lower-ranked tokens, and tiktoken makes them by "
             "looking the whole piece up, which a merge list cannot say"
         )
@@ -120,6 +121,12 @@ def from_ranks(
     else a :class:`RankBPE`. ``special_tokens`` get their ids as in ``BPE``; a fault is
     a ValueError starting with ``where``."""
     regex = resolve_pattern(pattern)
+    for token, rank in ranks.items():
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= MAX_ID:
+            raise ValueError(
+                f"{where}: token {short(token)} has rank {short(rank)}; ranks are integers "
+                f"from 0 to {MAX_ID}"
+            )
     core, specials = _core.Encoder.from_ranks(
         list(ranks.items()), where, special_items(special_tokens), regex
     )

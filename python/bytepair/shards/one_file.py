@@ -16,6 +16,7 @@ from typing import Literal
 from bytepair._files import check_writable, temporary_output
 from bytepair._inputs import check_text_file
 from bytepair._progress import Progress, check_progress
+from bytepair.specials import resolve
 
 #: A .npy header is written before the ids and filled in after: always this long.
 NPY_HEADER_BYTES = 128
@@ -38,11 +39,15 @@ def id_width(tok) -> int:
     return 2 if tok.n_vocab <= 1 << 16 else 4
 
 
-def _block_kwargs() -> dict:
-    # Tests shrink the file read block (BYTEPAIR_BLOCK_BYTES) to exercise block
-    # boundaries on small files.
-    block = os.environ.get("BYTEPAIR_BLOCK_BYTES")
-    return {"block_bytes": int(block)} if block else {}
+#: How many bytes of a file the core reads at a time when encoding a file or training
+#: on one (None: the core's default). A smaller block saves no memory worth having
+#: and costs speed; tests set it small to put block boundaries inside small files.
+BLOCK_BYTES: int | None = None
+
+
+def block_kwargs() -> dict:
+    """The core's ``block_bytes`` argument, when :data:`BLOCK_BYTES` is set."""
+    return {} if BLOCK_BYTES is None else {"block_bytes": BLOCK_BYTES}
 
 
 def encode_file(
@@ -68,7 +73,7 @@ def encode_file(
     temporary file renamed into place: an error or interrupt leaves nothing behind,
     and the output may not be the input.
     """
-    from bytepair.tokenizer import _threads
+    from bytepair.options import threads as checked_threads
 
     check_progress(progress)
     src = check_text_file(src)
@@ -78,9 +83,9 @@ def encode_file(
         raise ValueError(f"format must be 'bin' or 'npy', not {fmt!r}")
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
-    threads = _threads(num_threads)
+    threads = checked_threads(num_threads)
     width = id_width(tok)
-    allowed, disallowed = tok._specials(allowed_special, disallowed_special)
+    allowed, disallowed = resolve(allowed_special, disallowed_special, tok.special_tokens)
     disallowed = sorted(set(disallowed) & set(tok.special_tokens))
     size = src.stat().st_size
     with (
@@ -91,7 +96,7 @@ def encode_file(
             with _writing(tmp, dst):
                 Path(tmp).write_bytes(bytes(NPY_HEADER_BYTES))
         try:
-            count = tok._core.encode_file(
+            count = tok.model.core.encode_file(
                 str(src),
                 tmp,
                 width,
@@ -100,7 +105,7 @@ def encode_file(
                 errors,
                 threads,
                 bar.hook(),
-                **_block_kwargs(),
+                **block_kwargs(),
             )
         except OSError as e:
             raise _blaming(e, tmp, dst) from None
@@ -145,14 +150,14 @@ def encode_documents(
     plain text file, for every other input."""
     import numpy as np
 
-    from bytepair.tokenizer import _threads
+    from bytepair.options import threads as checked_threads
 
     check_progress(progress)
     dst = Path(dst)
     fmt = format or ("npy" if dst.suffix == ".npy" else "bin")
     if fmt not in ("bin", "npy"):
         raise ValueError(f"format must be 'bin' or 'npy', not {fmt!r}")
-    threads = _threads(num_threads)
+    threads = checked_threads(num_threads)
     dtype = np.dtype("<u2" if id_width(tok) == 2 else "<u4")
     kwargs = {"allowed_special": allowed_special, "disallowed_special": disallowed_special}
     sizes = [src.size for src in corpus.sources]

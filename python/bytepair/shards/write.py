@@ -68,8 +68,8 @@ def write_shards(
     and returns the manifest with ``complete`` True. While one call writes a folder,
     another on the same folder raises ``BlockingIOError`` naming it and the writer's pid.
     """
+    from bytepair.options import threads as checked_threads
     from bytepair.runners import check_engine
-    from bytepair.tokenizer import _threads
 
     check_progress(progress)
     check_engine(engine)
@@ -92,7 +92,7 @@ def write_shards(
         disallowed_special=disallowed_special,
         inputs=inputs,
     )
-    threads = _threads(num_threads)
+    threads = checked_threads(num_threads)
     total = sum(x["bytes"] for x in inputs) if inputs else None
     with writer:
         if writer.finished is not None:

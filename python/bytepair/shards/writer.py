@@ -46,6 +46,7 @@ from bytepair._files import (
 from bytepair.shards import manifest as mf
 from bytepair.shards.lock import FolderLock
 from bytepair.shards.one_file import NPY_HEADER_BYTES, id_width, npy_header
+from bytepair.specials import resolve
 
 #: Characters held by the ``shuffle_docs`` buffer.
 SHUFFLE_CHARS = 32_000_000
@@ -361,7 +362,9 @@ class ShardWriter:
             raise ValueError(f"val_fraction must be between 0 and 1, not {val_fraction!r}")
         self.tok = tok
         self.eot_id, self.bos_id = _check_special(tok, eot, "eot"), _check_special(tok, bos, "bos")
-        self.allowed, self.disallowed = tok._specials(allowed_special, disallowed_special)
+        self.allowed, self.disallowed = resolve(
+            allowed_special, disallowed_special, tok.special_tokens
+        )
         self.width = id_width(tok)
         self.dtype = "<u2" if self.width == 2 else "<u4"
         self.shard_tokens, self.format = shard_tokens, format
