@@ -169,3 +169,34 @@ def tiktoken_offline(tmp_path_factory):
         os.environ.pop("TIKTOKEN_CACHE_DIR", None)
     else:
         os.environ["TIKTOKEN_CACHE_DIR"] = old
+
+
+# -- the shared corpora, sampled (tests that compare with a peer on real text) ------------
+
+SHARED = os.environ.get("BYTEPAIR_SHARED")
+needs_shared = pytest.mark.skipif(
+    not SHARED, reason="BYTEPAIR_SHARED is not set: no path to the shared corpora"
+)
+
+
+def shared_corpus_files() -> list[Path]:
+    """Every shared corpus (English, code, each multilingual file); none without
+    BYTEPAIR_SHARED."""
+    if not SHARED:
+        return []
+    corpora = Path(SHARED) / "corpora"
+    files = sorted((corpora / "code").glob("*.txt.xz"))
+    files += sorted((corpora / "multilingual").glob("*.txt.xz"))
+    return [corpora / "english_gutenberg.txt.xz", *files]
+
+
+def corpus_sample(path: Path, lines: int = 400) -> list[str]:
+    """The first 100 lines of a corpus, an even spread of ``lines`` of the rest, and all
+    of them again in NFD (decomposed accents)."""
+    import unicodedata
+
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        text = f.read(4_000_000).split("\n")[:-1]
+    step = max(1, len(text) // lines)
+    sample = text[:100] + text[100::step]
+    return sample + [unicodedata.normalize("NFD", line) for line in sample]

@@ -3,8 +3,10 @@ method either works — and agrees with ``encode`` / ``decode`` — or raises on
 error (``bytepair.models.Unsupported``, a ValueError) saying why this kind cannot.
 
 Kinds: a bundled encoding (cl100k_base), a trained byte-level BPE, a Hugging Face
-byte-level ``tokenizer.json`` (GPT-2's), and a SentencePiece BPE loaded from its
-``.model`` and from its ``tokenizer.json`` (trained here by the sentencepiece library).
+byte-level ``tokenizer.json`` (GPT-2's), tiktoken ranks that merges cannot build (the
+trained BPE's, plus " café", which no merge makes), and a SentencePiece BPE loaded from
+its ``.model`` and from its ``tokenizer.json`` (trained here by the sentencepiece
+library).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from hypothesis import strategies as st
 
 import bytepair
 from bytepair import formats
-from bytepair.models import Unsupported
+from bytepair.models import RankBPE, Unsupported
+from bytepair.models import ranks as ranks_models
 
 from conftest import DATA, EOT
 
@@ -59,7 +62,19 @@ def _spm_json(spm_model_path: Path, folder: Path) -> bytepair.Tokenizer:
     return bytepair.load(path)
 
 
-KINDS = ["bundled-bpe", "trained-bpe", "hf-bpe", "spm-model", "spm-json"]
+def _rank_bpe(trained: bytepair.Tokenizer) -> bytepair.Tokenizer:
+    special_ids = set(trained.special_tokens.values())
+    ranks = {t: i for i, t in trained.vocab.items() if i not in special_ids}
+    ranks[" café".encode()] = trained.max_token_value + 1
+    model = ranks_models.from_ranks(ranks, trained.special_tokens, "gpt2")
+    assert isinstance(model, RankBPE) and model.unbuildable == [" café".encode()]
+    return bytepair.Tokenizer.from_model(model)
+
+
+KINDS = ["bundled-bpe", "trained-bpe", "hf-bpe", "rank-bpe", "spm-model", "spm-json"]
+#: The kinds whose special tokens are pieces of the model file (not added later), and
+#: which have add_bos / add_eos.
+SENTENCEPIECE = ("spm-model", "spm-json")
 
 
 @pytest.fixture(scope="session", params=KINDS)
@@ -71,10 +86,18 @@ def tok(request, tinystories_tokenizer, tmp_path_factory) -> bytepair.Tokenizer:
         return tinystories_tokenizer
     if kind == "hf-bpe":
         return bytepair.load(DATA / "gpt2" / "tokenizer.json")
+    if kind == "rank-bpe":
+        return _rank_bpe(tinystories_tokenizer)
     path = request.getfixturevalue("spm_model_path")
     if kind == "spm-model":
         return bytepair.load(path)
     return _spm_json(path, tmp_path_factory.mktemp("spm-json"))
+
+
+@pytest.fixture
+def kind(request) -> str:
+    """The kind of the ``tok`` a test runs on."""
+    return request.node.callspec.params["tok"]
 
 
 def has_merges(tok) -> bool:
@@ -212,8 +235,8 @@ def test_the_data_properties_are_consistent(tok):
             _ = tok.merges
 
 
-def test_with_special_tokens_adds_them_or_says_why_not(tok):
-    if has_merges(tok):
+def test_with_special_tokens_adds_them_or_says_why_not(tok, kind):
+    if kind not in SENTENCEPIECE:
         more = tok.with_special_tokens(["<|new|>"])
         new_id = more.special_tokens["<|new|>"]
         assert new_id == tok.max_token_value + 1
@@ -224,8 +247,8 @@ def test_with_special_tokens_adds_them_or_says_why_not(tok):
             tok.with_special_tokens(["<|new|>"])
 
 
-def test_options_exist_where_the_kind_has_them(tok):
-    if has_merges(tok):
+def test_options_exist_where_the_kind_has_them(tok, kind):
+    if kind not in SENTENCEPIECE:
         with pytest.raises(Unsupported, match="add_bos"):
             tok.model.with_options(add_bos=True)
     else:
@@ -252,6 +275,7 @@ def test_save_and_load_round_trip_in_every_format_that_holds_the_kind(tok, fmt, 
         "hf": "t.json",
         "gpt2": "folder",
         "sentencepiece": "t.model",
+        "tekken": "t.tekken.json",
     }
     path = tmp_path / names[fmt]
     try:
@@ -282,8 +306,8 @@ def test_save_and_load_round_trip_in_every_format_that_holds_the_kind(tok, fmt, 
         ), text
 
 
-def test_a_name_whose_suffix_belongs_to_another_kind_says_what_to_do(tok, tmp_path):
-    suffix = ".tiktoken" if not has_merges(tok) else ".model"
+def test_a_name_whose_suffix_belongs_to_another_kind_says_what_to_do(tok, kind, tmp_path):
+    suffix = ".tiktoken" if kind in SENTENCEPIECE else ".model"
     with pytest.raises(Unsupported, match=r"\.bytepair.*format="):
         tok.save(tmp_path / f"x{suffix}")
     assert not (tmp_path / f"x{suffix}").exists()

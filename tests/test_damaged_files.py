@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 import bytepair
+from bytepair import formats
+from bytepair.models.ranks import from_ranks
 
 from conftest import DATA
 
@@ -104,6 +106,18 @@ def damaged_cases(tmp_path_factory, tinystories_tokenizer) -> Path:
     (root / "tt").mkdir()
     tok.save_tiktoken(root / "tt" / "t.tiktoken")
     case("tt", "t.tiktoken", "t.tiktoken", pattern="gpt2", special_tokens=tok.special_tokens)
+    # Ranks as Mistral's Tekken JSON (special tokens first), and ranks no merge list
+    # holds (" café" is no merge) in our own format.
+    special_ids = set(tok.special_tokens.values())
+    ranks = {t: i + 2 for i, t in tok.vocab.items() if i not in special_ids}
+    (root / "tk").mkdir()
+    tekken = from_ranks(ranks, {"<s>": 0, "</s>": 1}, "gpt2")
+    formats.save(tekken, root / "tk" / "t.json", format="tekken")
+    case("tk", "t.json", "t.json")
+    (root / "rk").mkdir()
+    ranked = from_ranks(ranks | {" café".encode(): tok.max_token_value + 3}, None, "gpt2")
+    formats.save(ranked, root / "rk" / "t.bytepair")
+    case("rk", "t.bytepair", "t.bytepair")
     tok.save_hf(root / "hf")
     case("hf", "tokenizer.json", "")
     case("hf", "tokenizer_config.json", "")

@@ -4,7 +4,13 @@ Pieces are never merged across, so the pattern decides what a token can be: with
 `gpt2`, " the" can become a token but "the cat" cannot.
 
 The strings are exactly tiktoken's (`tiktoken_ext/openai_public.py`), so a tokenizer
-trained here with `pattern="cl100k"` pre-tokenizes exactly like GPT-4's.
+trained here with `pattern="cl100k"` pre-tokenizes exactly like GPT-4's. Other open
+models' public patterns are here by name too, copied from their owners' code, to load
+their rank files (`bytepair.load("tokenizer.model", pattern="llama3", ...)`):
+`llama3` (Meta's `llama_models/llama3/tokenizer.py`), `llama4` (the same string as
+`o200k`: `llama_models/llama4/tokenizer.py`), `qwen2` (transformers'
+`models/qwen2/tokenization_qwen2.py`, Qwen2 to Qwen3) and `tekken` (the `config.pattern`
+of Mistral's Tekken files in `mistral_common/data`).
 """
 
 from __future__ import annotations
@@ -17,16 +23,50 @@ __all__ = [
     "CL100K_PATTERN",
     "GPT2_PATTERN",
     "O200K_PATTERN",
+    "LLAMA3_PATTERN",
+    "MODEL_PATTERNS",
     "PATTERNS",
+    "QWEN2_PATTERN",
+    "TEKKEN_PATTERN",
     "pattern_name",
     "resolve_pattern",
 ]
+
+#: Llama 3's pattern (``pat_str`` in llama_models 0.3.0, ``llama3/tokenizer.py``): cl100k's
+#: without the possessive quantifiers, and whole runs of newlines and spaces.
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+#: Qwen2's pattern (``PRETOKENIZE_REGEX`` of transformers' ``tokenization_qwen2.py``; also
+#: Qwen2.5 and Qwen3): Llama 3's with one digit a piece.
+QWEN2_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+#: Mistral's Tekken pattern (``config.pattern`` of ``tekken_240718.json`` and
+#: ``tekken_240911.json`` in mistral-common): o200k's without the contractions, one digit
+#: a piece.
+TEKKEN_PATTERN = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|"
+    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 #: Built-in patterns by name. ``gpt2`` is also r50k_base and p50k_base's pattern.
 PATTERNS: dict[str, str] = {
     "gpt2": GPT2_PATTERN,
     "cl100k": CL100K_PATTERN,
     "o200k": O200K_PATTERN,
+}
+#: Other open models' patterns by name, for loading their files. ``llama4`` is
+#: ``o200k``'s string (so it runs on o200k's hand-written splitter); the others run
+#: on the regex engine.
+MODEL_PATTERNS: dict[str, str] = {
+    "llama3": LLAMA3_PATTERN,
+    "llama4": O200K_PATTERN,
+    "qwen2": QWEN2_PATTERN,
+    "tekken": TEKKEN_PATTERN,
 }
 
 
@@ -46,8 +86,9 @@ def resolve_pattern(pattern: str | None) -> str | None:
         )
     if pattern.lower() == "none":
         return None
-    if pattern.lower() in PATTERNS:
-        return PATTERNS[pattern.lower()]
+    named = {**PATTERNS, **MODEL_PATTERNS}
+    if pattern.lower() in named:
+        return named[pattern.lower()]
     if re.fullmatch(r"[\w.-]+", pattern):
         # A bare word is a mistyped name, not a regex: as a regex it would match only
         # itself, and almost all text would fall between its matches.
@@ -68,6 +109,12 @@ _ALIASES = {
     "gpt4o": "o200k",
     "gpt-4o": "o200k",
     "o200k_base": "o200k",
+    "llama-3": "llama3",
+    "llama-4": "llama4",
+    "qwen": "qwen2",
+    "qwen2.5": "qwen2",
+    "qwen3": "qwen2",
+    "mistral": "tekken",
 }
 
 
@@ -77,9 +124,10 @@ def _suggest(name: str) -> str:
 
     guess = _ALIASES.get(name.lower())
     if guess is None:
-        close = difflib.get_close_matches(name.lower(), [*PATTERNS, "none"], n=1, cutoff=0.5)
+        known = [*PATTERNS, *MODEL_PATTERNS, "none"]
+        close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.5)
         guess = close[0] if close else None
-    names = ", ".join([*PATTERNS, "none"])
+    names = ", ".join([*PATTERNS, *MODEL_PATTERNS, "none"])
     hint = f"did you mean {guess!r}? " if guess else ""
     return (
         f"{hint}built-in patterns: {names} (a regex that is a plain word: write it as (?:{name}))"
@@ -87,10 +135,11 @@ def _suggest(name: str) -> str:
 
 
 def pattern_name(pattern: str | None) -> str:
-    """The short name of a pattern for display: ``gpt2``, ``none`` or ``custom``."""
+    """The short name of a pattern for display: ``gpt2``, ``none`` or ``custom`` (the
+    first name of a string with two: ``o200k``, not ``llama4``)."""
     if pattern is None:
         return "none"
-    for name, regex in PATTERNS.items():
+    for name, regex in {**PATTERNS, **MODEL_PATTERNS}.items():
         if regex == pattern:
             return name
     return "custom"

@@ -57,12 +57,17 @@ impl Encoder {
         specials: FxHashMap<String, u32>,
         pattern: Option<&str>,
     ) -> Result<Self, String> {
-        let mut tokens: Vec<String> = specials.keys().cloned().collect();
+        Self::from_model(BpeModel::new(vocab, merges, specials)?, pattern)
+    }
+
+    /// The encoder of a ready model (`BpeModel::from_ranks`: tiktoken's rule).
+    pub fn from_model(model: BpeModel, pattern: Option<&str>) -> Result<Self, String> {
+        let mut tokens: Vec<String> = model.special_ids().keys().cloned().collect();
         tokens.sort();
         Ok(Self {
             all_specials: SpecialMatcher::new(&tokens)?,
             no_specials: SpecialMatcher::new(&[])?,
-            model: BpeModel::new(vocab, merges, specials)?,
+            model,
             pre: PreTokenizer::new(pattern)?,
             caches: CachePool::default(),
         })

@@ -24,6 +24,21 @@ pub struct BpeModel {
     /// one rank at a time ([`BpeModel::merge_by_rank`]). True of every trained
     /// vocabulary; checked, with the heap as the fallback.
     pub(super) ranks_grow: bool,
+    /// tiktoken's rule, for a vocabulary of ranks that merges cannot all build; None
+    /// for a merges-based model.
+    pub(super) whole: Option<Box<WholePieces>>,
+}
+
+/// tiktoken's rule for ranks that merges cannot all build (`ranks.rs`): a piece that is
+/// a token is that token, and `BpeModel::merges` holds every way of cutting every
+/// token in two tokens, keyed to the whole token's rank, which is its id
+/// ([`crate::bpe::ranks::all_splits`]). The merges recovered for the tokens merges do
+/// build are kept apart: they are the model's merges as far as it has any.
+#[derive(Debug, Clone)]
+pub struct WholePieces {
+    ids: FxHashMap<Box<[u8]>, u32>,
+    recovered: Vec<(u32, u32)>,
+    unbuildable: Vec<u32>,
 }
 
 impl BpeModel {
@@ -36,6 +51,54 @@ impl BpeModel {
         specials: FxHashMap<String, u32>,
     ) -> Result<Self, String> {
         check_ids(&vocab, merges, &specials)?;
+        let mut merge_map = FxHashMap::default();
+        for (rank, &(l, r, id)) in merges.iter().enumerate() {
+            merge_map.entry((l, r)).or_insert(Merge {
+                rank: rank as u32,
+                id,
+            });
+        }
+        Self::build(vocab, merge_map, specials, None)
+    }
+
+    /// A model that encodes as tiktoken does (see [`WholePieces`]): `vocab` holds the
+    /// ordinary tokens, each id its rank; `splits` are `(left, right, token)` ids,
+    /// every cut of every token in two tokens; `recovered` the merges `(left, right,
+    /// token)` of the tokens merges build, in rank order; `unbuildable` the ids of the
+    /// others.
+    pub fn from_ranks(
+        vocab: FxHashMap<u32, Vec<u8>>,
+        splits: &[(u32, u32, u32)],
+        recovered: &[(u32, u32, u32)],
+        unbuildable: Vec<u32>,
+        specials: FxHashMap<String, u32>,
+    ) -> Result<Self, String> {
+        check_ids(&vocab, splits, &specials)?;
+        // Every split of one token has the token's rank: ties go to the leftmost pair,
+        // as in tiktoken.
+        let merge_map = splits
+            .iter()
+            .map(|&(l, r, id)| ((l, r), Merge { rank: id, id }))
+            .collect();
+        let ids = vocab
+            .iter()
+            .filter(|(_, t)| t.len() > 1)
+            .map(|(&id, t)| (t.clone().into_boxed_slice(), id))
+            .collect();
+        let whole = WholePieces {
+            ids,
+            recovered: recovered.iter().map(|&(l, r, _)| (l, r)).collect(),
+            unbuildable,
+        };
+        Self::build(vocab, merge_map, specials, Some(Box::new(whole)))
+    }
+
+    fn build(
+        vocab: FxHashMap<u32, Vec<u8>>,
+        merge_map: FxHashMap<(u32, u32), Merge>,
+        specials: FxHashMap<String, u32>,
+        whole: Option<Box<WholePieces>>,
+    ) -> Result<Self, String> {
         let mut byte_ids = [u32::MAX; 256];
         // Lowest id wins when a byte string occurs twice.
         for (&id, bytes) in &vocab {
@@ -51,14 +114,9 @@ impl BpeModel {
                  byte-level BPE needs all 256 bytes"
             ));
         }
-        let mut merge_map = FxHashMap::default();
-        for (rank, &(l, r, id)) in merges.iter().enumerate() {
-            merge_map.entry((l, r)).or_insert(Merge {
-                rank: rank as u32,
-                id,
-            });
-        }
-        let ranks_grow = ranks_grow(&merge_map);
+        // Under tiktoken's rule every split of a token has the token's rank: the
+        // by-rank loop, which keeps one pair a rank, is not for it.
+        let ranks_grow = whole.is_none() && ranks_grow(&merge_map);
         let mut decoder = vocab;
         for (t, &id) in &specials {
             decoder.insert(id, t.as_bytes().to_vec());
@@ -69,7 +127,21 @@ impl BpeModel {
             byte_ids,
             decoder,
             special_ids: specials,
+            whole,
         })
+    }
+
+    /// The id of a whole piece that is a token, under tiktoken's rule (None for a
+    /// merges-based model, which makes every token by merges).
+    #[inline]
+    pub(super) fn whole_piece(&self, piece: &[u8]) -> Option<u32> {
+        self.whole.as_ref()?.ids.get(piece).copied()
+    }
+
+    /// The ids of the tokens no merge of two lower-ranked tokens makes (tiktoken's rule
+    /// makes them by looking the whole piece up); empty for a merges-based model.
+    pub fn unbuildable(&self) -> &[u32] {
+        self.whole.as_ref().map_or(&[], |w| &w.unbuildable)
     }
 
     /// The largest id of any token (0 for an empty vocabulary).
@@ -112,16 +184,24 @@ impl BpeModel {
 
     /// The merges as `(left id, right id)` in rank order (a pair given twice to
     /// [`BpeModel::new`] appears once, at its first rank).
+    ///
+    /// Under tiktoken's rule, the merges of the tokens merges build ([`Self::unbuildable`]
+    /// lists the others).
     pub fn merge_pairs(&self) -> Vec<(u32, u32)> {
+        if let Some(w) = &self.whole {
+            return w.recovered.clone();
+        }
         let mut pairs: Vec<(u32, (u32, u32))> =
             self.merges.iter().map(|(&p, m)| (m.rank, p)).collect();
         pairs.sort_unstable_by_key(|&(rank, _)| rank);
         pairs.into_iter().map(|(_, p)| p).collect()
     }
 
-    /// Number of distinct merges.
+    /// Number of distinct merges (as [`Self::merge_pairs`] gives them).
     pub fn merge_count(&self) -> usize {
-        self.merges.len()
+        self.whole
+            .as_ref()
+            .map_or(self.merges.len(), |w| w.recovered.len())
     }
 }
 

@@ -1,11 +1,20 @@
 //! Vocabularies given as ranks only (tiktoken's `.tiktoken` files): recovering the
-//! merges, so they can be encoded like any merges-based tokenizer.
+//! merges, so they can be encoded like any merges-based tokenizer, and tiktoken's own
+//! rule for the vocabularies merges cannot build.
 //!
 //! minbpe's `recover_merges` idea: a token of rank `r` was made by merging two tokens,
 //! and which two is found by running byte-pair encoding on the token's own bytes with
 //! only the ranks below `r`: it stops at exactly two parts. (If ranks only grow along
 //! merges — true of every BPE-trained vocabulary — this is exactly how tiktoken's
 //! rank-based encoder splits text, so both encoders agree.)
+//!
+//! Some files hold tokens no merge of two lower-ranked tokens makes (Llama 3's
+//! `tokenizer.model`: 678 of them, such as `.:.:`). tiktoken still produces them: it
+//! looks a whole piece up first, and merges the adjacent pair of parts whose
+//! *concatenation* has the lowest rank, whatever pair of tokens that concatenation
+//! was made from. [`all_splits`] gives that rule as a pair table — every way of
+//! cutting every token in two tokens, keyed to the whole token's rank — so the merge
+//! loops of `merge.rs`, with the whole-piece lookup first, encode exactly as tiktoken.
 
 use rustc_hash::FxHashMap;
 
@@ -151,10 +160,41 @@ impl RecoverError {
 
 /// `entries` are `(token, rank)` in any order; ranks may skip numbers (a special
 /// token's) and be as large as `u32` goes: nothing here is sized by the largest rank.
-/// Returns `(rank, left rank, right rank)` for every multi-byte token, in rank order.
+/// Returns `(rank, left rank, right rank)` for every multi-byte token, in rank order;
+/// the first token no merge makes is the error ([`recover`] gives the others too).
 pub fn recover_merges<T: AsRef<[u8]> + Sync>(
     entries: &[(T, u32)],
 ) -> Result<Vec<(u32, u32, u32)>, RecoverError> {
+    let recovered = recover(entries)?;
+    match recovered.unbuildable.first() {
+        Some(&(rank, parts)) => {
+            let token = entries
+                .iter()
+                .find(|(_, r)| *r == rank)
+                .map(|(t, _)| t.as_ref().to_vec())
+                .expect("an unbuildable rank is a token's");
+            Err(RecoverError::Unreachable { token, rank, parts })
+        }
+        None => Ok(recovered.merges),
+    }
+}
+
+/// What [`recover`] finds: the merges of the tokens merges can build, and the others.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Recovered {
+    /// `(rank, left rank, right rank)` for every multi-byte token a merge makes, in
+    /// rank order.
+    pub merges: Vec<(u32, u32, u32)>,
+    /// `(rank, parts)` of every token BPE with the lower ranks stops short of (at
+    /// `parts` parts, not 2), in rank order: tiktoken makes them only by looking a
+    /// whole piece up.
+    pub unbuildable: Vec<(u32, usize)>,
+}
+
+/// The merges of every token merges can build, and which tokens they cannot: see
+/// [`recover_merges`], which takes the same entries; faults other than an unbuildable
+/// token are errors here too.
+pub fn recover<T: AsRef<[u8]> + Sync>(entries: &[(T, u32)]) -> Result<Recovered, RecoverError> {
     // In rank order; on equal ranks, in the given order (a stable sort).
     let mut tokens: Vec<(u32, &[u8])> = entries.iter().map(|(t, r)| (*r, t.as_ref())).collect();
     tokens.sort_by_key(|&(r, _)| r);
@@ -231,9 +271,48 @@ pub fn recover_merges<T: AsRef<[u8]> + Sync>(
             .collect()
     });
     let mut strides: Vec<_> = strides.into_iter().map(Vec::into_iter).collect();
-    (0..tokens.len())
-        .filter_map(|i| strides[i % threads].next().expect("one result per token"))
-        .collect()
+    let mut recovered = Recovered {
+        merges: Vec::with_capacity(tokens.len()),
+        unbuildable: Vec::new(),
+    };
+    for i in 0..tokens.len() {
+        match strides[i % threads].next().expect("one result per token") {
+            None => {}
+            Some(Ok(merge)) => recovered.merges.push(merge),
+            Some(Err(RecoverError::Unreachable { rank, parts, .. })) => {
+                recovered.unbuildable.push((rank, parts))
+            }
+            Some(Err(e)) => return Err(e),
+        }
+    }
+    Ok(recovered)
+}
+
+/// tiktoken's rule as a pair table: `(left rank, right rank, rank)` for every way of
+/// cutting every token of `entries` into two tokens (`"abc"` of rank 9 gives
+/// `(a, bc, 9)` and `(ab, c, 9)` when `a`, `bc`, `ab` and `c` are tokens), in rank
+/// order. tiktoken merges the adjacent parts whose concatenation has the lowest rank;
+/// this table gives that rank to every pair of parts that concatenate to a token.
+/// `entries` must be free of faults ([`recover`] checks them).
+pub fn all_splits<T: AsRef<[u8]>>(entries: &[(T, u32)]) -> Vec<(u32, u32, u32)> {
+    let mut rank_of = RankOf::new();
+    rank_of.small.reserve(entries.len());
+    for (t, r) in entries {
+        rank_of.insert(t.as_ref(), *r);
+    }
+    let mut splits = Vec::with_capacity(entries.len() * 3);
+    for (t, r) in entries {
+        let t = t.as_ref();
+        for cut in 1..t.len() {
+            if let (Some(left), Some(right)) =
+                (rank_of.get(t, 0, cut), rank_of.get(t, cut, t.len()))
+            {
+                splits.push((left, right, *r));
+            }
+        }
+    }
+    splits.sort_unstable_by_key(|&(l, r, rank)| (rank, l, r));
+    splits
 }
 
 /// One part of a token being split: where it starts, its own rank, and the rank (below
@@ -384,6 +463,58 @@ mod tests {
                 rank: first,
                 parts: 3
             })
+        );
+    }
+
+    #[test]
+    fn recover_lists_every_token_merges_cannot_make() {
+        let mut tokens = byte_tokens();
+        tokens.push((b"ab".to_vec(), 256));
+        tokens.push((b"xyz".to_vec(), 257)); // no "xy" or "yz" below it
+        tokens.push((b"abc".to_vec(), 258));
+        tokens.push((b"cab".to_vec(), 259)); // "ca" is not a token: c + ab
+        tokens.push((b"xyzab".to_vec(), 260)); // x, y, z, ab: "xyz" is no pair
+        tokens.push((b"abab".to_vec(), 261));
+        tokens.push((b"qq".to_vec(), 262));
+        tokens.push((b"qqqq".to_vec(), 263));
+        tokens.push((b"qqq".to_vec(), 264)); // above "qqqq": still qq + q
+        tokens.push((b"mnop".to_vec(), 265)); // m n o p: 4 parts
+        let recovered = recover(&tokens).unwrap();
+        assert_eq!(recovered.unbuildable, vec![(257, 3), (260, 4), (265, 4)]);
+        assert_eq!(
+            recovered.merges,
+            vec![
+                (256, 97, 98),
+                (258, 256, 99),
+                (259, 99, 256),
+                (261, 256, 256),
+                (262, 113, 113),
+                (263, 262, 262),
+                (264, 262, 113),
+            ]
+        );
+        // recover_merges reports the first of them.
+        assert_eq!(
+            recover_merges(&tokens),
+            Err(RecoverError::Unreachable {
+                token: b"xyz".to_vec(),
+                rank: 257,
+                parts: 3
+            })
+        );
+    }
+
+    #[test]
+    fn all_splits_cuts_every_token_into_two_tokens() {
+        let mut tokens = byte_tokens();
+        tokens.push((b"bc".to_vec(), 256));
+        tokens.push((b"abc".to_vec(), 257));
+        tokens.push((b"ab".to_vec(), 258));
+        tokens.push((b"xyz".to_vec(), 259));
+        let splits = all_splits(&tokens);
+        assert_eq!(
+            splits,
+            vec![(98, 99, 256), (97, 256, 257), (258, 99, 257), (97, 98, 258),]
         );
     }
 

@@ -20,9 +20,9 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::bpe::ranks::{recover_merges, RecoverError, MAX_RANK};
+use crate::bpe::ranks::{all_splits, recover, RecoverError, MAX_RANK};
 use crate::bpe::special_ids::{assign_special_ids, SpecialIdError, Unnumbered};
-use crate::bpe::Encoder;
+use crate::bpe::{BpeModel, Encoder};
 
 /// Why a file was not parsed: the first faulty line, as [`parse`] reads them in order.
 #[derive(Debug, PartialEq, Eq)]
@@ -345,27 +345,41 @@ impl LoadError {
     }
 }
 
-/// An encoder straight from the text of a `.tiktoken` file: ids are the ranks, the
-/// merges are recovered from them ([`recover_merges`]), `specials` get their ids
-/// ([`assign_special_ids`], the CS336 rule). What Python's `Tokenizer(ranks inverted,
-/// merges_from_ranks(ranks), specials, pattern)` builds, without the Python dicts in
-/// between, with the same first error. Returns the specials with their ids, in order.
+/// An encoder straight from the text of a `.tiktoken` file: ids are the ranks,
+/// `specials` get their ids ([`assign_special_ids`], the CS336 rule), and the text
+/// encodes exactly as tiktoken encodes it ([`from_ranks`]). What Python's
+/// `Tokenizer(ranks inverted, merges_from_ranks(ranks), specials, pattern)` builds when
+/// merges make every token, without the Python dicts in between, with the same first
+/// error. Returns the specials with their ids, in order.
 pub fn load(
     data: &[u8],
     specials: &[(String, Option<u32>)],
     pattern: Option<&str>,
 ) -> Result<(Encoder, Vec<(String, u32)>), LoadError> {
-    // Repeated tokens are found by recover_merges (Duplicate), without a map here; any
-    // fault is then reported as parse() reports it: the first faulty line.
+    // Repeated tokens are found by recover (Duplicate), without a map here; any fault
+    // is then reported as parse() reports it: the first faulty line.
     let first_fault = || LoadError::Parse(parse(data).expect_err("parse finds the fault"));
     let (entries, _, fault) = parse_lines(data);
     if fault.is_some() {
         return Err(first_fault());
     }
-    let merges = match recover_merges(&entries) {
-        Err(RecoverError::Duplicate { .. }) => return Err(first_fault()),
-        merges => merges.map_err(LoadError::Recover)?,
-    };
+    match from_ranks(entries, specials, pattern) {
+        Err(LoadError::Recover(RecoverError::Duplicate { .. })) => Err(first_fault()),
+        loaded => loaded,
+    }
+}
+
+/// An encoder over `(token, id)` entries that encodes as tiktoken does with these ids
+/// as ranks. When merges build every token (every BPE-trained vocabulary) the model
+/// holds the recovered merges ([`recover`]), which encode exactly as tiktoken's rule
+/// does; otherwise (Llama 3's file) it holds tiktoken's rule itself
+/// ([`BpeModel::from_ranks`]). `specials` get their ids as in [`load`].
+pub fn from_ranks(
+    entries: Entries,
+    specials: &[(String, Option<u32>)],
+    pattern: Option<&str>,
+) -> Result<(Encoder, Vec<(String, u32)>), LoadError> {
+    let recovered = recover(&entries).map_err(LoadError::Recover)?;
     let token_at: FxHashMap<u32, &[u8]> = entries.iter().map(|(t, r)| (*r, t.as_slice())).collect();
     let assigned = assign_special_ids(&token_at, specials, Unnumbered::SameBytesOrNext).map_err(
         |e| match e {
@@ -382,10 +396,30 @@ pub fn load(
         },
     )?;
     let special_ids: FxHashMap<u32, ()> = assigned.iter().map(|&(_, id)| (id, ())).collect();
+    let ranks_only = !recovered.unbuildable.is_empty();
+    // (left, right, token) ids: the merges, or under tiktoken's rule every split.
+    let table: Vec<(u32, u32, u32)> = if ranks_only {
+        all_splits(&entries)
+    } else {
+        recovered
+            .merges
+            .iter()
+            .map(|&(r, a, b)| (a, b, r))
+            .collect()
+    };
     // A special sharing an ordinary token's id takes it over: a merge needing that
-    // token cannot be made.
+    // token cannot be made (nor, under tiktoken's rule, a whole piece looked up).
     if !special_ids.is_empty() {
-        for (n, &(rank, left, right)) in merges.iter().enumerate() {
+        if ranks_only {
+            if let Some((special, id)) = assigned.iter().find(|(_, id)| token_at.contains_key(id)) {
+                return Err(LoadError::SpecialId {
+                    special: special.clone(),
+                    id: *id,
+                    holder: token_at[id].to_vec(),
+                });
+            }
+        }
+        for (n, &(left, right, rank)) in table.iter().enumerate() {
             if let Some(&taken) = [left, right, rank]
                 .iter()
                 .find(|id| special_ids.contains_key(id))
@@ -399,14 +433,26 @@ pub fn load(
             }
         }
     }
+    drop(token_at);
     let vocab: FxHashMap<u32, Vec<u8>> = entries
         .into_iter()
         .filter(|(_, r)| !special_ids.contains_key(r))
         .map(|(t, r)| (r, t))
         .collect();
-    let merges: Vec<(u32, u32, u32)> = merges.into_iter().map(|(r, a, b)| (a, b, r)).collect();
     let ids: FxHashMap<String, u32> = assigned.iter().cloned().collect();
-    let encoder = Encoder::new(vocab, &merges, ids, pattern).map_err(LoadError::Encoder)?;
+    let model = if ranks_only {
+        let merges: Vec<(u32, u32, u32)> = recovered
+            .merges
+            .iter()
+            .map(|&(r, a, b)| (a, b, r))
+            .collect();
+        let unbuildable = recovered.unbuildable.iter().map(|&(r, _)| r).collect();
+        BpeModel::from_ranks(vocab, &table, &merges, unbuildable, ids)
+    } else {
+        BpeModel::new(vocab, &table, ids)
+    }
+    .map_err(LoadError::Encoder)?;
+    let encoder = Encoder::from_model(model, pattern).map_err(LoadError::Encoder)?;
     Ok((encoder, assigned))
 }
 
@@ -618,9 +664,8 @@ mod tests {
             "f, line 259: token [97, 98] was already given on line 257"
         );
         assert_eq!(
-            message("eHl6 300\n", &[]),
-            "f: token [120, 121, 122] (rank 300) cannot be made by BPE from the tokens of \
-             lower rank: they merge its bytes into 3 parts, not 2"
+            message("eHl6 300\n", &special("<|x|>", 120)),
+            "f: special token \"<|x|>\" has id 120, which the vocabulary gives to [120]"
         );
         assert_eq!(
             message("", &special("<|x|>", 256)),
@@ -655,6 +700,47 @@ mod tests {
             load(&no_a, &[], None).err().unwrap().message("f", &QUOTE),
             "f: the single byte [97] has no rank: a byte-level BPE vocabulary holds all 256 bytes"
         );
+    }
+
+    #[test]
+    fn tokens_merges_cannot_make_load_under_tiktokens_rule() {
+        // "xyz" (300): no "xy" or "yz"; nor "abcxyz" (301): "abc", "x", "y", "z".
+        let (e, _) = load(&file("eHl6 300\nYWJjeHl6 301\n"), &[], None).unwrap();
+        assert_eq!(e.model().unbuildable(), &[300, 301]);
+        // The merges of the tokens merges make.
+        assert_eq!(e.model().merge_pairs(), vec![(97, 98), (256, 99)]);
+        let none = e.no_specials().clone();
+        // A whole piece that is a token is that token.
+        assert_eq!(e.encode("xyz", &none).unwrap(), vec![300]);
+        assert_eq!(e.encode("abcxyz", &none).unwrap(), vec![301]);
+        assert_eq!(e.encode("xyzabc", &none).unwrap(), vec![120, 121, 122, 257]);
+        // Buildable files keep their merges and no whole-piece rule.
+        let (e, _) = load(&file(""), &[], None).unwrap();
+        assert!(e.model().unbuildable().is_empty());
+    }
+
+    #[test]
+    fn tiktokens_rule_merges_parts_by_the_rank_of_their_concatenation() {
+        // "abcd" (259) is no merge: "ab" merges first, and "abc" ranks after it. Inside
+        // "abcde" tiktoken still makes it: ab, then ab+c = abc, then abc+d = abcd.
+        let mut text: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            text.extend(format!("{} {b}\n", b64(&[b])).bytes());
+        }
+        for (t, r) in [
+            ("ab", 256),
+            ("bc", 257),
+            ("bcd", 258),
+            ("abcd", 259),
+            ("abc", 260),
+        ] {
+            text.extend(format!("{} {r}\n", b64(t.as_bytes())).bytes());
+        }
+        let (e, _) = load(&text, &[], None).unwrap();
+        assert_eq!(e.model().unbuildable(), &[259]);
+        let none = e.no_specials().clone();
+        assert_eq!(e.encode("abcde", &none).unwrap(), vec![259, 101]);
+        assert_eq!(e.encode("bcd", &none).unwrap(), vec![258]);
     }
 
     #[test]

@@ -74,6 +74,29 @@ pymethods_with_seam!(Encoder {
         Ok((Self::wrap(core)?, specials))
     }
 
+    /// An encoder over `(token, id)` pairs that encodes as tiktoken does with the ids
+    /// as ranks (`io::tiktoken::from_ranks`), and the special tokens' ids as
+    /// `from_tiktoken` gives them; a fault is a ValueError naming `path`.
+    #[staticmethod]
+    fn from_ranks(
+        py: Python<'_>,
+        ranks: Vec<(Vec<u8>, u32)>,
+        path: &str,
+        special_tokens: Vec<(String, Option<u32>)>,
+        pattern: Option<&str>,
+    ) -> PyResult<(Self, Vec<(String, u32)>)> {
+        let (core, specials) = py
+            .detach(|| crate::io::tiktoken::from_ranks(ranks, &special_tokens, pattern))
+            .map_err(|e| load_error(py, path, e))?;
+        Ok((Self::wrap(core)?, specials))
+    }
+
+    /// The ids of the tokens no merge of two lower-ranked tokens makes, which only
+    /// tiktoken's whole-piece lookup produces (empty for a merges-based model).
+    fn unbuildable(&self) -> Vec<u32> {
+        self.core().model().unbuildable().to_vec()
+    }
+
     /// Every token, special tokens included: {id: bytes} in id order.
     fn vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);

@@ -8,6 +8,8 @@
   BPE; the SentencePiece family in :mod:`~bytepair.formats.hf_sentencepiece`);
 - :mod:`~bytepair.formats.sentencepiece` — SentencePiece ``.model`` files (Llama 2,
   Mistral);
+- :mod:`~bytepair.formats.tekken` — Mistral's Tekken JSON files (ranks, pattern and
+  special tokens, as mistral-common reads them);
 - :mod:`~bytepair.formats.gpt2` — GPT-2's ``vocab.json`` + ``merges.txt`` (or
   ``encoder.json`` + ``vocab.bpe``) folders;
 - :mod:`~bytepair.formats.bundled` — the encodings that ship inside the package.
@@ -27,7 +29,7 @@ import difflib
 import os
 from pathlib import Path
 
-from bytepair.formats import bundled, gpt2, hf, sentencepiece, tiktoken
+from bytepair.formats import bundled, gpt2, hf, sentencepiece, tekken, tiktoken
 from bytepair.formats import bytepair as bytepair_format
 from bytepair.models import Model, Unsupported
 from bytepair.models.base import registered
@@ -39,6 +41,7 @@ MODULES = {
     "hf": hf,
     "gpt2": gpt2,
     "sentencepiece": sentencepiece,
+    "tekken": tekken,
 }
 FORMATS = tuple(MODULES)
 _BY_SUFFIX = {suffix: name for name, module in MODULES.items() for suffix in module.SUFFIXES}
@@ -63,7 +66,7 @@ def detect(path: str | os.PathLike) -> str:
         )
     with open(path, "rb") as f:
         head = f.read(1 << 16)
-    for name in ("bytepair", "hf", "sentencepiece", "tiktoken"):
+    for name in ("bytepair", "tekken", "hf", "sentencepiece", "tiktoken"):
         if MODULES[name].sniff(head):
             return name
     if head.lstrip().startswith(b"{") and path.name in ("vocab.json", "encoder.json"):
@@ -72,7 +75,7 @@ def detect(path: str | os.PathLike) -> str:
         return _BY_SUFFIX[path.suffix]
     raise ValueError(
         f"{path}: not a tokenizer file bytepair recognises (.bytepair, tokenizer.json, "
-        ".tiktoken, a SentencePiece .model, or a GPT-2/Hugging Face folder)"
+        ".tiktoken, a SentencePiece .model, a Tekken .json, or a GPT-2/Hugging Face folder)"
     )
 
 
@@ -155,8 +158,8 @@ def writer(format: str, model: Model, path: str | os.PathLike | None = None):
         else f"the {format} format"
     )
     raise Unsupported(
-        f"{where}{how}, which cannot hold this {model.kind} model; save it to a .bytepair "
-        f"path, or keep the name and pass format= one of {', '.join(can)}"
+        f"{where}{how}, which cannot hold this {model.kind} model ({model.why_not('merges')}); "
+        f"save it to a .bytepair path, or keep the name and pass format= one of {', '.join(can)}"
     )
 
 

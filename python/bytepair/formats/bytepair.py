@@ -23,6 +23,13 @@ file has no place for::
 
     {"format": "bytepair", "version": 1, "model": "sentencepiece",
      "add_bos": false, "add_eos": false, "sentencepiece_model": "<base64>"}
+
+A model by tiktoken's rule over ranks that merges cannot build (``"model":
+"tiktoken_ranks"``, :class:`~bytepair.models.RankBPE`: Llama 3) has no merge list to
+write; it keeps its ranks instead, ``"token rank"`` in GPT-2's notation, one a line::
+
+    {"format": "bytepair", "version": 1, "model": "tiktoken_ranks",
+     "pattern": "<regex>", "special_tokens": {...}, "ranks": ["! 0", ...]}
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from pathlib import Path
 from bytepair._files import atomic_write
 from bytepair.formats.byte_table import str_to_token, token_to_str
 from bytepair.formats.errors import parse_json, short
-from bytepair.models import BPE, Model, SentencePiece, Unsupported
+from bytepair.models import BPE, Model, RankBPE, SentencePiece, Unsupported
+from bytepair.models import ranks as ranks_models
 from bytepair.models.base import registered
 from bytepair.models.bpe import canonical_vocab
 
@@ -87,26 +95,8 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
 
     Every problem is a ValueError naming the file (``path``) and what is wrong with it.
     """
-    doc = parse_json(raw, path, "bytepair tokenizer file")
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
-        raise ValueError(f'{path}: not a bytepair tokenizer file (no "format": "bytepair")')
-    version = doc.get("version")
-    if version != FORMAT_VERSION:
-        raise ValueError(
-            f"{path}: bytepair format version {short(version)} is not supported by this version of "
-            f"bytepair (which reads version {FORMAT_VERSION}); upgrade bytepair"
-        )
-    for key in ("pattern", "special_tokens", "merges"):
-        if key not in doc:
-            raise ValueError(f'{path}: the "{key}" field is missing')
-    pattern = doc["pattern"]
-    if pattern is not None and not isinstance(pattern, str):
-        raise ValueError(f'{path}: "pattern" must be a string or null')
-    specials = doc["special_tokens"]
-    if not isinstance(specials, dict) or not all(
-        isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in specials.items()
-    ):
-        raise ValueError(f'{path}: "special_tokens" must map token strings to non-negative ids')
+    doc = _document(raw, path, ("pattern", "special_tokens", "merges"))
+    pattern, specials = _pattern_and_specials(doc, path)
     if not isinstance(doc["merges"], list):
         raise ValueError(f'{path}: "merges" must be a list')
     merges = []
@@ -130,10 +120,42 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
     return {"merges": merges, "special_tokens": specials, "pattern": pattern, "vocab": vocab}
 
 
+def _document(raw: bytes, path, keys: tuple[str, ...]) -> dict:
+    """The JSON object of a ``.bytepair`` file, with its format, version and ``keys``
+    checked."""
+    doc = parse_json(raw, path, "bytepair tokenizer file")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
+        raise ValueError(f'{path}: not a bytepair tokenizer file (no "format": "bytepair")')
+    version = doc.get("version")
+    if version != FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: bytepair format version {short(version)} is not supported by this version of "
+            f"bytepair (which reads version {FORMAT_VERSION}); upgrade bytepair"
+        )
+    for key in keys:
+        if key not in doc:
+            raise ValueError(f'{path}: the "{key}" field is missing')
+    return doc
+
+
+def _pattern_and_specials(doc: dict, path) -> tuple[str | None, dict[str, int]]:
+    pattern = doc["pattern"]
+    if pattern is not None and not isinstance(pattern, str):
+        raise ValueError(f'{path}: "pattern" must be a string or null')
+    specials = doc["special_tokens"]
+    if not isinstance(specials, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in specials.items()
+    ):
+        raise ValueError(f'{path}: "special_tokens" must map token strings to non-negative ids')
+    return pattern, specials
+
+
 def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>") -> Model:
     """The model in a ``.bytepair`` file's bytes."""
     if b'"model": "sentencepiece"' in raw[:4096]:
         return _sentencepiece_from_text(raw, path)
+    if b'"model": "tiktoken_ranks"' in raw[:4096]:
+        return _ranks_from_text(raw, path)
     doc = loads(raw, path)
     vocab = doc["vocab"] if doc["vocab"] is not None else canonical_vocab(doc["merges"])
     try:
@@ -166,6 +188,46 @@ def _sentencepiece_text(model: SentencePiece) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
+def _ranks_from_text(raw: bytes, path) -> Model:
+    doc = _document(raw, path, ("pattern", "special_tokens", "ranks"))
+    pattern, specials = _pattern_and_specials(doc, path)
+    if not isinstance(doc["ranks"], list):
+        raise ValueError(f'{path}: "ranks" must be a list')
+    ranks: dict[bytes, int] = {}
+    for n, entry in enumerate(doc["ranks"]):
+        parts = entry.split(" ") if isinstance(entry, str) else []
+        if len(parts) != 2 or not parts[0] or not parts[1].isascii() or not parts[1].isdigit():
+            raise ValueError(f'{path}: rank #{n} is {short(entry)}; expected "token rank"')
+        token = str_to_token(parts[0], f"{path}: rank #{n}: ")
+        if token in ranks:
+            raise ValueError(f"{path}: rank #{n}: token {short(token)} was already given")
+        ranks[token] = int(parts[1])
+    return ranks_models.from_ranks(ranks, specials, pattern, where=str(path))
+
+
+def _ranks_text(model: RankBPE) -> str:
+    head = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "model": "tiktoken_ranks",
+        "pattern": model.pattern,
+        "special_tokens": model.special_tokens,
+    }
+    lines = ["{"]
+    for key, value in head.items():
+        lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},")
+    lines.append('  "ranks": [')
+    items = list(model.ranks().items())
+    for n, (token, rank) in enumerate(items):
+        comma = "," if n + 1 < len(items) else ""
+        lines.append(
+            f"    {json.dumps(f'{token_to_str(token)} {rank}', ensure_ascii=False)}{comma}"
+        )
+    lines.append("  ]")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
 def _bpe_text(model: BPE) -> str:
     special_ids = set(model.special_tokens.values())
     vocab = None
@@ -175,7 +237,7 @@ def _bpe_text(model: BPE) -> str:
 
 
 #: The text of each model class in this format.
-TEXT = {BPE: _bpe_text, SentencePiece: _sentencepiece_text}
+TEXT = {BPE: _bpe_text, RankBPE: _ranks_text, SentencePiece: _sentencepiece_text}
 
 
 def to_text(model: Model) -> str:

@@ -2,8 +2,11 @@
 
 The file holds neither the pre-tokenizer pattern nor the special tokens (tiktoken
 defines them in code), so reading needs both, and writing says what is left out.
-Merges are recovered from the ranks (minbpe's ``recover_merges``, in the Rust core:
-``src/bpe/ranks.rs``); parsing is the Rust core's too (``src/io/tiktoken.rs``).
+A file encodes exactly as tiktoken encodes it: merges are recovered from the ranks
+(minbpe's ``recover_merges``, in the Rust core: ``src/bpe/ranks.rs``) when they make
+every token, which gives a ``BPE`` model; a file with tokens no merge makes (Llama 3's
+``tokenizer.model``) gives a ``RankBPE`` model, encoding by tiktoken's own rule
+(:mod:`bytepair.models.ranks`). Parsing is the Rust core's too (``src/io/tiktoken.rs``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from pathlib import Path
 from bytepair import _core
 from bytepair._files import atomic_write
 from bytepair.formats.errors import short
+from bytepair.models import ranks as ranks_models
+from bytepair.models.base import registered
 from bytepair.models.bpe import BPE, special_items
+from bytepair.models.ranks import RankBPE
 from bytepair.patterns import resolve_pattern
 
 SUFFIXES = (".tiktoken",)
@@ -69,7 +75,7 @@ def merges_from_ranks(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     return _core.merges_from_ranks(ranks)
 
 
-def from_bytes(data: bytes, path: str, pattern: str | None, special_tokens=None) -> BPE:
+def from_bytes(data: bytes, path: str, pattern: str | None, special_tokens=None) -> BPE | RankBPE:
     """The model in a ``.tiktoken`` file's bytes (``path`` names it in errors).
 
     The Rust core parses the file, recovers the merges, gives the special tokens their
@@ -77,31 +83,40 @@ def from_bytes(data: bytes, path: str, pattern: str | None, special_tokens=None)
     """
     regex = resolve_pattern(pattern)
     core, specials = _core.Encoder.from_tiktoken(data, path, special_items(special_tokens), regex)
-    return BPE.from_core(core, dict(specials), regex)
+    return ranks_models.from_core(core, dict(specials), regex)
 
 
 #: ``read``'s default: the pattern must be given (None means "no pre-tokenization").
 MISSING = "<missing>"
 
 
-def read(path: str | os.PathLike, pattern: str | None = MISSING, special_tokens=None) -> BPE:
-    """Loads a ``.tiktoken`` file; ``pattern`` is required (the file holds none)."""
+def read(
+    path: str | os.PathLike, pattern: str | None = MISSING, special_tokens=None
+) -> BPE | RankBPE:
+    """Loads a ``.tiktoken`` file; ``pattern`` is required (the file holds none).
+    Llama 3's ``tokenizer.model`` is one: ``read(path, pattern="llama3",
+    special_tokens=...)``."""
     if pattern is MISSING:
         raise ValueError(
             f"{path}: a .tiktoken file holds no pre-tokenizer pattern; pass pattern= "
-            "(gpt2, cl100k, o200k or a regex) and its special tokens as special_tokens="
+            "(a name such as cl100k, o200k or llama3, or a regex) and its special tokens "
+            "as special_tokens="
         )
     return from_bytes(Path(path).read_bytes(), str(path), pattern, special_tokens)
 
 
-def write(model: BPE, path: str | os.PathLike) -> None:
-    """Writes the ordinary tokens, each token's id its rank.
+def ranks_of(model: BPE | RankBPE, path: str | os.PathLike) -> dict[bytes, int]:
+    """The model's ordinary tokens as tiktoken ranks (each id its rank), in rank order.
 
-    tiktoken merges by rank, so the ids must give back exactly this tokenizer's merges;
-    if they do not (tokens with the same bytes, ids out of merge order, tokens no merge
-    makes) this is a ValueError and nothing is written. The pattern and special tokens
-    are not part of the format: pass them to tiktoken (or ``bytepair.load``) yourself.
+    tiktoken merges by rank, so for a ``BPE`` model the ids must give back exactly its
+    merges; if they do not (tokens with the same bytes, ids out of merge order, tokens
+    no merge makes) this is a ValueError naming ``path``. A ``RankBPE`` model's ids are
+    its ranks already.
     """
+    return registered(RANKS, model)(model, path)
+
+
+def _bpe_ranks(model: BPE, path) -> dict[bytes, int]:
     special_ids = set(model.special_tokens.values())
     ranks: dict[bytes, int] = {}
     for i, token in sorted(model.vocab.items()):
@@ -129,7 +144,18 @@ def write(model: BPE, path: str | os.PathLike) -> None:
             f"{path}: the ids cannot serve as tiktoken ranks: merge #{n} is {short(mine)} "
             f"but the ranks imply {short(theirs)}, so tiktoken would encode differently"
         )
-    write_ranks(path, ranks)
+    return ranks
 
 
-WRITERS = {BPE: write}
+#: How each model class gives its ranks.
+RANKS = {BPE: _bpe_ranks, RankBPE: lambda model, path: model.ranks()}
+
+
+def write(model: BPE | RankBPE, path: str | os.PathLike) -> None:
+    """Writes the ordinary tokens, each token's id its rank (see :func:`ranks_of`; on a
+    fault nothing is written). The pattern and special tokens are not part of the
+    format: pass them to tiktoken (or ``bytepair.load``) yourself."""
+    write_ranks(path, ranks_of(model, path))
+
+
+WRITERS = dict.fromkeys(RANKS, write)

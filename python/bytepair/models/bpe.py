@@ -17,50 +17,18 @@ from bytepair.patterns import pattern_name, resolve_pattern
 from bytepair.quoting import short
 
 
-class BPE:
-    """Byte-level BPE: ``BPE(vocab, merges, special_tokens=None, pattern="gpt2")``.
-
-    ``vocab`` is ``{id: bytes}`` (ids need not equal merge ranks; all 256 single
-    bytes must be there), ``merges`` the merges in order as pairs of bytes (the
-    CS336 form). ``special_tokens`` is a list of strings (each gets its id in
-    ``vocab`` if its bytes are there, else the next free id) or a dict ``{token: id}``.
-    Special-token ids are given by the core (``_core.assign_special_ids``), the one
-    place that gives them for every way a model is built.
-    """
+class ByteLevelBPE:
+    """What byte-level BPE models share: every byte is a token, a token's bytes are its
+    surface, and the data (vocab, merges) is read from the compiled core when first
+    asked for. :class:`BPE` (a merge list) and :class:`~bytepair.models.ranks.RankBPE`
+    (tiktoken's ranks) are its kinds."""
 
     kind = "bpe"
-
-    def __init__(
-        self,
-        vocab: dict[int, bytes],
-        merges: list[tuple[bytes, bytes]],
-        special_tokens: Iterable[str] | dict[str, int] | None = None,
-        pattern: str | None = "gpt2",
-    ) -> None:
-        vocab = {int(i): bytes(t) for i, t in vocab.items()}
-        self._merges: list[tuple[bytes, bytes]] | None = [(bytes(a), bytes(b)) for a, b in merges]
-        self.pattern = resolve_pattern(pattern)
-        self.special_tokens = dict(
-            _core.assign_special_ids(vocab, special_items(special_tokens), True)
-        )
-        for t, i in self.special_tokens.items():
-            vocab.setdefault(i, t.encode("utf-8"))
-        self._vocab: dict[int, bytes] | None = vocab
-        special_ids = set(self.special_tokens.values())
-        ids_of = ids_of_bytes(vocab, special_ids)
-        merge_ids = []
-        for n, (a, b) in enumerate(self._merges):
-            try:
-                merge_ids.append((ids_of[a], ids_of[b], ids_of[a + b]))
-            except KeyError as e:
-                raise ValueError(
-                    f"merge #{n} ({short(a)}, {short(b)}) uses {short(e.args[0])}, which is not in the vocabulary"
-                ) from None
-        ordinary = {i: t for i, t in vocab.items() if i not in special_ids}
-        self.core = _core.Encoder(ordinary, merge_ids, self.special_tokens, self.pattern)
+    pattern: str | None
+    special_tokens: dict[str, int]
 
     @classmethod
-    def from_core(cls, core, special_tokens: dict[str, int], pattern: str | None) -> BPE:
+    def from_core(cls, core, special_tokens: dict[str, int], pattern: str | None):
         """A model around a ready encoder; vocab and merges are read from it when asked."""
         model = cls.__new__(cls)
         model._vocab = None
@@ -126,22 +94,7 @@ class BPE:
         ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
         return ordinary == canonical_vocab(self.merges)
 
-    def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> BPE:
-        """The same model with more special tokens (a new model; this one is unchanged).
-        A token given without an id gets the next free one."""
-        extra = special_items(special_tokens)
-        for t, i in extra:
-            if i is not None and self.special_tokens.get(t, i) != i:
-                raise ValueError(
-                    f"special token {short(t)} already has id {self.special_tokens[t]}, not {i}"
-                )
-        items = list(self.special_tokens.items()) + extra
-        specials = dict(_core.assign_special_ids(self.vocab, items, False))
-        special_ids = set(self.special_tokens.values())
-        ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
-        return BPE(ordinary, self.merges, specials, self.pattern)
-
-    def with_options(self, **options) -> BPE:
+    def with_options(self, **options):
         if not options:
             return self
         raise Unsupported(f"{', '.join(options)}: {self.why_not('options')}")
@@ -159,6 +112,64 @@ class BPE:
                 "options of SentencePiece models)"
             )
         return f"a byte-level BPE model cannot give {what}"
+
+
+class BPE(ByteLevelBPE):
+    """Byte-level BPE: ``BPE(vocab, merges, special_tokens=None, pattern="gpt2")``.
+
+    ``vocab`` is ``{id: bytes}`` (ids need not equal merge ranks; all 256 single
+    bytes must be there), ``merges`` the merges in order as pairs of bytes (the
+    CS336 form). ``special_tokens`` is a list of strings (each gets its id in
+    ``vocab`` if its bytes are there, else the next free id) or a dict ``{token: id}``.
+    Special-token ids are given by the core (``_core.assign_special_ids``), the one
+    place that gives them for every way a model is built.
+    """
+
+    kind = "bpe"
+
+    def __init__(
+        self,
+        vocab: dict[int, bytes],
+        merges: list[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] | dict[str, int] | None = None,
+        pattern: str | None = "gpt2",
+    ) -> None:
+        vocab = {int(i): bytes(t) for i, t in vocab.items()}
+        self._merges: list[tuple[bytes, bytes]] | None = [(bytes(a), bytes(b)) for a, b in merges]
+        self.pattern = resolve_pattern(pattern)
+        self.special_tokens = dict(
+            _core.assign_special_ids(vocab, special_items(special_tokens), True)
+        )
+        for t, i in self.special_tokens.items():
+            vocab.setdefault(i, t.encode("utf-8"))
+        self._vocab: dict[int, bytes] | None = vocab
+        special_ids = set(self.special_tokens.values())
+        ids_of = ids_of_bytes(vocab, special_ids)
+        merge_ids = []
+        for n, (a, b) in enumerate(self._merges):
+            try:
+                merge_ids.append((ids_of[a], ids_of[b], ids_of[a + b]))
+            except KeyError as e:
+                raise ValueError(
+                    f"merge #{n} ({short(a)}, {short(b)}) uses {short(e.args[0])}, which is not in the vocabulary"
+                ) from None
+        ordinary = {i: t for i, t in vocab.items() if i not in special_ids}
+        self.core = _core.Encoder(ordinary, merge_ids, self.special_tokens, self.pattern)
+
+    def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> BPE:
+        """The same model with more special tokens (a new model; this one is unchanged).
+        A token given without an id gets the next free one."""
+        extra = special_items(special_tokens)
+        for t, i in extra:
+            if i is not None and self.special_tokens.get(t, i) != i:
+                raise ValueError(
+                    f"special token {short(t)} already has id {self.special_tokens[t]}, not {i}"
+                )
+        items = list(self.special_tokens.items()) + extra
+        specials = dict(_core.assign_special_ids(self.vocab, items, False))
+        special_ids = set(self.special_tokens.values())
+        ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
+        return BPE(ordinary, self.merges, specials, self.pattern)
 
 
 #: The largest token id (the core's ``model::MAX_ID``).
