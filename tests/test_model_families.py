@@ -8,11 +8,12 @@ from __future__ import annotations
 from importlib import resources
 
 import pytest
-from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bytepair
+
+from conftest import DATA
 
 spm = pytest.importorskip("sentencepiece", reason="sentencepiece is not installed")
 pytest.importorskip("mistral_common", reason="mistral-common is not installed")
