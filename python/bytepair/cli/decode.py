@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from bytepair.cli._common import add_tokenizer_options
+from bytepair.shards.one_file import npy_layout
 
 # Ids decoded per step when reading a .bin/.npy (bounded memory for any file size).
 CHUNK_IDS = 1 << 20
@@ -36,16 +37,7 @@ def _parse_text_ids(text: str, where: str) -> list[int]:
 
 def _npy_ids(p: Path, f) -> tuple[np.dtype, int]:
     """A ``.npy`` file's id dtype and count, from its header (``f`` left at the data)."""
-    try:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        else:
-            raise ValueError(f"unsupported .npy version {version}")
-    except (ValueError, SyntaxError, EOFError) as e:
-        raise ValueError(f"{p}: not a readable .npy file ({e})") from None
+    dtype, shape, fortran, _ = npy_layout(p, f)
     if dtype.kind not in "ui" or dtype.hasobject:
         raise ValueError(f"{p}: holds {dtype} values, not integer token ids")
     if fortran and len(shape) > 1:

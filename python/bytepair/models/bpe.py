@@ -159,14 +159,7 @@ class BPE(ByteLevelBPE):
     def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> BPE:
         """The same model with more special tokens (a new model; this one is unchanged).
         A token given without an id gets the next free one."""
-        extra = special_items(special_tokens)
-        for t, i in extra:
-            if i is not None and self.special_tokens.get(t, i) != i:
-                raise ValueError(
-                    f"special token {short(t)} already has id {self.special_tokens[t]}, not {i}"
-                )
-        items = list(self.special_tokens.items()) + extra
-        specials = dict(_core.assign_special_ids(self.vocab, items, False))
+        specials = with_more_specials(self, special_tokens)
         special_ids = set(self.special_tokens.values())
         ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
         return BPE(ordinary, self.merges, specials, self.pattern)
@@ -174,6 +167,19 @@ class BPE(ByteLevelBPE):
 
 #: The largest token id (the core's ``model::MAX_ID``).
 MAX_ID = 2**31 - 1
+
+
+def with_more_specials(model, special_tokens) -> dict[str, int]:
+    """``model``'s special tokens and ``special_tokens`` (a dict, or a list whose tokens
+    get the next free ids), checked: a token already there keeps its id."""
+    extra = special_items(special_tokens)
+    for t, i in extra:
+        if i is not None and model.special_tokens.get(t, i) != i:
+            raise ValueError(
+                f"special token {short(t)} already has id {model.special_tokens[t]}, not {i}"
+            )
+    items = list(model.special_tokens.items()) + extra
+    return dict(_core.assign_special_ids(model.vocab, items, False))
 
 
 def canonical_vocab(merges: list[tuple[bytes, bytes]]) -> dict[int, bytes]:

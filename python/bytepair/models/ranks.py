@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bytepair import _core
-from bytepair.models.bpe import BPE, MAX_ID, ByteLevelBPE, special_items
+from bytepair.models.bpe import BPE, MAX_ID, ByteLevelBPE, special_items, with_more_specials
 from bytepair.patterns import pattern_name, resolve_pattern
 from bytepair.quoting import short
 
@@ -69,14 +69,7 @@ class RankBPE(ByteLevelBPE):
     def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> RankBPE:
         """The same model with more special tokens (a new model; this one is unchanged).
         A token given without an id gets the next free one."""
-        extra = special_items(special_tokens)
-        for t, i in extra:
-            if i is not None and self.special_tokens.get(t, i) != i:
-                raise ValueError(
-                    f"special token {short(t)} already has id {self.special_tokens[t]}, not {i}"
-                )
-        items = list(self.special_tokens.items()) + extra
-        specials = dict(_core.assign_special_ids(self.vocab, items, False))
+        specials = with_more_specials(self, special_tokens)
         return from_ranks(self.ranks(), specials, self.pattern)
 
     def has_canonical_ids(self) -> bool:

@@ -11,12 +11,15 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from bytepair._files import check_writable, temporary_output
 from bytepair._inputs import check_text_file
 from bytepair._progress import Progress, check_progress
 from bytepair.specials import resolve
+
+if TYPE_CHECKING:  # numpy is imported on first use: `import bytepair` stays quick
+    import numpy as np
 
 #: A .npy header is written before the ids and filled in after: always this long.
 NPY_HEADER_BYTES = 128
@@ -32,6 +35,26 @@ def npy_header(dtype: str, count: int) -> bytes:
     text = f"{{'descr': '{dtype}', 'fortran_order': False, 'shape': ({count},), }}"
     body = text.ljust(NPY_HEADER_BYTES - 10 - 1) + "\n"
     return b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body.encode("latin1")
+
+
+def npy_layout(path: Path, f=None) -> tuple[np.dtype, tuple, bool, int]:
+    """A ``.npy`` file's dtype, shape, Fortran order and header size, from its header
+    alone (read from ``f`` when given, left at the data); ValueError naming the file
+    when it is not a readable ``.npy``."""
+    import numpy as np
+
+    try:
+        with contextlib.nullcontext(f) if f is not None else open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+            return dtype, shape, fortran, f.tell()
+    except (ValueError, SyntaxError, OSError, EOFError) as e:
+        raise ValueError(f"{path}: not a readable .npy file ({e})") from None
 
 
 def id_width(tok) -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from bytepair.shards import manifest as mf
+from bytepair.shards.one_file import npy_layout
 
 
 def plain_name(name, where: str, key: str) -> str:
@@ -41,19 +42,8 @@ def plain_name(name, where: str, key: str) -> str:
 
 
 def _npy_layout(path: Path) -> tuple[np.dtype, tuple, int]:
-    """A ``.npy`` file's dtype, shape and header size, read from its header alone."""
-    try:
-        with open(path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            elif version == (2, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-            else:
-                raise ValueError(f"unsupported .npy version {version}")
-            offset = f.tell()
-    except (ValueError, SyntaxError, OSError, EOFError) as e:
-        raise ValueError(f"{path}: not a readable .npy file ({e})") from None
+    """A shard ``.npy``'s dtype, shape and header size (a plain C-ordered array)."""
+    dtype, shape, fortran, offset = npy_layout(path)
     if dtype.hasobject or fortran:
         raise ValueError(f"{path}: not a plain array of ids")
     return dtype, shape, offset
