@@ -205,6 +205,26 @@ def test_a_model_with_a_one_megabyte_piece_loads_and_decodes_it(tmp_path):
     assert last_line(proc) == "True True"
 
 
+def test_a_rank_file_with_a_one_megabyte_token_loads_in_linear_time(tmp_path):
+    # One token of 1 MB that no merge builds (a damaged file): tiktoken's rule tried
+    # every cut of it, hashing both halves (O(n^2): 750 KB took 80 s); now only cuts
+    # whose halves have some token's length.
+    lines = [base64.b64encode(bytes([b])) + b" %d" % b for b in range(256)]
+    lines.append(base64.b64encode(b"\x00" * 1_000_000) + b" 256")
+    path = tmp_path / "huge_token.tiktoken"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    proc = run_python(
+        f"""
+        import bytepair
+        tok = bytepair.Tokenizer.from_tiktoken({str(path)!r}, None)
+        print(tok.encode("\\x00" * 1_000_000) == [256], tok.encode("ab") == [97, 98])
+        """,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert last_line(proc) == "True True"
+
+
 def test_an_empty_model_file_is_refused_as_empty_naming_the_file(tmp_path):
     path = tmp_path / "empty.model"
     path.write_bytes(b"")
