@@ -70,6 +70,26 @@ def peers(text: str) -> list[tuple[str, float]]:
     return rows
 
 
+def llama_models_tokenizers() -> dict:
+    """Llama 3 and 4 (their rank files and special tokens, from the llama-models
+    package), when it is installed."""
+    import importlib
+    from importlib import resources as res
+
+    found = {}
+    for version in ("llama3", "llama4"):
+        try:
+            module = importlib.import_module(f"llama_models.{version}.tokenizer")
+        except ImportError:
+            continue
+        path = Path(str(res.files("llama_models") / version / "tokenizer.model"))
+        specials = module.Tokenizer(path).special_tokens
+        found[f"{version} tokenizer.model"] = bytepair.load(
+            path, pattern=version, special_tokens=specials
+        )
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spm", help="a SentencePiece .model to add (e.g. Mistral v0.3)")
@@ -86,6 +106,7 @@ def main() -> None:
     }
     if args.spm:
         tokenizers[f"{Path(args.spm).name} (SentencePiece)"] = bytepair.load(args.spm)
+    tokenizers.update(llama_models_tokenizers())
     print("| tokenizer | specials | encode_ordinary µs | encode (default) µs | ratio |")
     print("|---|---:|---:|---:|---:|")
     for name, tok in tokenizers.items():
