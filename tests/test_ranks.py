@@ -190,3 +190,21 @@ def test_llama_files_encode_every_shared_corpus_sample_as_tiktoken(pair, path):
     got = ours.encode_ordinary_batch(lines)
     bad = [line for line, a, b in zip(lines, got, want) if a != b]
     assert not bad, f"{len(bad)} of {len(lines)} lines differ, e.g. {bad[:3]}"
+
+
+UNSTABLE_PROMPTS = [
+    "hello fanta",
+    "The quick brown fo",
+    "x  ",
+    "def f(x):\n    ",
+    "caf\xe9",
+    "日本語の",
+]
+
+
+def test_encode_with_unstable_of_a_rank_file_equals_tiktokens(pair):
+    ours, theirs = pair
+    for prompt in UNSTABLE_PROMPTS:
+        stable, completions = ours.encode_with_unstable(prompt)
+        want_stable, want = theirs.model.encode_with_unstable(prompt)
+        assert (stable, completions) == (want_stable, sorted(want)), prompt

@@ -32,7 +32,7 @@ def split(
     model: Model, text: str, ids: list[int], allowed: list[str]
 ) -> tuple[list[int], list[list[int]]]:
     """``(stable, completions)`` for ``text`` whose ids are ``ids`` (see the module)."""
-    if model.merges is None:
+    if model.merges is None and not hasattr(model, "ranks"):
         raise Unsupported(
             "encode_with_unstable is tiktoken's, for byte-level BPE; "
             + model.why_not("a tiktoken-style unstable tail")
@@ -89,12 +89,31 @@ class _Completions:
             at += 1
 
     def bpe(self, data: bytes) -> list[int]:
-        """tiktoken's ``byte_pair_encode``: the bytes merged as one piece."""
+        """tiktoken's ``byte_pair_encode``: the bytes merged as one piece — by the
+        merges where the model has them, else by tiktoken's own rule over its ranks."""
+        if self.model.merges is None:
+            return self.bpe_by_ranks(data)
         from bytepair.reference import bpe
 
         if self._ranks is None:
             self._ranks = {pair: n for n, pair in enumerate(self.model.merges)}
         return [self.ids_of[part] for part in bpe(data, self._ranks)]
+
+    def bpe_by_ranks(self, data: bytes) -> list[int]:
+        """tiktoken's ``_byte_pair_merge``: merge the adjacent parts whose concatenation
+        has the lowest rank (leftmost first) until no concatenation is a token."""
+        ranks = self.ids_of
+        parts = [data[i : i + 1] for i in range(len(data))]
+        while len(parts) > 1:
+            best, at = None, -1
+            for i in range(len(parts) - 1):
+                rank = ranks.get(parts[i] + parts[i + 1])
+                if rank is not None and (best is None or rank < best):
+                    best, at = rank, i
+            if best is None:
+                break
+            parts[at : at + 2] = [parts[at] + parts[at + 1]]
+        return [ranks[part] for part in parts]
 
     def encode(self, data: bytes) -> list[int]:
         try:
