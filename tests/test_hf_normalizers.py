@@ -254,6 +254,12 @@ def test_normalizer_and_added_tokens_survive_bytepair_json_and_pickle(pairs, tmp
         assert back.model.added_tokens == tok.model.added_tokens
         assert back.special_tokens == tok.special_tokens
         assert back.encode(text, allowed_special="all") == want
+    more = tok.with_special_tokens(["<|x|>"])
+    assert (more.model.normalizer, more.model.added_tokens) == (
+        tok.model.normalizer,
+        tok.model.added_tokens,
+    )
+    assert more.encode(text + "<|x|>", allowed_special="all") == [*want, 50260]
     # Our export loads in tokenizers and gives the same ids.
     exported = tokenizers.Tokenizer.from_file(str(tmp_path / "t.json"))
     assert hf_ids(exported, text) == want

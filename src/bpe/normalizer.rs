@@ -54,14 +54,7 @@ impl Step {
     /// `text` normalized, borrowed when it already is (ASCII text, most often).
     fn apply<'a>(self, text: Cow<'a, str>) -> Cow<'a, str> {
         if self == Step::Lowercase {
-            let unchanged = |c: char| {
-                let mut lower = c.to_lowercase();
-                lower.next() == Some(c) && lower.next().is_none()
-            };
-            if text.chars().all(unchanged) {
-                return text;
-            }
-            return Cow::Owned(text.chars().flat_map(char::to_lowercase).collect());
+            return lowercase(text);
         }
         if text.is_ascii() {
             return text;
@@ -84,6 +77,32 @@ impl Step {
             Step::Lowercase => unreachable!("handled above"),
         })
     }
+}
+
+/// Each character lowercased alone (`char::to_lowercase`, as `tokenizers` does).
+fn lowercase(text: Cow<'_, str>) -> Cow<'_, str> {
+    if text.is_ascii() {
+        if !text.bytes().any(|b| b.is_ascii_uppercase()) {
+            return text;
+        }
+        return Cow::Owned(text.to_ascii_lowercase());
+    }
+    let unchanged = |c: char| {
+        let mut lower = c.to_lowercase();
+        lower.next() == Some(c) && lower.next().is_none()
+    };
+    if text.chars().all(unchanged) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The normalizers of a model, applied in order (none: the text as it is).
