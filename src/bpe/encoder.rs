@@ -11,7 +11,8 @@ use rustc_hash::FxHashMap;
 use super::cache::{CachePool, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
-use crate::io::chunking::TextCuts;
+use super::normalizer::Normalizer;
+use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
 use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
@@ -32,6 +33,9 @@ pub struct Encoder {
     /// Matcher over all special tokens (for the common "all allowed" case).
     all_specials: SpecialMatcher,
     no_specials: SpecialMatcher,
+    /// Applied to the text between special (and added) tokens before pre-tokenizing
+    /// (a Hugging Face file's NFC, ...); empty for most models.
+    normalizer: Normalizer,
 }
 
 /// Appends `ids`; most pieces are one token, which needs no call to memcpy. Growing
@@ -70,7 +74,18 @@ impl Encoder {
             model,
             pre: PreTokenizer::new(pattern)?,
             caches: CachePool::default(),
+            normalizer: Normalizer::default(),
         })
+    }
+
+    /// The same encoder, normalizing the text between special tokens first.
+    pub fn with_normalizer(mut self, normalizer: Normalizer) -> Self {
+        self.normalizer = normalizer;
+        self
+    }
+
+    pub fn normalizer(&self) -> &Normalizer {
+        &self.normalizer
     }
 
     /// The vocabulary, merges and special ids.
@@ -110,6 +125,40 @@ impl Encoder {
     /// in between instead of stalling the loop.
     #[inline]
     fn for_each_ids(
+        &self,
+        text: &str,
+        allowed: &SpecialMatcher,
+        cache: &mut PieceCache,
+        limit: usize,
+        mut emit: impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        if self.normalizer.is_empty() {
+            return self.for_each_raw_ids(text, allowed, cache, limit, emit);
+        }
+        // As `tokenizers` does: tokens matched in the text as it is, the text between
+        // them normalized, then pre-tokenized. A piece's end is that of its segment
+        // (`encode_until` of a normalized model cuts at safe cuts instead).
+        let mut from = 0;
+        for (start, end, index) in allowed.find_all(text.as_bytes()) {
+            if from < start {
+                let segment = self.normalizer.normalize(&text[from..start]);
+                let to = |_, ids: &[u32]| emit(start, ids);
+                self.for_each_raw_ids(&segment, &self.no_specials, cache, usize::MAX, to)?;
+            }
+            emit(end, &[self.model.special_ids()[&allowed.tokens()[index]]])?;
+            from = end;
+        }
+        if from < text.len() {
+            let segment = self.normalizer.normalize(&text[from..]);
+            let to = |_, ids: &[u32]| emit(text.len(), ids);
+            self.for_each_raw_ids(&segment, &self.no_specials, cache, usize::MAX, to)?;
+        }
+        Ok(())
+    }
+
+    /// [`Encoder::for_each_ids`] of text that needs no normalizing.
+    #[inline]
+    fn for_each_raw_ids(
         &self,
         text: &str,
         allowed: &SpecialMatcher,
@@ -320,6 +369,17 @@ impl Model for Encoder {
         cache: &mut PieceCache,
         out: &mut Vec<u32>,
     ) -> Result<usize, EncodeError> {
+        if !self.normalizer.is_empty() {
+            // Normalizing joins characters, so a piece of the normalized text has no
+            // end in `text`: encode up to the last safe cut before `limit` instead.
+            let matches = specials.find_all(text.as_bytes());
+            let cuts = TextCuts::of(&self.pre);
+            let Some(cut) = find_cut(text.as_bytes(), 0, limit, &matches, cuts) else {
+                return Ok(0);
+            };
+            self.encode_cached(&text[..cut], specials, cache, out)?;
+            return Ok(cut);
+        }
         let mut consumed = 0;
         self.for_each_ids(text, specials, cache, limit, |end, ids| {
             consumed = end;
@@ -453,5 +513,26 @@ pub(crate) mod tests {
             e.encode("<|e|>", e.no_specials()).unwrap(),
             vec![60, 124, 101, 124, 62]
         );
+    }
+
+    #[test]
+    fn a_normalized_encoder_encodes_the_normalized_text_between_specials() {
+        use crate::bpe::normalizer::Normalizer;
+        let plain = minbpe_encoder(Some(GPT2_PATTERN));
+        let nfd = minbpe_encoder(Some(GPT2_PATTERN))
+            .with_normalizer(Normalizer::from_names(&["NFD", "Lowercase"]).unwrap());
+        let text = "Aa\u{e9}<|e|>\u{c9}b aab";
+        let mut want = plain.encode("aae\u{301}", plain.all_specials()).unwrap();
+        want.push(259);
+        want.extend(plain.encode("e\u{301}b aab", plain.all_specials()).unwrap());
+        assert_eq!(nfd.encode(text, nfd.all_specials()).unwrap(), want);
+        // Streaming stops at the last safe cut before the limit (before " aab").
+        let mut out = Vec::new();
+        let used = nfd
+            .with_cache(|c| nfd.encode_until(text, nfd.all_specials(), text.len() - 1, c, &mut out))
+            .unwrap();
+        assert_eq!(&text[used..], " aab");
+        out.extend(nfd.encode(&text[used..], nfd.all_specials()).unwrap());
+        assert_eq!(out, want);
     }
 }

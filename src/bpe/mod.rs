@@ -8,6 +8,7 @@ pub mod cache;
 pub mod encoder;
 pub mod merge;
 pub mod model;
+pub mod normalizer;
 pub mod ranks;
 pub mod special_ids;
 pub mod train;

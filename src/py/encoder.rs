@@ -8,7 +8,9 @@ use rustc_hash::FxHashMap;
 use super::errors::{load_error, repr, token_id, value_error};
 use super::seam::{pymethods_with_seam, Seam};
 use super::vocab_by_id;
+use crate::bpe::normalizer::Normalizer;
 use crate::bpe::Encoder as CoreEncoder;
+use crate::pretok::SpecialMatcher;
 
 #[pyclass(module = "bytepair._core", frozen)]
 pub struct Encoder {
@@ -17,10 +19,22 @@ pub struct Encoder {
 
 impl Encoder {
     fn wrap(core: CoreEncoder) -> PyResult<Self> {
+        Self::wrap_with_added(core, Vec::new())
+    }
+
+    /// `added`: those of the core's special tokens that are a Hugging Face file's
+    /// non-special added tokens: matched whatever a call allows, never refused.
+    fn wrap_with_added(core: CoreEncoder, added: Vec<String>) -> PyResult<Self> {
         let all = core.all_specials().clone();
         let (tokens, max_id) = (core.model().vocab_len(), core.model().max_id());
+        let registered = if added.is_empty() {
+            all.clone()
+        } else {
+            let specials = all.tokens().iter().filter(|t| !added.contains(t));
+            SpecialMatcher::new(&specials.cloned().collect::<Vec<_>>()).map_err(value_error)?
+        };
         Ok(Self {
-            seam: Seam::new(core, all.clone(), all, tokens, max_id)?,
+            seam: Seam::new(core, all, registered, tokens, max_id)?.with_always(added)?,
         })
     }
 
@@ -33,13 +47,19 @@ pymethods_with_seam!(Encoder {
     /// `vocab`: {id: bytes}; `merges`: (left id, right id, merged id) in rank order;
     /// `special_tokens`: {token: id}. An id that is no valid id (negative, or past
     /// `crate::model::MAX_ID`) is a ValueError naming the token and the id.
+    /// `added_tokens`: {token: id}, matched in the text as special tokens are, but
+    /// whatever a call allows and never refused (a Hugging Face file's non-special
+    /// added tokens); `normalizer`: the steps applied to the text between them
+    /// (`bpe::normalizer`: "NFC", "NFKC", "NFD", "NFKD", "Lowercase").
     #[new]
-    #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern, added_tokens=None, normalizer=Vec::new()))]
     fn new(
         vocab: &Bound<'_, PyDict>,
         merges: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
         special_tokens: FxHashMap<String, Bound<'_, PyAny>>,
         pattern: Option<&str>,
+        added_tokens: Option<FxHashMap<String, Bound<'_, PyAny>>>,
+        normalizer: Vec<String>,
     ) -> PyResult<Self> {
         let ids = vocab_by_id(vocab)?;
         let merges = merges
@@ -50,11 +70,22 @@ pymethods_with_seam!(Encoder {
                 Ok((token_id(l, what)?, token_id(r, what)?, token_id(id, what)?))
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let specials = special_tokens
+        let mut specials = special_tokens
             .iter()
             .map(|(t, id)| Ok((t.clone(), token_id(id, || format!("special token {}", repr(id.py(), t)))?)))
             .collect::<PyResult<FxHashMap<_, _>>>()?;
-        Self::wrap(CoreEncoder::new(ids, &merges, specials, pattern).map_err(value_error)?)
+        let mut added = Vec::new();
+        for (t, id) in added_tokens.iter().flatten() {
+            if specials.contains_key(t) {
+                return Err(value_error(format!("added token {} is also a special token", repr(id.py(), t))));
+            }
+            specials.insert(t.clone(), token_id(id, || format!("added token {}", repr(id.py(), t)))?);
+            added.push(t.clone());
+        }
+        added.sort();
+        let normalizer = Normalizer::from_names(&normalizer).map_err(value_error)?;
+        let core = CoreEncoder::new(ids, &merges, specials, pattern).map_err(value_error)?;
+        Self::wrap_with_added(core.with_normalizer(normalizer), added)
     }
 
     /// An encoder straight from the bytes of a `.tiktoken` file, and the special
@@ -126,6 +157,11 @@ pymethods_with_seam!(Encoder {
     /// Number of distinct merges.
     fn merge_count(&self) -> usize {
         self.core().model().merge_count()
+    }
+
+    /// The normalizer's steps, in order ("NFC", ...; empty: none).
+    fn normalizer(&self) -> Vec<&'static str> {
+        self.core().normalizer().names()
     }
 
     /// The largest token id.

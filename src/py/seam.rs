@@ -60,8 +60,11 @@ pub struct Seam<M> {
     /// The model's special tokens: what `disallowed_special="all"` refuses (less the
     /// ones the call allows). Built once, so the default policy costs no per-call work.
     registered: Arc<SpecialMatcher>,
-    /// No special tokens.
+    /// No special tokens (but the always-matched tokens, when the model has some).
     none: Arc<SpecialMatcher>,
+    /// Tokens matched in the text whatever the call allows, never refused: a Hugging
+    /// Face file's non-special added tokens (Qwen2.5's `<tool_call>`).
+    always: Vec<String>,
     /// How many ids, from 0, have a shared Python int in `ints`.
     dense_ids: usize,
     matchers: Mutex<FxHashMap<Vec<String>, Arc<SpecialMatcher>>>,
@@ -99,10 +102,21 @@ impl<M: Model> Seam<M> {
             all: Arc::new(all),
             registered: Arc::new(registered),
             none: Arc::new(SpecialMatcher::new(&[]).map_err(value_error)?),
+            always: Vec::new(),
             dense_ids: tokens.min(max_id as usize + 1),
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
         })
+    }
+
+    /// The same seam, matching `tokens` in every text (see [`Seam::always`]); `all` and
+    /// `registered` given to [`Seam::new`] are to hold them and not to, respectively.
+    pub fn with_always(mut self, tokens: Vec<String>) -> PyResult<Self> {
+        if !tokens.is_empty() {
+            self.none = Arc::new(SpecialMatcher::new(&tokens).map_err(value_error)?);
+            self.always = tokens;
+        }
+        Ok(self)
     }
 
     /// The shared ints, made on first use.
@@ -151,7 +165,8 @@ impl<M: Model> Seam<M> {
         }
     }
 
-    /// The matcher for `tokens` (`None`: all special tokens), cached.
+    /// The matcher of what a call allows: `tokens` (`None`: all special tokens) and the
+    /// always-matched tokens, cached.
     pub fn matcher(&self, tokens: Option<Vec<String>>) -> PyResult<Arc<SpecialMatcher>> {
         let Some(mut list) = tokens else {
             return Ok(self.all.clone());
@@ -159,6 +174,19 @@ impl<M: Model> Seam<M> {
         if list.is_empty() {
             return Ok(self.none.clone());
         }
+        list.extend(self.always.iter().cloned());
+        self.cached(list)
+    }
+
+    /// The matcher of `tokens` alone (what a call refuses), cached.
+    fn refusing(&self, list: Vec<String>) -> PyResult<Arc<SpecialMatcher>> {
+        if self.always.is_empty() {
+            return self.matcher(Some(list));
+        }
+        self.cached(list)
+    }
+
+    fn cached(&self, mut list: Vec<String>) -> PyResult<Arc<SpecialMatcher>> {
         list.sort();
         list.dedup();
         let mut cache = self.matchers.lock().unwrap_or_else(|e| e.into_inner());
@@ -182,12 +210,14 @@ impl<M: Model> Seam<M> {
     ) -> PyResult<(Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
         let allowed = self.matcher(allowed)?;
         let disallowed = match disallowed {
-            Disallowed::Listed(list) => self.matcher(Some(list))?,
-            Disallowed::Rest if allowed.is_empty() => self.registered.clone(),
+            Disallowed::Listed(list) => self.refusing(list)?,
+            Disallowed::Rest if allowed.is_empty() || Arc::ptr_eq(&allowed, &self.none) => {
+                self.registered.clone()
+            }
             Disallowed::Rest => {
                 let taken: FxHashSet<&String> = allowed.tokens().iter().collect();
                 let rest = self.registered.tokens().iter();
-                self.matcher(Some(rest.filter(|t| !taken.contains(t)).cloned().collect()))?
+                self.refusing(rest.filter(|t| !taken.contains(t)).cloned().collect())?
             }
         };
         Ok((allowed, disallowed))
@@ -475,7 +505,7 @@ impl<M: Model> Seam<M> {
             .cloned()
             .collect();
         let allowed = self.matcher(Some(allowed_special))?;
-        let forbidden = self.matcher(Some(disallowed_special))?;
+        let forbidden = self.refusing(disallowed_special)?;
         let cut_at = self.matcher(Some(both))?;
         let pool = thread_pool(num_threads)?;
         // Appends: the caller may have written a header (e.g. .npy) first.

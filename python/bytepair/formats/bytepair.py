@@ -13,6 +13,13 @@ loading it runs no code. Layout::
       ]
     }
 
+A model that normalizes its text or has non-special added tokens (loaded from a Hugging
+Face file: Qwen2's NFC, Qwen2.5's ``<tool_call>``) also has, after
+``"special_tokens"``, ``"normalizer": ["NFC", ...]`` (the steps in order) and
+``"added_tokens": {"<tool_call>": 151657}`` (matched whatever ``allowed_special``
+says, never refused). Both are written only when not empty; a file without them
+loads as before.
+
 Merges are ``"left right"`` in GPT-2's byte-to-unicode notation, in rank order: merge
 *i* is token 256 + *i*. A ``"vocab"`` object (``{token: id}``) is written only when the
 ids do not follow that layout (a vocabulary loaded from elsewhere).
@@ -62,6 +69,8 @@ def dumps(
     special_tokens: dict[str, int],
     pattern: str | None,
     vocab: dict[int, bytes] | None,
+    added_tokens: dict[str, int] | None = None,
+    normalizer: tuple[str, ...] = (),
 ) -> str:
     """The text of a ``.bytepair`` file (see the module docstring for the layout)."""
     head = {
@@ -70,6 +79,10 @@ def dumps(
         "pattern": pattern,
         "special_tokens": special_tokens,
     }
+    if normalizer:
+        head["normalizer"] = list(normalizer)
+    if added_tokens:
+        head["added_tokens"] = added_tokens
     lines = ["{"]
     for key, value in head.items():
         lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},")
@@ -91,7 +104,8 @@ def dumps(
 
 
 def loads(raw: bytes, path: str | os.PathLike) -> dict:
-    """Parses a ``.bytepair`` file's bytes: dict(merges, special_tokens, pattern, vocab).
+    """Parses a ``.bytepair`` file's bytes: dict(merges, special_tokens, pattern, vocab,
+    added_tokens, normalizer).
 
     Every problem is a ValueError naming the file (``path``) and what is wrong with it.
     """
@@ -117,7 +131,22 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
                     f"{path}: vocab entry {short(token)} has id {short(i)}; expected a non-negative int"
                 )
             vocab[i] = str_to_token(token, f"{path}: vocab: ")
-    return {"merges": merges, "special_tokens": specials, "pattern": pattern, "vocab": vocab}
+    added = doc.get("added_tokens", {})
+    if not isinstance(added, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in added.items()
+    ):
+        raise ValueError(f'{path}: "added_tokens" must map token strings to non-negative ids')
+    normalizer = doc.get("normalizer", [])
+    if not isinstance(normalizer, list) or not all(isinstance(n, str) for n in normalizer):
+        raise ValueError(f'{path}: "normalizer" must be a list of names')
+    return {
+        "merges": merges,
+        "special_tokens": specials,
+        "pattern": pattern,
+        "vocab": vocab,
+        "added_tokens": added,
+        "normalizer": tuple(normalizer),
+    }
 
 
 def _document(raw: bytes, path, keys: tuple[str, ...]) -> dict:
@@ -159,7 +188,14 @@ def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>") -> Model:
     doc = loads(raw, path)
     vocab = doc["vocab"] if doc["vocab"] is not None else canonical_vocab(doc["merges"])
     try:
-        return BPE(vocab, doc["merges"], doc["special_tokens"], doc["pattern"])
+        return BPE(
+            vocab,
+            doc["merges"],
+            doc["special_tokens"],
+            doc["pattern"],
+            added_tokens=doc["added_tokens"],
+            normalizer=doc["normalizer"],
+        )
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
 
@@ -229,11 +265,18 @@ def _ranks_text(model: RankBPE) -> str:
 
 
 def _bpe_text(model: BPE) -> str:
-    special_ids = set(model.special_tokens.values())
+    special_ids = {*model.special_tokens.values(), *model.added_tokens.values()}
     vocab = None
     if not model.has_canonical_ids():
         vocab = {i: t for i, t in model.vocab.items() if i not in special_ids}
-    return dumps(model.merges, model.special_tokens, model.pattern, vocab)
+    return dumps(
+        model.merges,
+        model.special_tokens,
+        model.pattern,
+        vocab,
+        model.added_tokens,
+        model.normalizer,
+    )
 
 
 #: The text of each model class in this format.

@@ -2,8 +2,10 @@
 write; the SentencePiece family is in ``hf_sentencepiece``), and the folder ``transformers.AutoTokenizer.from_pretrained`` loads
 (``tokenizer.json`` + ``tokenizer_config.json`` + ``special_tokens_map.json``).
 
-A component bytepair cannot reproduce exactly (a normalizer, ...) is refused with an error naming the file and component,
-never silently changed.
+A component bytepair cannot reproduce exactly (a Replace normalizer, ...) is refused with an error naming the file and component,
+never silently changed. Normalizers NFC, NFKC, NFD, NFKD and Lowercase (alone or in a
+Sequence: Qwen2, GPT-NeoX) and non-special added tokens matched on the raw text
+(Qwen2.5's ``<tool_call>``) are read, and written back.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ SUFFIXES = (".json",)
 # match "1887" whole instead of "188" + "7". At the end of an alternative, possessive
 # and greedy `{1,3}` match the same, so exports use the greedy form.
 _ONIG_REWRITES = [(r"\p{N}{1,3}+|", r"\p{N}{1,3}|")]
+
+#: The normalizers bytepair applies exactly as tokenizers does (``bpe::normalizer``).
+NORMALIZERS = ("NFC", "NFKC", "NFD", "NFKD", "Lowercase")
 
 #: The special-token roles transformers knows, and their config keys.
 ROLES = ("bos_token", "eos_token", "unk_token", "pad_token")
@@ -78,7 +83,8 @@ def tokenizer_json(model: BPE) -> dict:
     tokens also appear in the model's vocab (as GPT-2's file has them).
     """
     special_tokens = dict(model.special_tokens)
-    strings = token_strings(model.vocab, special_tokens, "tokenizer.json: ")
+    added_tokens = dict(model.added_tokens)
+    strings = token_strings(model.vocab, {**special_tokens, **added_tokens}, "tokenizer.json: ")
     byte_level = {
         "type": "ByteLevel",
         "add_prefix_space": False,
@@ -95,13 +101,23 @@ def tokenizer_json(model: BPE) -> dict:
             "invert": False,
         }
         pre_tokenizer = {"type": "Sequence", "pretokenizers": [split, byte_level]}
-    added = [added_token(i, t) for t, i in sorted(special_tokens.items(), key=lambda item: item[1])]
+    entries = [(i, t, True) for t, i in special_tokens.items()]
+    entries += [(i, t, False) for t, i in added_tokens.items()]
+    added = [added_token(i, t, special) for i, t, special in sorted(entries)]
+    steps = [{"type": name} for name in model.normalizer]
+    normalizer = (
+        None
+        if not steps
+        else steps[0]
+        if len(steps) == 1
+        else {"type": "Sequence", "normalizers": steps}
+    )
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": added,
-        "normalizer": None,
+        "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer,
         "post_processor": {
             "type": "ByteLevel",
@@ -239,8 +255,28 @@ def read_tokenizer_json(
     Returns (vocab: id -> bytes, merges, special tokens: text -> id, pattern). The pattern
     is the ``Split`` pre-tokenizer's regex, or GPT-2's when the ``ByteLevel``
     pre-tokenizer splits by its own regex (``use_regex``, the default). Added tokens
-    marked special become special tokens.
+    marked special become special tokens. A file with a normalizer or non-special added
+    tokens is refused here (they have no place in the result): :func:`read` loads it.
     """
+    vocab, merges, specials, pattern, added, normalizer = read_parts(path, doc)
+    if added or normalizer:
+        what = f"normalizer {'+'.join(normalizer)}" if normalizer else "non-special added tokens"
+        raise ValueError(f"{path}: has {what}; load it with bytepair.load (formats.hf.read)")
+    return vocab, merges, specials, pattern
+
+
+def read_parts(
+    path: str | os.PathLike, doc: dict | None = None
+) -> tuple[
+    dict[int, bytes],
+    list[tuple[bytes, bytes]],
+    dict[str, int],
+    str | None,
+    dict[str, int],
+    tuple[str, ...],
+]:
+    """:func:`read_tokenizer_json` and also the non-special added tokens (text -> id)
+    and the normalizer's steps (``("NFC",)``...)."""
     from bytepair.patterns import PATTERNS
 
     path = Path(path)
@@ -281,9 +317,13 @@ def read_tokenizer_json(
         processors = _components(doc.get("post_processor"), "processors")
     except ValueError as e:
         raise fail(str(e)) from None
-    if normalizers:
-        names = ", ".join(str(n.get("type")) for n in normalizers)
-        raise fail(f"normalizer {names} changes the text before encoding: not supported")
+    for n in normalizers:
+        if n.get("type") not in NORMALIZERS:
+            raise fail(
+                f"normalizer {n.get('type')} changes the text before encoding: not supported "
+                f"(only {', '.join(NORMALIZERS)} and Sequences of them are)"
+            )
+    normalizer = tuple(n["type"] for n in normalizers)
     pattern: str | None = None
     byte_level = None
     for n, pre in enumerate(pretokenizers):
@@ -331,24 +371,26 @@ def read_tokenizer_json(
             )
 
     specials: dict[str, int] = {}
+    added: dict[str, int] = {}
     for n, entry in enumerate(doc.get("added_tokens") or []):
         try:
             content, i = entry["content"], entry["id"]
         except (TypeError, KeyError):
             raise fail(f"added_tokens[{n}] is not {{content, id, ...}}: {short(entry)}") from None
-        if not entry.get("special"):
-            raise fail(
-                f"added token {short(content)} (id {i}) is not special: bytepair has no "
-                "non-special added tokens"
-            )
         for key in ("lstrip", "rstrip", "single_word"):
             if entry.get(key):
                 raise fail(f"added token {short(content)} has {key} true: not supported")
-        if not isinstance(content, str) or not isinstance(i, int) or i < 0:
+        if normalizer and entry.get("normalized", not entry.get("special")):
+            # tokenizers then matches it in the normalized text, not the text as given.
+            raise fail(
+                f"added token {short(content)} has normalized true with normalizer "
+                f"{'+'.join(normalizer)}: not supported (only tokens matched on the raw text)"
+            )
+        if not isinstance(content, str) or not content or not isinstance(i, int) or i < 0:
             raise fail(f"added_tokens[{n}] has content {short(content)} and id {short(i)}")
-        specials[content] = i
+        (specials if entry.get("special") else added)[content] = i
 
-    special_ids = set(specials.values())
+    special_ids = {*specials.values(), *added.values()}
     raw_vocab = model.get("vocab")
     if not isinstance(raw_vocab, dict):
         raise fail("model.vocab must be an object {token: id}")
@@ -382,7 +424,7 @@ def read_tokenizer_json(
             )
         where = f"{path}: model.merges[{n}]: "
         merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
-    return vocab, merges, specials, pattern
+    return vocab, merges, specials, pattern, added, normalizer
 
 
 def read(path: str | os.PathLike) -> Model:
@@ -393,9 +435,11 @@ def read(path: str | os.PathLike) -> Model:
     doc = load_doc(path)
     if hf_sentencepiece.is_sentencepiece(doc):
         return hf_sentencepiece.from_doc(doc, path)
-    vocab, merges, special_tokens, pattern = read_tokenizer_json(path, doc)
+    vocab, merges, special_tokens, pattern, added, normalizer = read_parts(path, doc)
     try:
-        return BPE(vocab, merges, special_tokens, pattern)
+        return BPE(
+            vocab, merges, special_tokens, pattern, added_tokens=added, normalizer=normalizer
+        )
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
 

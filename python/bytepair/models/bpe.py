@@ -26,6 +26,12 @@ class ByteLevelBPE:
     kind = "bpe"
     pattern: str | None
     special_tokens: dict[str, int]
+    #: Tokens matched in the text like special tokens, whatever ``allowed_special``
+    #: says, and never refused: a Hugging Face file's non-special added tokens.
+    added_tokens: dict[str, int] = {}  # noqa: RUF012 (never mutated; instances set their own)
+    #: Unicode normalizers applied, in order, to the text between special and added
+    #: tokens before pre-tokenizing ("NFC", "NFKC", "NFD", "NFKD", "Lowercase").
+    normalizer: tuple[str, ...] = ()
 
     @classmethod
     def from_core(cls, core, special_tokens: dict[str, int], pattern: str | None):
@@ -46,7 +52,7 @@ class ByteLevelBPE:
             vocab = self.core.vocab()
             for i in self.special_tokens.values():
                 del vocab[i]
-            for t, i in self.special_tokens.items():
+            for t, i in {**self.special_tokens, **self.added_tokens}.items():
                 vocab[i] = t.encode("utf-8")
             self._vocab = vocab
         return self._vocab
@@ -73,7 +79,9 @@ class ByteLevelBPE:
     @cached_property
     def ids_of_bytes(self) -> dict[bytes, int]:
         """Ordinary token bytes -> id (the lowest id where bytes repeat, as in encoding)."""
-        return ids_of_bytes(self.vocab, self.special_tokens.values())
+        return ids_of_bytes(
+            self.vocab, {*self.special_tokens.values(), *self.added_tokens.values()}
+        )
 
     #: Every byte is a token: nothing falls back to bytes.
     byte_fallback_ids: frozenset[int] = frozenset()
@@ -90,7 +98,7 @@ class ByteLevelBPE:
 
     def has_canonical_ids(self) -> bool:
         """True when ids are the layout training makes: bytes 0-255, merge i = 256 + i."""
-        special_ids = set(self.special_tokens.values())
+        special_ids = {*self.special_tokens.values(), *self.added_tokens.values()}
         ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
         return ordinary == canonical_vocab(self.merges)
 
@@ -100,10 +108,15 @@ class ByteLevelBPE:
         raise Unsupported(f"{', '.join(options)}: {self.why_not('options')}")
 
     def describe(self) -> str:
-        return (
+        text = (
             f"vocab_size={self.vocab_size} merges={self.merge_count} "
             f"pattern={pattern_name(self.pattern)}"
         )
+        if self.normalizer:
+            text += f" normalizer={'+'.join(self.normalizer)}"
+        if self.added_tokens:
+            text += f" added_tokens={len(self.added_tokens)}"
+        return text
 
     def why_not(self, what: str) -> str:
         if what == "options":
@@ -123,6 +136,13 @@ class BPE(ByteLevelBPE):
     ``vocab`` if its bytes are there, else the next free id) or a dict ``{token: id}``.
     Special-token ids are given by the core (``_core.assign_special_ids``), the one
     place that gives them for every way a model is built.
+
+    ``added_tokens`` (``{token: id}``) are matched in the text like special tokens but
+    always, whatever ``allowed_special`` says, and never refused (Hugging Face's
+    non-special added tokens, such as Qwen2.5's ``<tool_call>``). ``normalizer`` names
+    Unicode normalizers applied in order to the text between those tokens before
+    pre-tokenizing, as ``tokenizers`` does: ``"NFC"``, ``"NFKC"``, ``"NFD"``,
+    ``"NFKD"``, ``"Lowercase"``. Decoding gives the normalized text back.
     """
 
     kind = "bpe"
@@ -133,8 +153,21 @@ class BPE(ByteLevelBPE):
         merges: list[tuple[bytes, bytes]],
         special_tokens: Iterable[str] | dict[str, int] | None = None,
         pattern: str | None = "gpt2",
+        *,
+        added_tokens: dict[str, int] | None = None,
+        normalizer: Iterable[str] = (),
     ) -> None:
         vocab = {int(i): bytes(t) for i, t in vocab.items()}
+        self.added_tokens = {}
+        for t, i in (added_tokens or {}).items():
+            if not isinstance(t, str) or not t or isinstance(i, bool) or not isinstance(i, int):
+                raise ValueError(
+                    f"added token {short(t)} with id {short(i)}: expected text and an int id"
+                )
+            self.added_tokens[t] = i
+        if isinstance(normalizer, str):
+            normalizer = (normalizer,)
+        self.normalizer = tuple(normalizer)
         self._merges: list[tuple[bytes, bytes]] | None = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern = resolve_pattern(pattern)
         self.special_tokens = dict(
@@ -142,8 +175,12 @@ class BPE(ByteLevelBPE):
         )
         for t, i in self.special_tokens.items():
             vocab.setdefault(i, t.encode("utf-8"))
+        for t, i in self.added_tokens.items():
+            if t in self.special_tokens:
+                raise ValueError(f"added token {short(t)} is also a special token")
+            vocab[i] = t.encode("utf-8")
         self._vocab: dict[int, bytes] | None = vocab
-        special_ids = set(self.special_tokens.values())
+        special_ids = {*self.special_tokens.values(), *self.added_tokens.values()}
         ids_of = ids_of_bytes(vocab, special_ids)
         merge_ids = []
         for n, (a, b) in enumerate(self._merges):
@@ -154,15 +191,29 @@ class BPE(ByteLevelBPE):
                     f"merge #{n} ({short(a)}, {short(b)}) uses {short(e.args[0])}, which is not in the vocabulary"
                 ) from None
         ordinary = {i: t for i, t in vocab.items() if i not in special_ids}
-        self.core = _core.Encoder(ordinary, merge_ids, self.special_tokens, self.pattern)
+        self.core = _core.Encoder(
+            ordinary,
+            merge_ids,
+            self.special_tokens,
+            self.pattern,
+            self.added_tokens,
+            list(self.normalizer),
+        )
 
     def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> BPE:
         """The same model with more special tokens (a new model; this one is unchanged).
         A token given without an id gets the next free one."""
         specials = with_more_specials(self, special_tokens)
-        special_ids = set(self.special_tokens.values())
+        special_ids = {*self.special_tokens.values(), *self.added_tokens.values()}
         ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
-        return BPE(ordinary, self.merges, specials, self.pattern)
+        return BPE(
+            ordinary,
+            self.merges,
+            specials,
+            self.pattern,
+            added_tokens=self.added_tokens,
+            normalizer=self.normalizer,
+        )
 
 
 #: The largest token id (the core's ``model::MAX_ID``).
