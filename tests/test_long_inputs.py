@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -267,3 +268,93 @@ def test_one_line_shards_to_the_ids_of_encoding_it_whole(tmp_path):
     bytepair.write_shards(tok, docs, tmp_path / "out", eot=None)
     ids = np.fromfile(tmp_path / "out" / "train_000000.bin", dtype="<u2").tolist()
     assert ids == gpt2_tiktoken().encode_ordinary(text)
+
+
+# -- training on one giant pre-token ------------------------------------------------------
+
+GIANT_UNITS = st.sampled_from(["a", "ab", "aab", " ", "é", "abc", "\n"])
+GIANT_WORDS = st.lists(
+    st.tuples(GIANT_UNITS, st.integers(1, 1500)).map(lambda t: t[0] * t[1]), min_size=1, max_size=4
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    docs=st.lists(GIANT_WORDS.map("".join), min_size=1, max_size=3),
+    pattern=st.sampled_from([None, "gpt2"]),
+)
+def test_training_on_long_runs_and_mixed_giant_words_equals_the_reference(docs, pattern):
+    # Runs of over 1000 occurrences of a pair in one word: the pairs a merge forms are
+    # compacted as they are listed; ties (CS336) and overlaps ("aaa") stay exact.
+    vocab, merges = ref.train(docs, 256 + 40, pattern=pattern)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a short text may run out of pairs
+        tok = bytepair.train_from_iterator(docs, 256 + 40, pattern=pattern, progress=False)
+    assert tok.merges == merges
+    assert {i: tok.vocab[i] for i in vocab} == vocab
+
+
+def test_a_70000_byte_word_trains_to_the_reference_merges_as_its_ids_shrink():
+    # Past 65,536 ids a word's buffer is given back as merges halve it.
+    doc = "a" * 40_000 + "ab" * 10_000 + "é" * 5_000 + "a" * 333
+    vocab, merges = ref.train([doc], 256 + 30, pattern=None)
+    tok = bytepair.train_from_iterator([doc], 256 + 30, pattern=None, progress=False)
+    assert tok.merges == merges
+    assert [tok.vocab[256 + i] for i in range(30)] == [vocab[256 + i] for i in range(30)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB is Linux's")
+def test_training_merges_on_one_20mb_run_need_under_14_bytes_per_byte(tmp_path):
+    # The merge loop listed every pair a merge formed (16 bytes per occurrence) and
+    # held the vocabulary twice more while returning it: about 27 bytes per byte. Now
+    # the ids (4, given back as merges shorten the run) and the tokens themselves,
+    # as long as the runs they stand for (8.6 bytes per byte here): about 11.
+    path = tmp_path / "run.txt"
+    path.write_text("a" * 20_000_000)
+    done = run_python(
+        f"""
+        import resource
+        from bytepair import _core
+        from bytepair.patterns import resolve_pattern
+        warm = _core.PreTokenCounter(resolve_pattern("gpt2"), [], 1)
+        warm.add_documents(["warm up " * 1000])
+        warm.train(40)
+        counter = _core.PreTokenCounter(resolve_pattern("gpt2"), [], 1)
+        counter.add_file({str(path)!r}, "strict", None)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        merges, vocab = counter.train(44)
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        assert len(merges) == 31 and len(vocab[-1]) == 20_000_000, (len(merges), len(vocab[-1]))
+        print((after - before) * 1024 / 20_000_000)
+        """,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 14, done.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux-only here")
+def test_training_on_a_run_too_large_for_the_memory_cap_is_a_memory_error_not_a_crash(tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text("a" * 40_000_000)
+    done = run_python(
+        f"""
+        import resource
+        from bytepair import _core
+        from bytepair.patterns import resolve_pattern
+        counter = _core.PreTokenCounter(resolve_pattern("gpt2"), [], 1)
+        counter.add_file({str(path)!r}, "strict", None)
+        with open("/proc/self/status") as f:
+            vm = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (100 << 20), resource.RLIM_INFINITY))
+        try:
+            counter.train(44)
+        except MemoryError as e:
+            print("MemoryError:", e)
+        else:
+            print("trained")
+        """,
+        timeout=120,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.startswith("MemoryError: out of memory while training"), done.stdout

@@ -12,6 +12,13 @@
 //! - a max-heap of (count, left bytes, right bytes) with lazy invalidation: counts of
 //!   existing pairs only ever go down, so a popped entry whose count is out of date is
 //!   pushed back with its current count.
+//!
+//! One giant distinct word (a 100 MB run of one letter has no safe cut) costs its ids
+//! (4 bytes per byte, given back as merges shorten it), a bounded list of the pairs a
+//! merge formed (compacted as it grows, not one entry per occurrence), and the
+//! vocabulary itself, whose tokens are as long as the runs they stand for: about 12
+//! bytes per byte of a 100 MB run, the output. Failing to allocate any of these is
+//! [`OutOfMemory`], never an abort.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -50,6 +57,43 @@ impl PartialOrd for Candidate {
     }
 }
 
+/// Training ran out of memory: `bytes` more were needed (a buffer whose size comes
+/// from the input: a giant pre-token's ids, or the bytes of a token made of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfMemory {
+    pub bytes: usize,
+}
+
+impl std::fmt::Display for OutOfMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "out of memory while training: {} more bytes were needed; a single pre-token \
+             needs about 5 bytes per byte, plus its tokens' bytes",
+            self.bytes
+        )
+    }
+}
+
+impl std::error::Error for OutOfMemory {}
+
+/// Makes room for exactly `more` items in `v`, or [`OutOfMemory`].
+fn try_reserve<T>(v: &mut Vec<T>, more: usize) -> Result<(), OutOfMemory> {
+    v.try_reserve_exact(more).map_err(|_| OutOfMemory {
+        bytes: more.saturating_mul(std::mem::size_of::<T>()),
+    })
+}
+
+/// A list of the pairs one word's merge formed is sorted and deduplicated when it
+/// reaches this length (and then twice its distinct length): ordinary words never get
+/// there, and a giant word's list stays as long as its distinct pairs, not its
+/// occurrences (a 100 MB run pushed 100 M pairs, 1.6 GB, in its first merge).
+const COMPACT_NEW_PAIRS_AT: usize = 1024;
+
+/// A word's ids are given back to the allocator when they use less than a quarter of
+/// a buffer at least this long (only giant words: runs halve with each merge).
+const SHRINK_IDS_FROM: usize = 1 << 16;
+
 /// The result of training: merges in order (merge `i` creates id `256 + i`) and the
 /// bytes of every id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,23 +126,26 @@ impl Default for Limits {
 /// Learns up to `num_merges` merges from pre-token counts, within `limits`. Stops
 /// early when no pair is left. `progress(done)` is called now and then; returning
 /// false stops (the merges so far are returned). Memory grows with the merges made,
-/// never with `num_merges` itself.
+/// never with `num_merges` itself; failing to allocate is [`OutOfMemory`].
 pub fn train_merges<K: AsRef<[u8]>>(
     counts: impl IntoIterator<Item = (K, u64)>,
     num_merges: usize,
     limits: Limits,
     mut progress: impl FnMut(usize) -> bool,
-) -> Trained {
+) -> Result<Trained, OutOfMemory> {
     let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
     let mut words: Vec<Word> = Vec::new();
     let mut pair_counts: FxHashMap<Pair, i64> = FxHashMap::default();
     let mut pair_words: FxHashMap<Pair, Vec<u32>> = FxHashMap::default();
 
     for (token, count) in counts {
-        let ids: Vec<u32> = token.as_ref().iter().map(|&b| b as u32).collect();
-        if ids.len() < 2 {
+        let token = token.as_ref();
+        if token.len() < 2 {
             continue;
         }
+        let mut ids: Vec<u32> = Vec::new();
+        try_reserve(&mut ids, token.len())?;
+        ids.extend(token.iter().map(|&b| b as u32));
         let w = words.len() as u32;
         let count = count as i64;
         for pair in ids.windows(2) {
@@ -147,7 +194,8 @@ pub fn train_merges<K: AsRef<[u8]>>(
             break;
         }
         let new_id = vocab.len() as u32;
-        let mut bytes = Vec::with_capacity(top.left.len() + top.right.len());
+        let mut bytes = Vec::new();
+        try_reserve(&mut bytes, top.left.len() + top.right.len())?;
         bytes.extend_from_slice(&top.left);
         bytes.extend_from_slice(&top.right);
         vocab.push(Arc::from(bytes));
@@ -187,10 +235,18 @@ pub fn train_merges<K: AsRef<[u8]>>(
         }
     }
     let _ = progress(merges.len());
-    Trained {
-        merges,
-        vocab: vocab.iter().map(|v| v.to_vec()).collect(),
+    // The heap's clones of the tokens go first, so each token's bytes are copied out
+    // and freed one at a time (the vocabulary of a giant run is held once, not twice).
+    drop(heap);
+    drop(words);
+    let mut out = Vec::with_capacity(vocab.len());
+    for token in vocab {
+        let mut bytes = Vec::new();
+        try_reserve(&mut bytes, token.len())?;
+        bytes.extend_from_slice(&token);
+        out.push(bytes);
     }
+    Ok(Trained { merges, vocab: out })
 }
 
 /// Replaces every occurrence of `pair` in the word, left to right and in place,
@@ -206,6 +262,7 @@ fn merge_word(
     let c = word.count;
     let ids = &mut word.ids;
     let n = ids.len();
+    let mut compact_at = COMPACT_NEW_PAIRS_AT;
     let (mut w, mut r) = (0, 0); // write and read positions; w <= r
     while r < n {
         if r + 1 < n && ids[r] == a && ids[r + 1] == b {
@@ -223,6 +280,11 @@ fn merge_word(
                 *counts.entry((new_id, next)).or_insert(0) += c;
                 new_pairs.push((new_id, next));
             }
+            if new_pairs.len() >= compact_at {
+                new_pairs.sort_unstable();
+                new_pairs.dedup();
+                compact_at = (2 * new_pairs.len()).max(COMPACT_NEW_PAIRS_AT);
+            }
             ids[w] = new_id;
             r += 2;
         } else {
@@ -232,6 +294,9 @@ fn merge_word(
         w += 1;
     }
     ids.truncate(w);
+    if ids.capacity() >= SHRINK_IDS_FROM && ids.len() < ids.capacity() / 4 {
+        ids.shrink_to_fit();
+    }
 }
 
 #[cfg(test)]
@@ -248,7 +313,8 @@ mod tests {
             n,
             limits,
             |_| true,
-        );
+        )
+        .unwrap();
         t.merges
             .iter()
             .map(|&(l, r)| {
@@ -282,7 +348,7 @@ mod tests {
 
     #[test]
     fn stops_when_no_pairs_remain() {
-        let t = train_merges([(b"ab".as_slice(), 1u64)], 10, Limits::default(), |_| true);
+        let t = train_merges([(b"ab".as_slice(), 1u64)], 10, Limits::default(), |_| true).unwrap();
         assert_eq!(t.merges, vec![(97, 98)]);
         assert_eq!(t.vocab.len(), 257);
     }
@@ -314,6 +380,17 @@ mod tests {
     }
 
     #[test]
+    fn a_run_longer_than_the_compaction_point_halves_with_each_merge() {
+        // 4096 "a": 2048 occurrences of (a, a) form more pairs than are listed before
+        // compacting; each merge pairs all the tokens, so lengths double to 4096.
+        let run = "a".repeat(4096);
+        let t = train_merges([(run.as_bytes(), 3u64)], 20, Limits::default(), |_| true).unwrap();
+        let lengths: Vec<usize> = t.vocab[256..].iter().map(|v| v.len()).collect();
+        assert_eq!(lengths, (1..=12).map(|k| 1usize << k).collect::<Vec<_>>());
+        assert!(t.vocab[256..].iter().all(|v| v.iter().all(|&b| b == b'a')));
+    }
+
+    #[test]
     fn asking_for_ten_billion_merges_allocates_only_what_the_counts_can_give() {
         let start = std::time::Instant::now();
         let t = train_merges(
@@ -321,7 +398,8 @@ mod tests {
             10_000_000_000,
             Limits::default(),
             |_| true,
-        );
+        )
+        .unwrap();
         assert_eq!(t.merges.len(), 8);
         assert!(start.elapsed() < std::time::Duration::from_secs(5));
     }

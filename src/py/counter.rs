@@ -1,6 +1,7 @@
 //! `PreTokenCounter`: the distinct pre-tokens of a corpus and how often each occurs
 //! (training's map step), and the merge loop over them (the reduce step).
 
+use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -170,11 +171,17 @@ impl PreTokenCounter {
         if let Some(e) = progress.failure() {
             return Err(e);
         }
-        let vocab = trained
-            .vocab
-            .iter()
-            .map(|b| PyBytes::new(py, b).unbind())
-            .collect();
+        let trained = trained.map_err(|e| PyMemoryError::new_err(e.to_string()))?;
+        // Each token's bytes are freed once Python has its copy (a giant run's tokens
+        // are as long as the run: the vocabulary is held once, not twice).
+        let mut vocab = Vec::with_capacity(trained.vocab.len());
+        for b in trained.vocab {
+            let bytes = PyBytes::new_with(py, b.len(), |buf| {
+                buf.copy_from_slice(&b);
+                Ok(())
+            })?;
+            vocab.push(bytes.unbind());
+        }
         Ok((trained.merges, vocab))
     }
 }
