@@ -24,6 +24,8 @@ from bytepair.formats.hf import to_oniguruma
 from bytepair.patterns import MODEL_PATTERNS
 from bytepair.shards import one_file
 
+from conftest import corpus_sample, needs_shared, shared_corpus_files
+
 tokenizers = pytest.importorskip("tokenizers")
 
 GPT2_JSON = Path(__file__).parent / "data" / "gpt2" / "tokenizer.json"
@@ -320,3 +322,21 @@ def test_added_tokens_we_cannot_match_exactly_are_refused(tmp_path, field, messa
 def test_the_core_refuses_an_unknown_normalizer_by_name():
     with pytest.raises(ValueError, match='normalizer "NFX" is not supported'):
         bytepair.models.BPE({i: bytes([i]) for i in range(256)}, [], normalizer=["NFX"])
+
+
+@needs_shared
+@pytest.mark.parametrize("path", shared_corpus_files(), ids=lambda p: p.name)
+def test_shared_corpus_lines_encode_as_tokenizers_under_each_normalizer(pairs, path):
+    """Every shared corpus (English, code, each multilingual file), sampled lines and
+    the same lines NFD-decomposed, one call per line and the sample as one text:
+    0 mismatches with tokenizers for Qwen2's shape (NFC, its Split) and NFKC, NFD and
+    Lowercase."""
+    lines = corpus_sample(path, lines=150)
+    for key in [("NFC", "qwen2"), ("NFKC", "gpt2"), ("NFD", "qwen2"), ("Lowercase", "gpt2")]:
+        tok, hf = pairs[key]
+        want = [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)]
+        got = tok.encode_batch(lines, num_threads=2, allowed_special="all")
+        bad = [line for line, a, b in zip(lines, got, want) if a != b]
+        assert not bad, (key, len(bad), bad[:3])
+        whole = "\n".join(lines)
+        assert tok.encode(whole, allowed_special="all") == hf_ids(hf, whole), key
