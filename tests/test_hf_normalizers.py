@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bytepair
-from bytepair.formats.hf import to_oniguruma
+from bytepair.formats.hf import added_token, to_oniguruma
 from bytepair.patterns import MODEL_PATTERNS
 from bytepair.shards import one_file
 
@@ -79,17 +79,7 @@ def write_json(
     doc = json.loads(GPT2_JSON.read_text(encoding="utf-8"))
     doc["added_tokens"][0]["normalized"] = False
     for n, (content, special) in enumerate(added):
-        doc["added_tokens"].append(
-            {
-                "id": 50257 + n,
-                "content": content,
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": False,
-                "special": special,
-            }
-        )
+        doc["added_tokens"].append(added_token(50257 + n, content, special))
     doc["normalizer"] = copy.deepcopy(normalizer)
     if pattern is not None:
         split = {
@@ -353,15 +343,7 @@ def neox_json(tmp_path: Path, normalizer: dict, extra: list[dict] = ()) -> Path:
     doc["added_tokens"][0]["normalized"] = False
     for n, run in enumerate(NEOX_RUNS):
         doc["added_tokens"].append(
-            {
-                "id": 50257 + n,
-                "content": run,
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": True,
-                "special": False,
-            }
+            added_token(50257 + n, run, special=False) | {"normalized": True}
         )
     doc["added_tokens"] += list(extra)
     doc["normalizer"] = normalizer

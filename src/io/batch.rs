@@ -350,6 +350,22 @@ mod tests {
     use crate::bpe::encoder::tests::minbpe_encoder;
     use crate::pretok::GPT2_PATTERN;
 
+    /// Every special token allowed, none refused.
+    fn allowing_all(e: &crate::bpe::Encoder) -> Specials<'_> {
+        Specials {
+            allowed: e.all_specials(),
+            disallowed: e.no_specials(),
+        }
+    }
+
+    /// The ids of each text encoded alone, whole.
+    fn each_whole(e: &crate::bpe::Encoder, texts: &[&str]) -> Vec<Vec<u32>> {
+        texts
+            .iter()
+            .map(|t| e.encode(t, e.all_specials()).unwrap())
+            .collect()
+    }
+
     fn texts() -> Vec<String> {
         (0..200)
             .map(|i| "aaab daaab ".repeat(i % 7) + &"ac ".repeat(i % 3))
@@ -361,14 +377,8 @@ mod tests {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
         let texts = texts();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let specials = Specials {
-            allowed: e.all_specials(),
-            disallowed: e.no_specials(),
-        };
-        let want: Vec<Vec<u32>> = texts
-            .iter()
-            .map(|t| e.encode(t, e.all_specials()).unwrap())
-            .collect();
+        let specials = allowing_all(&e);
+        let want = each_whole(&e, &texts);
         for threads in [1, 2, 5] {
             let bytes: usize = texts.iter().map(|t| t.len()).sum();
             let mut out = vec![MaybeUninit::new(0u8); bytes * 4];
@@ -450,10 +460,7 @@ mod tests {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
         let texts = long_texts();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let specials = Specials {
-            allowed: e.all_specials(),
-            disallowed: e.no_specials(),
-        };
+        let specials = allowing_all(&e);
         for unit in [1000, 4096, MIN_UNIT] {
             let parts = plan_parts(&e, &texts, specials, unit);
             for (i, text) in texts.iter().enumerate() {
@@ -491,14 +498,8 @@ mod tests {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
         let texts = long_texts();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let specials = Specials {
-            allowed: e.all_specials(),
-            disallowed: e.no_specials(),
-        };
-        let want: Vec<Vec<u32>> = texts
-            .iter()
-            .map(|t| e.encode(t, e.all_specials()).unwrap())
-            .collect();
+        let specials = allowing_all(&e);
+        let want = each_whole(&e, &texts);
         let total: usize = texts.iter().map(|t| t.len()).sum();
         let unit = (total / (2 * 8)).clamp(MIN_UNIT, MAX_UNIT);
         let parts = plan_parts(&e, &texts, specials, unit);
@@ -561,10 +562,7 @@ mod tests {
             .map(|i| "aaab daaab ".repeat(i % 5) + &"ac ".repeat(i % 4))
             .collect();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let specials = Specials {
-            allowed: e.all_specials(),
-            disallowed: e.no_specials(),
-        };
+        let specials = allowing_all(&e);
         let mut got = Vec::new();
         encode_each(
             &e,
