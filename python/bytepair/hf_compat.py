@@ -20,16 +20,13 @@ truncation (``stride`` and ``return_overflowing_tokens`` too), attention masks a
 Where bytepair's semantics are not HF's for a file, the drop-in gives HF's ids, never
 other ones:
 
-- SentencePiece-family files (Metaspace, ``prepend_scheme: first``): HF adds no dummy
-  "▁" before a text that starts with a space or "▁" (" a" is ``▁a``, sentencepiece's
-  ``▁ ▁a``); such a text is encoded without its first character, which the dummy "▁"
-  then stands for (and "▁" alone where nothing is left before an added token);
-- an added token bytepair does not match (``<unk>`` in a SentencePiece file, tokens
-  added after loading with ``add_tokens``): texts that contain one are encoded by the
-  Hugging Face backend, so they are HF's by construction;
-- a shape whose semantics differ in general (a normalizer, Metaspace ``always`` or
-  ``split``, added tokens with ``lstrip``/``rstrip``/``single_word``) is refused when
-  the drop-in is made, naming the component; text pairs, pre-split words and offsets
+- SentencePiece-family files: bytepair reads the file's Metaspace / normalizer and
+  encodes as ``tokenizers`` does (``formats.hf_sentencepiece``);
+- an added token bytepair does not match (tokens added after loading with
+  ``add_tokens``): texts that contain one are encoded by the Hugging Face backend, so
+  they are HF's by construction;
+- a shape whose semantics differ in general (a normalizer in a byte-level file, added
+  tokens with ``lstrip``/``rstrip``/``single_word``) is refused when the drop-in is made, naming the component; text pairs, pre-split words and offsets
   raise ``NotImplementedError`` (use ``AutoTokenizer`` for those).
 
 ``transformers`` is imported here only: ``pip install 'bytepair[hf]'``.
@@ -135,7 +132,10 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
         ValueError naming the component whose semantics bytepair cannot give."""
         backend = self._tokenizer
         where = f"{self.name_or_path or 'this tokenizer'}"
-        if backend.normalizer is not None:
+        # A SentencePiece model read from a tokenizer.json (or written to the one the
+        # backend is) applies its normalizer and Metaspace as tokenizers does.
+        spm = isinstance(self._bytepair.model, bytepair.models.SentencePiece)
+        if backend.normalizer is not None and not spm:
             kind = json.loads(backend.normalizer.__getstate__()).get("type")
             raise ValueError(
                 f"{where}: normalizer {kind}: Hugging Face applies it between added tokens, "
@@ -144,7 +144,7 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
         self._strip_first = False
         if backend.pre_tokenizer is not None:
             pre = json.loads(backend.pre_tokenizer.__getstate__())
-            if pre.get("type") == "Metaspace":
+            if pre.get("type") == "Metaspace" and not spm:
                 scheme = pre.get("prepend_scheme", "always")
                 if pre.get("split") or scheme not in ("first", "never"):
                     raise ValueError(
@@ -155,6 +155,8 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
                 self._strip_first = scheme == "first"
         matched = dict(self._bytepair.special_tokens)
         matched.update(getattr(self._bytepair.model, "user_defined", {}))
+        for token in getattr(self._bytepair.model, "hf", {}).get("added", []):
+            matched[token] = self._bytepair.model.piece_to_id(token)
         unmatched = []
         for i, token in backend.get_added_tokens_decoder().items():
             if token.lstrip or token.rstrip or token.single_word:

@@ -5,8 +5,10 @@
 //! - special tokens: the CONTROL pieces (`<s>`, `</s>`, `[INST]`, …) are the model's
 //!   special tokens. sentencepiece never matches them in text; here the caller's
 //!   allowed ones are matched (leftmost-longest) and become their ids, as Hugging
-//!   Face does. Only the text before the first of them gets the dummy prefix
-//!   (HF's `prepend_scheme: "first"`): `"<s>[INST] Hi"` -> `<s> [INST] ▁Hi`.
+//!   Face does. Which texts between them get the dummy prefix is the model's
+//!   [`Prefix`]: for a `.model`, the one at the start (`"<s>[INST] Hi"` ->
+//!   `<s> [INST] Hi`, `"Hi<s>"` -> `▁Hi <s>`); for a `tokenizer.json`, where
+//!   Hugging Face's Metaspace or `Prepend` normalizer puts it.
 //!   USER_DEFINED pieces are not special tokens: they are always matched, as in
 //!   sentencepiece.
 //! - `<s>` before and `</s>` after each text, when the model says so
@@ -18,7 +20,7 @@
 //! file is encoded as one text, and streaming holds the text until its end.
 
 use super::encode::WordCache;
-use super::model::SpmModel;
+use super::model::{Prefix, SpmModel};
 use crate::model::{EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
@@ -38,13 +40,17 @@ impl SpmModel {
         let mut at = 0;
         for (start, end, index) in specials.find_all(text.as_bytes()) {
             if start > at {
-                self.encode_segment(&text[at..start], at == 0, cache, out);
+                let segment = &text[at..start];
+                let dummy = self.prefix.applies(segment, at == 0);
+                self.encode_segment(segment, dummy, cache, out);
             }
             out.push(self.piece_to_id(&specials.tokens()[index]));
             at = end;
         }
         if at < text.len() {
-            self.encode_segment(&text[at..], at == 0, cache, out);
+            let segment = &text[at..];
+            let dummy = self.prefix.applies(segment, at == 0);
+            self.encode_segment(segment, dummy, cache, out);
         }
         if let (true, Some(eos)) = (self.add_eos, self.eos_id) {
             out.push(eos);
@@ -73,7 +79,9 @@ impl Model for SpmModel {
         } else {
             text.len() + 1
         };
-        body + 2
+        // A prefix on every segment: one more id per special token (of a byte or more).
+        let per_segment = matches!(self.prefix, Prefix::Always | Prefix::Each);
+        body * (1 + per_segment as usize) + 2
     }
 
     fn safe_cuts(&self) -> SafeCuts {
@@ -155,6 +163,67 @@ mod tests {
         m.encode_segment("b", false, &mut cache, &mut want);
         assert_eq!(got, want);
         assert_eq!(encode(&m, "<s>", &matcher(&["<s>"])), vec![bos]);
+    }
+
+    #[test]
+    fn each_prefix_scheme_puts_the_dummy_prefix_where_tokenizers_does() {
+        let [space, a, b] = [0, 1, 2].map(|i| small().piece_to_id(["\u{2581}", "a", "b"][i]));
+        let bos = small().bos_id.unwrap();
+        let specials = matcher(&["<s>"]);
+        let cases: [(Prefix, [Vec<u32>; 3]); 4] = [
+            // " a", "a<s>b", "<s> b"
+            (
+                Prefix::Spm,
+                [
+                    vec![space, space, a],
+                    vec![space, a, bos, b],
+                    vec![bos, space, b],
+                ],
+            ),
+            (
+                Prefix::First,
+                [vec![space, a], vec![space, a, bos, b], vec![bos, space, b]],
+            ),
+            (
+                Prefix::Always,
+                [
+                    vec![space, a],
+                    vec![space, a, bos, space, b],
+                    vec![bos, space, b],
+                ],
+            ),
+            (
+                Prefix::Each,
+                [
+                    vec![space, space, a],
+                    vec![space, a, bos, space, b],
+                    vec![bos, space, space, b],
+                ],
+            ),
+        ];
+        for (prefix, want) in cases {
+            let m = small().with_metaspace(prefix, false).unwrap();
+            let got = [" a", "a<s>b", "<s> b"].map(|t| encode(&m, t, &specials));
+            assert_eq!(got, want, "{prefix:?}");
+        }
+    }
+
+    #[test]
+    fn split_starts_a_word_at_every_mark_so_no_merge_crosses_it() {
+        let pieces = [
+            ("\u{2581}", 0.0, Normal),
+            ("a", -1.0, Normal),
+            ("\u{2581}\u{2581}", 5.0, Normal),
+        ];
+        let m = model(&pieces, true);
+        let (space, a, two) = (
+            m.piece_to_id("\u{2581}"),
+            m.piece_to_id("a"),
+            m.piece_to_id("\u{2581}\u{2581}"),
+        );
+        assert_eq!(encode(&m, " a", &matcher(&[])), vec![two, a]);
+        let m = m.with_metaspace(Prefix::Spm, true).unwrap();
+        assert_eq!(encode(&m, " a", &matcher(&[])), vec![space, space, a]);
     }
 
     #[test]
