@@ -39,7 +39,7 @@ CAP = 2 << 20
 SPACE = "\u2581"
 
 SPECIALS = ["<s>", "</s>", "[INST]", "<unk>"]
-GEMMA_ADDED = ["ing", SPACE + "of"]
+GEMMA_ADDED = ["ing", SPACE + "of", "k"]  # "k": made by no merge, a part of some
 EXAMPLES = [
     "",
     " ",
@@ -159,6 +159,16 @@ SHAPES = {
     "metaspace-old-defaults": (None, {**METASPACE, "add_prefix_space": True}),
     "llama2-legacy": ({"type": "Sequence", "normalizers": [PREPEND, REPLACE]}, None),
     "gemma-replace": (REPLACE, None),
+    # transformers' Gemma files: a Split on " " after the normalizer (a no-op).
+    "gemma-split": (
+        REPLACE,
+        {
+            "type": "Split",
+            "pattern": {"String": " "},
+            "behavior": "MergedWithPrevious",
+            "invert": False,
+        },
+    ),
 }
 
 
@@ -175,7 +185,18 @@ def test_each_sentencepiece_shape_encodes_as_tokenizers(small_doc, tmp_path, sha
     # matched in every text (the literal "▁of" too), before the model sees it.
     doc = reshape(small_doc, normalizer, pre, added=GEMMA_ADDED if "gemma" in shape else [])
     ours, theirs = load_both(doc, tmp_path)
-    texts = EXAMPLES + ["singing of", " ing", "ingot", "<s>ing", "a▁of b", " of", "▁of"]
+    texts = EXAMPLES + [
+        "singing of",
+        " ing",
+        "ingot",
+        "<s>ing",
+        "a▁of b",
+        " of",
+        "▁of",
+        "k",
+        " like",
+        "kk ",
+    ]
     assert mismatches(ours, theirs, texts) == []
     lines = (DATA / "corpus.en").read_text(encoding="utf-8").splitlines()[:300]
     assert mismatches(ours, theirs, lines) == []
@@ -202,7 +223,9 @@ def test_the_prefix_rules_differ_where_tokenizers_says(small_doc, tmp_path):
 
 
 TEXT = st.lists(
-    st.sampled_from([" ", "  ", "\n", "\t", "a", "the", "ing", "of", "▁", "é", "😀", *SPECIALS]),
+    st.sampled_from(
+        [" ", "  ", "\n", "\t", "a", "the", "ing", "of", "like", "▁", "é", "😀", *SPECIALS]
+    ),
     max_size=12,
 ).map("".join)
 
@@ -396,10 +419,43 @@ def test_mistral_examples_and_added_tokens_match_tokenizers(mistral_pair):
 
 
 @needs_shared
-@pytest.mark.parametrize("shape", [s for s in SHAPES if s != "gemma-replace"])
+@pytest.mark.parametrize("shape", [s for s in SHAPES if "gemma" not in s])
 def test_mistral_in_each_shape_matches_tokenizers(tmp_path, shape):
     doc = json.loads((MISTRAL / "tokenizer.json").read_text(encoding="utf-8"))
     normalizer, pre = SHAPES[shape]
     ours, theirs = load_both(reshape(doc, normalizer, pre), tmp_path)
     lines = corpus_lines(Path(SHARED) / "corpora" / "code" / "code_python.txt.xz")[:2000]
     assert mismatches(ours, theirs, EXAMPLES + lines) == []
+
+
+def test_a_bpe_trained_by_tokenizers_with_metaspace_is_refused_naming_a_piece(tmp_path):
+    # Its merges are not every cut of every piece: tokenizers merges by rank what
+    # sentencepiece would merge by score, so the ids would differ (not loaded silently).
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "<s>"])
+    tok.train([str(DATA / "corpus.en")], trainer)
+    tok.save(str(tmp_path / "tokenizer.json"))
+    with pytest.raises(ValueError, match=r"which is not a merge \(not a converted SentencePiece"):
+        bytepair.load(tmp_path / "tokenizer.json")
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        # A merge listed twice: tokenizers ranks it by its last place, bytepair its first.
+        (lambda m: m["merges"].append(m["merges"][5]), "are not one after"),
+        (lambda m: m.update(byte_fallback=False, fuse_unk=False), "fuse_unk false"),
+    ],
+)
+def test_merges_or_unknowns_tokenizers_treats_otherwise_are_refused(
+    small_doc, tmp_path, change, named
+):
+    doc = reshape(small_doc, *SHAPES["metaspace-first"])
+    change(doc["model"])
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ValueError, match=named):
+        bytepair.load(path)

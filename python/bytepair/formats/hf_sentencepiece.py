@@ -250,6 +250,17 @@ def _rules(doc: dict, fail) -> tuple[bool, str, bool, str]:
 
     pres = _components(doc.get("pre_tokenizer"), "pretokenizers")
     norms = _components(doc.get("normalizer"), "normalizers")
+    if any(_is_replace(n, {"String": " "}, SPACE) for n in norms):
+        # Gemma's Split on " " after the normalizer replaced every space: a no-op.
+        pres = [
+            p
+            for p in pres
+            if not (
+                p.get("type") == "Split"
+                and p.get("pattern") == {"String": " "}
+                and not p.get("invert")
+            )
+        ]
     if pres:
         pre = pres[0]
         if len(pres) > 1 or pre.get("type") != "Metaspace":
@@ -336,6 +347,45 @@ def _added_tokens(doc: dict, shape: str, fail) -> dict[int, dict]:
     return added
 
 
+def _check_merges(pieces: list[tuple[str, float, str]], made: list[tuple[str, str]], fail):
+    """Merging by piece score (sentencepiece) equals merging by rank (tokenizers) when
+    the merges are every cut of every piece into two pieces, those of one piece one
+    after another (what transformers' converter writes); else refused, naming a piece.
+    """
+    normal = {p for p, _, piece_type in pieces if piece_type == "NORMAL"}
+    merges = set(made)
+    last = ""
+    done: set[str] = set()
+    user = {p for p, _, piece_type in pieces if piece_type == "USER_DEFINED"}
+    for rank, (left, right) in enumerate(made):
+        if left in user or right in user:
+            continue  # an added token is never a symbol of a word: the merge never applies
+        if left not in normal or right not in normal:
+            odd = left if left not in normal else right
+            raise fail(
+                f"model.merges[{rank}] ({short(left)}, {short(right)}) merges {short(odd)}, "
+                "an added or byte token: not supported"
+            )
+        piece = left + right
+        if piece != last:
+            if piece in done:
+                raise fail(
+                    f"model.merges[{rank}]: the merges making {short(piece)} are not one after "
+                    "another (not a converted SentencePiece model): not supported"
+                )
+            done.add(last)
+            last = piece
+    for piece in normal:
+        for cut in range(1, len(piece)):
+            left, right = piece[:cut], piece[cut:]
+            if left in normal and right in normal and (left, right) not in merges:
+                raise fail(
+                    f"piece {short(piece)} is {short(left)} + {short(right)}, which is not a "
+                    "merge (not a converted SentencePiece model: tokenizers would not merge "
+                    "it, SentencePiece would): not supported"
+                )
+
+
 def config_specials(model: SentencePiece) -> dict[str, int]:
     """The special tokens ``tokenizer_config.json`` lists: the CONTROL pieces and
     ``<unk>`` (a piece of its own type)."""
@@ -383,6 +433,7 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
     unk = model.get("unk_token") or "<unk>"
     byte_fallback = bool(model.get("byte_fallback"))
     first_rank: dict[str, int] = {}
+    made: list[tuple[str, str]] = []
     merges = model.get("merges") or []
     for rank, entry in enumerate(merges):
         left, right = entry.split(" ", 1) if isinstance(entry, str) else entry
@@ -392,6 +443,10 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
                     f"model.merges[{rank}] ({short(left)}, {short(right)}): {short(part)} is not in vocab"
                 )
         first_rank.setdefault(left + right, rank)
+        made.append((left, right))
+    if not byte_fallback and not model.get("fuse_unk"):
+        # tokenizers then gives one <unk> per unknown character; sentencepiece one a run.
+        raise fail("model.fuse_unk false without byte_fallback is not supported")
     pieces = []
     for i, piece in enumerate(by_id):
         if piece == unk:
@@ -409,6 +464,7 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
             piece_type = "NORMAL"
         score = -float(first_rank.get(piece, len(merges) + i)) if piece_type == "NORMAL" else 0.0
         pieces.append((piece, score, piece_type))
+    _check_merges(pieces, made, fail)
     data = build(
         pieces,
         byte_fallback=byte_fallback,
