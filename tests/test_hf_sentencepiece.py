@@ -294,13 +294,56 @@ def test_a_shape_we_cannot_encode_exactly_is_refused_by_name(small_doc, tmp_path
         bytepair.load(path)
 
 
-def test_a_normalized_added_token_under_the_legacy_normalizer_is_refused(small_doc, tmp_path):
-    # tokenizers normalizes the token itself too ("<s>" -> "▁<s>"): not reproduced.
+def legacy_normalized(small_doc: dict, which: tuple[str, ...]) -> dict:
+    """The legacy shape with the added tokens ``which`` ``normalized: true`` (old Llama 2
+    files): tokenizers matches them as normalized, "▁" + the token."""
     doc = reshape(small_doc, *SHAPES["llama2-legacy"])
-    next(e for e in doc["added_tokens"] if e["content"] == "<s>")["normalized"] = True
+    for entry in doc["added_tokens"]:
+        entry["normalized"] = entry["content"] in which
+    return doc
+
+
+NORMALIZED = {"all": ("<s>", "</s>", "[INST]"), "mixed": ("<s>",)}
+
+
+@pytest.mark.parametrize("which", NORMALIZED)
+def test_normalized_added_tokens_under_the_legacy_normalizer_match_as_tokenizers(
+    small_doc, tmp_path, which
+):
+    ours, theirs = load_both(legacy_normalized(small_doc, NORMALIZED[which]), tmp_path)
+    texts = EXAMPLES + ["Hey</s>sir", "Hey </s>sir", "Hey  </s> sir", "▁<s>x", "a ▁<s>"]
+    assert mismatches(ours, theirs, texts) == []
+    piece = ours.model.piece_to_id
+    bos = piece("<s>")
+    # Pinned: a normalized token takes the space (or the prefix) before it; elsewhere
+    # it is text.
+    assert ours.encode("<s>a", allowed_special="all") == [bos, bos, piece("a")]
+    assert ours.encode(" <s>", allowed_special="all") == [bos, piece(SPACE), bos]
+    assert bos not in ours.encode("a<s>", allowed_special="all")[1:]
+    # Saved again, tokenizers reads the same flags back.
+    ours.save(tmp_path / "again.json")
+    again = tokenizers.Tokenizer.from_file(str(tmp_path / "again.json"))
+    assert mismatches(ours, again, texts) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(TEXT, min_size=1, max_size=8), which=st.sampled_from(sorted(NORMALIZED)))
+def test_hypothesis_texts_with_normalized_tokens_encode_as_tokenizers(
+    small_doc, tmp_path_factory, texts, which
+):
+    doc = legacy_normalized(small_doc, NORMALIZED[which])
+    ours, theirs = _cached_pair(doc, tmp_path_factory, f"normalized-{which}")
+    assert mismatches(ours, theirs, texts) == []
+
+
+def test_a_normalized_added_token_holding_a_space_is_refused(small_doc, tmp_path):
+    doc = legacy_normalized(small_doc, ("<s>",))
+    doc["added_tokens"].append(
+        {"id": doc["model"]["vocab"][SPACE + "of"], "content": SPACE + "of", "normalized": True}
+    )
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"added token '<s>' has normalized true"):
+    with pytest.raises(ValueError, match=r"added token '▁of' has normalized true and holds"):
         bytepair.load(path)
 
 

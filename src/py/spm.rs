@@ -41,10 +41,12 @@ pymethods_with_seam!(SentencePieceModel {
     /// A Hugging Face `tokenizer.json` adds its rules: `prefix` (`spm::Prefix` by
     /// name: "spm", "first", "always", "each"), Metaspace `split`,
     /// `added` (non-special added tokens: matched in every text, never refused) and
-    /// `specials` (its special tokens, when not only the control pieces).
+    /// `specials` (its special tokens, when not only the control pieces) and
+    /// `normalized` (those of them and `added` matched as the legacy `Prepend`
+    /// normalizer makes Hugging Face match `normalized: true` tokens).
     /// Raises ValueError naming the path and, for a corrupt file, the byte offset.
     #[staticmethod]
-    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false, prefix = "spm", split = false, added = Vec::new(), specials = None))]
+    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false, prefix = "spm", split = false, added = Vec::new(), specials = None, normalized = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn from_bytes(
         py: Python<'_>,
@@ -56,13 +58,15 @@ pymethods_with_seam!(SentencePieceModel {
         split: bool,
         added: Vec<String>,
         specials: Option<Vec<String>>,
+        normalized: Vec<String>,
     ) -> PyResult<Self> {
         let scheme = Prefix::from_name(prefix)
             .ok_or_else(|| PyValueError::new_err(format!("{path}: unknown prefix scheme {prefix:?}")))?;
         let core = py.detach(|| {
             SpmModel::from_bytes(data)?
                 .with_options(add_bos, add_eos)?
-                .with_metaspace(scheme, split)
+                .with_metaspace(scheme, split)?
+                .with_normalized_tokens(normalized)
         });
         let core = core.map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
         // `allowed_special=None` matches nothing, as sentencepiece does (but the

@@ -80,6 +80,9 @@ pub struct SpmModel {
     /// Hugging Face's Metaspace `split: true`: every `▁` starts a word of its own,
     /// and no merge crosses into it (see [`SpmModel::with_metaspace`]).
     pub split: bool,
+    /// Added tokens Hugging Face matches in the normalized text ([`Prefix::Each`]
+    /// files whose tokens say `normalized: true`; see `seam`).
+    pub normalized_tokens: Vec<String>,
 }
 
 /// Which segments of a text (the parts between the special tokens found in it)
@@ -253,6 +256,7 @@ impl SpmModel {
             add_eos: false,
             prefix: Prefix::Spm,
             split: false,
+            normalized_tokens: Vec::new(),
             proto,
         })
     }
@@ -281,6 +285,30 @@ impl SpmModel {
             ));
         }
         (self.prefix, self.split) = (prefix, split);
+        Ok(self)
+    }
+
+    /// The model matching `tokens` as Hugging Face matches `normalized` added
+    /// tokens under the legacy `Prepend("▁")` normalizer (see `seam`); an error
+    /// for other prefix schemes, or a token holding a space or `▁`.
+    pub fn with_normalized_tokens(mut self, tokens: Vec<String>) -> Result<SpmModel, SpmError> {
+        if tokens.is_empty() {
+            return Ok(self);
+        }
+        if self.prefix != Prefix::Each {
+            return Err(SpmError::Unsupported(
+                "normalized added tokens are only supported with the Prepend normalizer".into(),
+            ));
+        }
+        if let Some(t) = tokens
+            .iter()
+            .find(|t| t.is_empty() || t.contains([' ', '\u{2581}']))
+        {
+            return Err(SpmError::Unsupported(format!(
+                "normalized added token {t:?} is empty or holds a space or '\u{2581}': not supported"
+            )));
+        }
+        self.normalized_tokens = tokens;
         Ok(self)
     }
 

@@ -28,10 +28,14 @@ them; non-special ones (Gemma's) in every text, never refused. Special ones foll
 bytepair's ``allowed_special`` policy, where ``tokenizers`` matches them in any text.
 What would encode otherwise is refused, naming it: other normalizers or
 pre-tokenizers, a replacement other than "▁", added tokens with
-``lstrip``/``rstrip``/``single_word``, ``normalized: true`` under the legacy
-normalizer (tokenizers normalizes the token too) or holding a space or "▁" under
-``Replace``, normalized and unnormalized tokens that can overlap, ``dropout``,
-``ignore_merges``.
+``lstrip``/``rstrip``/``single_word``, ``normalized: true`` tokens holding a space or
+"▁" under a normalizer (tokenizers normalizes the token too), normalized and
+unnormalized tokens that can overlap, merges other than every cut of every piece in
+score order (a BPE trained by ``tokenizers``), ``fuse_unk: false`` without byte
+fallback, ``dropout``, ``ignore_merges``. Under the legacy normalizer a
+``normalized: true`` token (old Llama 2 files) is matched as tokenizers matches it:
+normalized to "▁" + the token, so only at the start of a text or after a space, which
+it takes (``"Hey </s>sir"`` is ``▁Hey </s> sir``; ``"Hey</s>"`` is text).
 """
 
 from __future__ import annotations
@@ -146,7 +150,7 @@ def tokenizer_json(model: SentencePiece) -> dict:
     added = []
     for i, content, special in sorted(entries):
         entry = added_token(i, content, special=special)
-        entry["normalized"] = not raw
+        entry["normalized"] = not raw or content in model.hf.get("normalized", ())
         added.append(entry)
     decoders = [
         {"type": "Replace", "pattern": {"String": SPACE}, "content": " "},
@@ -321,12 +325,11 @@ def _added_tokens(doc: dict, shape: str, fail) -> dict[int, dict]:
             raise fail(f"added_tokens[{n}] is empty")
         # tokenizers' default: normalized unless special.
         if entry.get("normalized", not entry.get("special")):
-            if shape == "prepend" or (
-                shape in ("replace", "spm") and (" " in content or SPACE in content)
-            ):
+            if shape != "metaspace" and (" " in content or SPACE in content):
                 raise fail(
-                    f"added token {short(content)} has normalized true with this file's "
-                    "normalizer (tokenizers normalizes the token too): not supported"
+                    f"added token {short(content)} has normalized true and holds a space or "
+                    "'▁' with this file's normalizer (tokenizers normalizes the token too): "
+                    "not supported"
                 )
             normalized.append(content)
         else:
@@ -415,6 +418,12 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
     add_bos, add_eos, bos, eos = _options(doc)
     dummy, prefix, split, shape = _rules(doc, fail)
     added = _added_tokens(doc, shape, fail)
+    # Under Prepend("▁"), tokenizers matches a normalized token as "▁" + the token.
+    normalized = [
+        e["content"]
+        for i, e in sorted(added.items())
+        if shape == "prepend" and e.get("normalized", not e.get("special"))
+    ]
     for i, entry in added.items():
         if not isinstance(i, int) or i >= len(by_id) or by_id[i] != entry["content"]:
             raise fail(f"added token {short(entry['content'])} has id {short(i)}, not its vocab id")
@@ -425,6 +434,7 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
         "split": split,
         "added": sorted(e["content"] for e in added.values() if not e.get("special")),
         "specials": [e["content"] for i, e in sorted(added.items()) if e.get("special")],
+        "normalized": normalized,
     }
     if EMBEDDED in model:
         embedded = SentencePiece.from_bytes(base64.b64decode(model[EMBEDDED]), str(path), **options)

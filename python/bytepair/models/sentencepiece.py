@@ -80,6 +80,7 @@ class SentencePiece:
         split: bool = False,
         added: list[str] | None = None,
         specials: list[str] | None = None,
+        normalized: list[str] | None = None,
     ) -> SentencePiece:
         """The model in a ``.model`` file's bytes; ``path`` names it in errors.
 
@@ -89,14 +90,26 @@ class SentencePiece:
         it starts with a space or "▁"; "always": each unless it does; "each": each,
         the ``Prepend("▁")`` normalizer), ``split`` is Metaspace's (no merge across
         a "▁"), ``added`` the non-special added tokens (matched in every text) and
-        ``specials`` the special tokens (default: the CONTROL pieces)."""
+        ``specials`` the special tokens (default: the CONTROL pieces); ``normalized``
+        those of both that the legacy normalizer (prefix "each") matches as it
+        normalizes them: only at the start or after a space, which they take."""
         hf = {}
         if prefix != "spm" or split or added or specials is not None:
             hf = {"prefix": prefix, "split": split, "added": list(added or [])}
             if specials is not None:
                 hf["specials"] = list(specials)
+            if normalized:
+                hf["normalized"] = list(normalized)
         core = _core.SentencePieceModel.from_bytes(
-            data, str(path), add_bos, add_eos, prefix, split, list(added or []), specials
+            data,
+            str(path),
+            add_bos,
+            add_eos,
+            prefix,
+            split,
+            list(added or []),
+            specials,
+            list(normalized or []),
         )
         return cls(core, hf)
 
