@@ -14,6 +14,7 @@ import copy
 import json
 import lzma
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -248,6 +249,18 @@ def _cached_pair(doc, tmp_path_factory, key):
     if key not in _PAIRS:
         _PAIRS[key] = load_both(doc, tmp_path_factory.mktemp(key.replace("-", "_")))
     return _PAIRS[key]
+
+
+@pytest.mark.parametrize("shape", ["metaspace-always-split", "gemma-replace"])
+def test_a_bytepair_file_keeps_the_tokenizer_json_rules(small_doc, tmp_path, shape):
+    doc = reshape(small_doc, *SHAPES[shape], added=GEMMA_ADDED if "gemma" in shape else [])
+    ours, theirs = load_both(doc, tmp_path)
+    ours.save(tmp_path / "t.bytepair")
+    again = bytepair.load(tmp_path / "t.bytepair")
+    assert again.model.hf == ours.model.hf and again.model.prefix == ours.model.prefix
+    assert mismatches(again, theirs, EXAMPLES) == []
+    # Pickled (to worker processes) through the same format: the rules go along.
+    assert mismatches(pickle.loads(pickle.dumps(ours)), theirs, EXAMPLES) == []
 
 
 def test_every_encode_path_gives_tokenizers_ids(small_doc, tmp_path):
