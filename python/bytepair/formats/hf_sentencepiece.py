@@ -23,6 +23,11 @@ between added tokens (``SentencePiece.prefix``):
   "first", added tokens ``normalized: true``): sentencepiece's own rule, the text at the
   start always (" a" is ``▁ ▁a`` in ``tokenizers`` too).
 
+A model read from a ``tokenizer.json`` is written back in its own shape (the same
+scheme, ``split`` and ``normalized`` flags), so ``tokenizers`` gives bytepair's ids for
+what bytepair writes either way. Its ``.model`` (``save("x.model")``) can say none of
+this: that file encodes as sentencepiece does, as every ``.model`` does.
+
 Added tokens are matched in the raw text before the rest, as ``tokenizers`` matches
 them; non-special ones (Gemma's) in every text, never refused. Special ones follow
 bytepair's ``allowed_special`` policy, where ``tokenizers`` matches them in any text.
