@@ -201,6 +201,11 @@ def test_each_sentencepiece_shape_encodes_as_tokenizers(small_doc, tmp_path, sha
     assert mismatches(ours, theirs, texts) == []
     lines = (DATA / "corpus.en").read_text(encoding="utf-8").splitlines()[:300]
     assert mismatches(ours, theirs, lines) == []
+    # Written back, tokenizers reads our ids out of it too, and so do we.
+    ours.save(tmp_path / "again.json")
+    again = tokenizers.Tokenizer.from_file(str(tmp_path / "again.json"))
+    assert mismatches(ours, again, texts + lines) == []
+    assert mismatches(bytepair.load(tmp_path / "again.json"), again, texts) == []
 
 
 def test_the_prefix_rules_differ_where_tokenizers_says(small_doc, tmp_path):

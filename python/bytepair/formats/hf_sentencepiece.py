@@ -139,8 +139,12 @@ def tokenizer_json(model: SentencePiece) -> dict:
     others = model.hf.get("added")
     if others is None:
         others = [p for p, _, piece_type in pieces if piece_type == "USER_DEFINED"]
+    normalized = set(model.hf.get("normalized", ()))
     for token in [*specials, *others]:
-        if " " in token or (SPACE in token and normalizer is not None):
+        # A token matched in the raw text as read from a tokenizer.json is written so;
+        # a .model's user-defined piece is matched in normalized text (spaces as "▁").
+        as_read = model.hf and (raw and token not in normalized)
+        if not as_read and (" " in token or SPACE in token):
             raise ValueError(
                 f"token {token!r} holds a space or '▁': tokenizer.json would match it in "
                 "other places than bytepair does; keep the .model file (or .bytepair)"
