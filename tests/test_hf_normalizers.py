@@ -397,10 +397,11 @@ def test_normalized_added_tokens_found_elsewhere_in_normalized_text_are_refused(
         bytepair.load(neox_json(tmp_path, normalizer, extra))
 
 
-@pytest.mark.parametrize("name", ["NFC", "NFKC", "NFD", "NFKD"])
+@pytest.mark.parametrize("name", ["NFC", "NFKC", "NFD", "NFKD", "Lowercase"])
 def test_every_code_point_normalizes_as_tokenizers_does(pairs, name):
     # tokenizers normalizes with Unicode 9.0's tables: a character assigned later (U+1F16C,
-    # U+1CCD6...) is left as it is, and so is it here. Each code point alone, and
+    # U+1CCD6...) is left as it is, and so is it here (Lowercase: Rust's own tables, in
+    # both). Each code point alone, and
     # between a letter and a combining mark (its combining class, its compositions).
     tok, hf = pairs[name, "gpt2"]
     # Planes 0-3 up to the last CJK extension, and the tags and variation selectors:
