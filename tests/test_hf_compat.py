@@ -475,3 +475,10 @@ def test_windows_cut_as_tokenizers_encoding_truncate():
     assert hf_compat._windows([1, 2, 3], 0, 0, "right") == [[], [1, 2, 3]]
     with pytest.raises(ValueError, match="stride 4 must be smaller"):
         hf_compat._windows([1, 2, 3, 4, 5, 6], 4, 4, "right")
+
+
+@needs_shared
+def test_a_sentencepiece_folder_with_a_byte_level_model_is_refused_naming_metaspace(tmp_path):
+    folder = make_folder(tmp_path, MISTRAL, MISTRAL_CONFIG)
+    with pytest.raises(ValueError, match="pre-tokenizer Metaspace .* with a byte-level"):
+        hf_compat.from_pretrained(folder, bytepair_tokenizer=bytepair.get_encoding("gpt2"))

@@ -54,8 +54,6 @@ except ImportError as e:  # pragma: no cover - the extra is part of the test ins
 
 import bytepair
 
-#: The whitespace mark of Metaspace (SentencePiece-family) files.
-SPACE = "\u2581"
 #: Options of ``save_hf`` (the roles written into the config files); the rest of
 #: ``as_hf``'s options go to the transformers tokenizer.
 ROLES = ("bos_token", "eos_token", "unk_token", "pad_token", "model_max_length")
@@ -146,18 +144,13 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
                     f"{where}: normalizer {'+'.join(map(str, steps))}: bytepair's model "
                     "does not normalize the text this way; use transformers.AutoTokenizer"
                 )
-        self._strip_first = False
-        if backend.pre_tokenizer is not None:
+        if backend.pre_tokenizer is not None and not spm:
             pre = json.loads(backend.pre_tokenizer.__getstate__())
-            if pre.get("type") == "Metaspace" and not spm:
-                scheme = pre.get("prepend_scheme", "always")
-                if pre.get("split") or scheme not in ("first", "never"):
-                    raise ValueError(
-                        f"{where}: pre-tokenizer Metaspace with prepend_scheme {scheme!r} and "
-                        f"split {pre.get('split')!r} is not supported by bytepair's drop-in "
-                        "(only prepend_scheme 'first' or 'never', split false)"
-                    )
-                self._strip_first = scheme == "first"
+            if pre.get("type") == "Metaspace":
+                raise ValueError(
+                    f"{where}: pre-tokenizer Metaspace (a SentencePiece-family file) with a "
+                    "byte-level bytepair model: load the folder's own tokenizer.json"
+                )
         matched = dict(self._bytepair.special_tokens)
         matched.update(getattr(self._bytepair.model, "user_defined", {}))
         matched.update(getattr(self._bytepair.model, "added_tokens", {}))
@@ -173,8 +166,6 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
             if matched.get(token.content) != i:
                 unmatched.append(token.content)
         self._unmatched = tuple(unmatched)
-        self._space_id = backend.token_to_id(SPACE)
-        self._special_ids = frozenset(self._bytepair.special_tokens.values())
 
     def _add_tokens(self, new_tokens, special_tokens=False) -> int:
         added = super()._add_tokens(new_tokens, special_tokens=special_tokens)
@@ -200,23 +191,10 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
                 ids[n] = encoding.ids
         if ours:
             batch = [texts[n] for n in ours]
-            fixed = []
-            if self._strip_first:
-                # HF's Metaspace adds no "▁" before a text starting with " " or "▁";
-                # sentencepiece's dummy "▁" then stands for that first character.
-                for k, text in enumerate(batch):
-                    if text[:1] in (" ", SPACE):
-                        batch[k] = text[1:]
-                        fixed.append(k)
             if split_special_tokens:
                 encoded = self._bytepair.encode_ordinary_batch(batch)
             else:
                 encoded = self._bytepair.encode_batch(batch, allowed_special="all")
-            for k in fixed:
-                rest = encoded[k]
-                if not rest or (not split_special_tokens and rest[0] in self._special_ids):
-                    # Nothing before the first added token: HF's "▁" alone.
-                    encoded[k] = [self._space_id, *rest]
             for n, one in zip(ours, encoded):
                 ids[n] = one
         return ids  # type: ignore[return-value]
