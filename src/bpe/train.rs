@@ -6,19 +6,29 @@
 //! the pair (a, a) twice, and merging replaces occurrences left to right.
 //!
 //! Instead of recounting every pair after each merge, we keep:
+//! - the words' ids in one flat arena (a word per slot, shortened in place by merges);
+//!   a giant word (65,536 ids or more) has a buffer of its own, given back to the
+//!   allocator as merges halve it,
 //! - `pair_counts`: pair → count (64-bit),
-//! - `pair_words`: pair → the words it occurs in (only ever grows; stale entries are
-//!   skipped), so a merge touches only the words that contain the pair,
+//! - `pair_words`: pair → the words it occurs in, ascending (made once, when the pair
+//!   first occurs, and never appended to: a word that lost the pair is skipped), so a
+//!   merge touches only the words that contain the pair,
 //! - a max-heap of (count, left bytes, right bytes) with lazy invalidation: counts of
 //!   existing pairs only ever go down, so a popped entry whose count is out of date is
 //!   pushed back with its current count.
 //!
+//! A merge of (a, b) into N changes only pairs next to an occurrence: (x, a) and
+//! (b, y) lose what (x, N) and (N, y) gain. So the word updates add into arrays
+//! indexed by the neighbour x or y (no hashing per occurrence), each with the list of
+//! words the new pair is in; the hash maps and the heap are updated once per distinct
+//! neighbour when the merge is done. A giant word lists each new pair once, however
+//! often it forms it.
+//!
 //! One giant distinct word (a 100 MB run of one letter has no safe cut) costs its ids
-//! (4 bytes per byte, given back as merges shorten it), a bounded list of the pairs a
-//! merge formed (compacted as it grows, not one entry per occurrence), and the
-//! vocabulary itself, whose tokens are as long as the runs they stand for: about 12
-//! bytes per byte of a 100 MB run, the output. Failing to allocate any of these is
-//! [`OutOfMemory`], never an abort.
+//! (4 bytes per byte, given back as merges shorten it) and the vocabulary itself,
+//! whose tokens are as long as the runs they stand for: about 12 bytes per byte of a
+//! 100 MB run, the output. Failing to allocate any of these is [`OutOfMemory`], never
+//! an abort.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -27,10 +37,96 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 type Pair = (u32, u32);
+/// Pair → how often it occurs.
+type PairCounts = FxHashMap<Pair, i64>;
+/// Pair → the words it occurs in, ascending.
+type PairWords = FxHashMap<Pair, Vec<u32>>;
 
-struct Word {
-    ids: Vec<u32>,
+/// Where a word's ids are: `arena[start..start + len]`, or `giants[start]` when `len`
+/// is [`GIANT`].
+struct Slot {
+    start: usize,
+    len: u32,
     count: i64,
+}
+
+const GIANT: u32 = u32::MAX;
+
+/// A word's ids are kept in a buffer of its own from this length on, and given back to
+/// the allocator when they use less than a quarter of it (runs halve with each merge).
+const SHRINK_IDS_FROM: usize = 1 << 16;
+
+/// How many words ahead of the one being merged (or loaded) its memory is asked for.
+const PREFETCH_WORDS: usize = 8;
+
+/// Asks the CPU to bring in the line at `p`. A hint: no effect on results.
+#[inline]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing and cannot fault, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// The words: ordinary ones in one arena, giant ones apart.
+struct Words {
+    arena: Vec<u32>,
+    slots: Vec<Slot>,
+    giants: Vec<Vec<u32>>,
+}
+
+/// What one merge of (a, b) into N did next to its occurrences, by neighbour: for a
+/// left neighbour x, (x, a) lost and (x, N) gained `delta`; for a right neighbour y,
+/// (b, y) lost and (N, y) gained it. `words` lists (ascending, once each) the words
+/// where the new pair was formed.
+#[derive(Default)]
+struct Side {
+    stamp: u32,
+    delta: i64,
+    words: Vec<u32>,
+}
+
+/// The neighbours of one merge, indexed by symbol id; `stamp` tells this merge's
+/// entries from older ones, so nothing is cleared between merges.
+#[derive(Default)]
+struct Neighbours {
+    stamp: u32,
+    left: Vec<Side>,
+    right: Vec<Side>,
+    touched_left: Vec<u32>,
+    touched_right: Vec<u32>,
+}
+
+impl Neighbours {
+    /// Starts a merge whose ids are all below `vocab_len`.
+    fn start(&mut self, vocab_len: usize) {
+        self.stamp += 1;
+        self.touched_left.clear();
+        self.touched_right.clear();
+        if self.left.len() < vocab_len {
+            self.left.resize_with(vocab_len, Side::default);
+            self.right.resize_with(vocab_len, Side::default);
+        }
+    }
+
+    #[inline]
+    fn add(sides: &mut [Side], touched: &mut Vec<u32>, stamp: u32, x: u32, w: u32, c: i64) {
+        let s = &mut sides[x as usize];
+        if s.stamp != stamp {
+            s.stamp = stamp;
+            s.delta = 0;
+            s.words.clear();
+            touched.push(x);
+        }
+        s.delta += c;
+        if s.words.last() != Some(&w) {
+            s.words.push(w);
+        }
+    }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -84,16 +180,6 @@ fn try_reserve<T>(v: &mut Vec<T>, more: usize) -> Result<(), OutOfMemory> {
     })
 }
 
-/// A list of the pairs one word's merge formed is sorted and deduplicated when it
-/// reaches this length (and then twice its distinct length): ordinary words never get
-/// there, and a giant word's list stays as long as its distinct pairs, not its
-/// occurrences (a 100 MB run pushed 100 M pairs, 1.6 GB, in its first merge).
-const COMPACT_NEW_PAIRS_AT: usize = 1024;
-
-/// A word's ids are given back to the allocator when they use less than a quarter of
-/// a buffer at least this long (only giant words: runs halve with each merge).
-const SHRINK_IDS_FROM: usize = 1 << 16;
-
 /// The result of training: merges in order (merge `i` creates id `256 + i`) and the
 /// bytes of every id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,41 +209,101 @@ impl Default for Limits {
     }
 }
 
-/// Learns up to `num_merges` merges from pre-token counts, within `limits`. Stops
-/// early when no pair is left. `progress(done)` is called now and then; returning
-/// false stops (the merges so far are returned). Memory grows with the merges made,
-/// never with `num_merges` itself; failing to allocate is [`OutOfMemory`].
-pub fn train_merges<K: AsRef<[u8]>>(
-    counts: impl IntoIterator<Item = (K, u64)>,
-    num_merges: usize,
-    limits: Limits,
-    mut progress: impl FnMut(usize) -> bool,
-) -> Result<Trained, OutOfMemory> {
-    let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
-    let mut words: Vec<Word> = Vec::new();
-    let mut pair_counts: FxHashMap<Pair, i64> = FxHashMap::default();
-    let mut pair_words: FxHashMap<Pair, Vec<u32>> = FxHashMap::default();
-
+/// Lays the words out (arena and giants) and counts their byte pairs: 256 × 256
+/// arrays, no hashing. Pre-tokens shorter than 2 bytes hold no pair and are left out.
+fn load_words<K: AsRef<[u8]>, I>(counts: I) -> Result<(Words, PairCounts, PairWords), OutOfMemory>
+where
+    I: IntoIterator<Item = (K, u64)>,
+    I::IntoIter: Clone,
+{
+    let counts = counts.into_iter();
+    let (mut arena_len, mut num_words) = (0usize, 0usize);
+    for (token, _) in counts.clone() {
+        let n = token.as_ref().len();
+        if n >= 2 {
+            num_words += 1;
+            if n < SHRINK_IDS_FROM {
+                arena_len += n;
+            }
+        }
+    }
+    let mut words = Words {
+        arena: Vec::new(),
+        slots: Vec::new(),
+        giants: Vec::new(),
+    };
+    try_reserve(&mut words.arena, arena_len)?;
+    try_reserve(&mut words.slots, num_words)?;
+    let mut ahead = counts.clone().skip(PREFETCH_WORDS);
+    let mut byte_counts = vec![0i64; 1 << 16];
+    let mut byte_words: Vec<Vec<u32>> = vec![Vec::new(); 1 << 16];
     for (token, count) in counts {
+        if let Some((soon, _)) = ahead.next() {
+            prefetch(soon.as_ref().as_ptr());
+        }
         let token = token.as_ref();
         if token.len() < 2 {
             continue;
         }
-        let mut ids: Vec<u32> = Vec::new();
-        try_reserve(&mut ids, token.len())?;
-        ids.extend(token.iter().map(|&b| b as u32));
-        let w = words.len() as u32;
+        let w = words.slots.len() as u32;
         let count = count as i64;
-        for pair in ids.windows(2) {
-            let pair = (pair[0], pair[1]);
-            *pair_counts.entry(pair).or_insert(0) += count;
-            let list = pair_words.entry(pair).or_default();
+        for pair in token.windows(2) {
+            let p = (pair[0] as usize) << 8 | pair[1] as usize;
+            byte_counts[p] += count;
+            let list = &mut byte_words[p];
             if list.last() != Some(&w) {
                 list.push(w);
             }
         }
-        words.push(Word { ids, count });
+        if token.len() < SHRINK_IDS_FROM {
+            let start = words.arena.len();
+            words.arena.extend(token.iter().map(|&b| b as u32));
+            words.slots.push(Slot {
+                start,
+                len: token.len() as u32,
+                count,
+            });
+        } else {
+            let mut ids: Vec<u32> = Vec::new();
+            try_reserve(&mut ids, token.len())?;
+            ids.extend(token.iter().map(|&b| b as u32));
+            words.slots.push(Slot {
+                start: words.giants.len(),
+                len: GIANT,
+                count,
+            });
+            words.giants.push(ids);
+        }
     }
+    let mut pair_counts = FxHashMap::default();
+    let mut pair_words = FxHashMap::default();
+    for (p, list) in byte_words.into_iter().enumerate() {
+        if !list.is_empty() {
+            let pair = ((p >> 8) as u32, (p & 0xff) as u32);
+            pair_counts.insert(pair, byte_counts[p]);
+            pair_words.insert(pair, list);
+        }
+    }
+    Ok((words, pair_counts, pair_words))
+}
+
+/// Learns up to `num_merges` merges from pre-token counts, within `limits`. Stops
+/// early when no pair is left. `progress(done)` is called now and then; returning
+/// false stops (the merges so far are returned). Memory grows with the merges made,
+/// never with `num_merges` itself; failing to allocate is [`OutOfMemory`]. The counts
+/// are read twice (sizes first, so the arena is allocated once).
+pub fn train_merges<K: AsRef<[u8]>, I>(
+    counts: I,
+    num_merges: usize,
+    limits: Limits,
+    mut progress: impl FnMut(usize) -> bool,
+) -> Result<Trained, OutOfMemory>
+where
+    I: IntoIterator<Item = (K, u64)>,
+    I::IntoIter: Clone,
+{
+    let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
+    let (mut words, mut pair_counts, mut pair_words) = load_words(counts)?;
 
     let candidate = |pair: Pair, count: i64, vocab: &[Arc<[u8]>]| Candidate {
         count,
@@ -166,7 +312,14 @@ pub fn train_merges<K: AsRef<[u8]>>(
         pair,
     };
     // Each merge shortens some word by a symbol: no more merges than that can happen.
-    let most_merges: usize = words.iter().map(|w| w.ids.len() - 1).sum();
+    let most_merges: usize = words
+        .slots
+        .iter()
+        .map(|s| match s.len {
+            GIANT => words.giants[s.start].len() - 1,
+            n => n as usize - 1,
+        })
+        .sum::<usize>();
     let mut heap: BinaryHeap<Candidate> = pair_counts
         .iter()
         .filter(|(_, &c)| c > 0)
@@ -175,8 +328,7 @@ pub fn train_merges<K: AsRef<[u8]>>(
 
     let mut merges: Vec<Pair> = Vec::with_capacity(num_merges.min(most_merges));
     let report_every = (num_merges / 100).max(1);
-    let mut new_pairs: Vec<Pair> = Vec::new();
-    let mut created: Vec<Pair> = Vec::new();
+    let mut near = Neighbours::default();
 
     while merges.len() < num_merges {
         let Some(top) = heap.pop() else { break };
@@ -201,34 +353,41 @@ pub fn train_merges<K: AsRef<[u8]>>(
         vocab.push(Arc::from(bytes));
         merges.push(top.pair);
 
-        created.clear();
+        near.start(vocab.len());
         let word_ids = pair_words.remove(&top.pair).unwrap_or_default();
-        for &w in &word_ids {
-            new_pairs.clear();
-            merge_word(
-                &mut words[w as usize],
-                top.pair,
-                new_id,
-                &mut pair_counts,
-                &mut new_pairs,
-            );
-            new_pairs.sort_unstable();
-            new_pairs.dedup();
-            for &p in &new_pairs {
-                pair_words.entry(p).or_default().push(w);
+        for (i, &w) in word_ids.iter().enumerate() {
+            // A visit is two cache misses (the slot, then the ids): ask for both ahead.
+            if let Some(&far) = word_ids.get(i + 2 * PREFETCH_WORDS) {
+                prefetch(words.slots.as_ptr().wrapping_add(far as usize));
             }
-            created.extend_from_slice(&new_pairs);
-        }
-        // Only pairs containing the new token can grow; they are new, so they get
-        // their (only) heap entry here. Others only shrink: handled lazily on pop.
-        created.sort_unstable();
-        created.dedup();
-        for &pair in &created {
-            let c = pair_counts.get(&pair).copied().unwrap_or(0);
-            if c > 0 {
-                heap.push(candidate(pair, c, &vocab));
+            if let Some(&soon) = word_ids.get(i + PREFETCH_WORDS) {
+                let s = &words.slots[soon as usize];
+                if s.len != GIANT {
+                    prefetch(words.arena.as_ptr().wrapping_add(s.start));
+                }
+            }
+            let slot = &mut words.slots[w as usize];
+            if slot.len == GIANT {
+                let ids = &mut words.giants[slot.start];
+                let n = merge_word(ids, top.pair, new_id, w, slot.count, &mut near);
+                ids.truncate(n);
+                if ids.capacity() >= SHRINK_IDS_FROM && n < ids.capacity() / 4 {
+                    ids.shrink_to_fit();
+                }
+            } else {
+                let ids = &mut words.arena[slot.start..slot.start + slot.len as usize];
+                slot.len = merge_word(ids, top.pair, new_id, w, slot.count, &mut near) as u32;
             }
         }
+        drop(word_ids);
+        apply_merge(
+            top.pair,
+            new_id,
+            &mut near,
+            &mut pair_counts,
+            &mut pair_words,
+            |pair, c| heap.push(candidate(pair, c, &vocab)),
+        );
         pair_counts.remove(&top.pair);
         if merges.len().is_multiple_of(report_every) && !progress(merges.len()) {
             break;
@@ -249,54 +408,85 @@ pub fn train_merges<K: AsRef<[u8]>>(
     Ok(Trained { merges, vocab: out })
 }
 
-/// Replaces every occurrence of `pair` in the word, left to right and in place,
-/// updating the counts of the neighbouring pairs and recording the pairs formed with
-/// `new_id`. (The merged pair's own count is dropped by the caller.)
-fn merge_word(
-    word: &mut Word,
+/// Adds what a merge of (a, b) into `new_id` did next to its occurrences into the
+/// pair counts, once per neighbour. Pairs with `new_id` are new: those that occur get
+/// their word lists and their (only) heap entry through `push`. Other pairs only
+/// shrink: handled lazily on pop.
+fn apply_merge(
     (a, b): Pair,
     new_id: u32,
-    counts: &mut FxHashMap<Pair, i64>,
-    new_pairs: &mut Vec<Pair>,
+    near: &mut Neighbours,
+    counts: &mut PairCounts,
+    pair_words: &mut PairWords,
+    mut push: impl FnMut(Pair, i64),
 ) {
-    let c = word.count;
-    let ids = &mut word.ids;
+    // All additions first: (N, a) may lose, through a left neighbour N, what it
+    // gained through a right neighbour a.
+    for &y in &near.touched_right {
+        let d = near.right[y as usize].delta;
+        *counts.entry((b, y)).or_insert(0) -= d;
+        *counts.entry((new_id, y)).or_insert(0) += d;
+    }
+    for &x in &near.touched_left {
+        let d = near.left[x as usize].delta;
+        *counts.entry((x, a)).or_insert(0) -= d;
+        *counts.entry((x, new_id)).or_insert(0) += d;
+    }
+    // The two lists never name the same pair: a right neighbour is an original
+    // symbol, never `new_id`, so (N, N) only comes from the left.
+    for i in 0..near.touched_right.len() + near.touched_left.len() {
+        let (pair, side) = if i < near.touched_right.len() {
+            let y = near.touched_right[i];
+            ((new_id, y), &mut near.right[y as usize])
+        } else {
+            let x = near.touched_left[i - near.touched_right.len()];
+            ((x, new_id), &mut near.left[x as usize])
+        };
+        let c = counts.get(&pair).copied().unwrap_or(0);
+        if c > 0 {
+            pair_words.insert(pair, std::mem::take(&mut side.words));
+            push(pair, c);
+        } else {
+            counts.remove(&pair);
+        }
+    }
+}
+
+/// Replaces every occurrence of `pair` in word `w` (counted `c` times), left to right
+/// and in place, adding into `near` what happened next to each; returns the new length.
+/// (The merged pair's own count is dropped by the caller.)
+fn merge_word(
+    ids: &mut [u32],
+    (a, b): Pair,
+    new_id: u32,
+    w: u32,
+    c: i64,
+    near: &mut Neighbours,
+) -> usize {
     let n = ids.len();
-    let mut compact_at = COMPACT_NEW_PAIRS_AT;
-    let (mut w, mut r) = (0, 0); // write and read positions; w <= r
+    let stamp = near.stamp;
+    let (mut wr, mut r) = (0, 0); // write and read positions; wr <= r
     while r < n {
         if r + 1 < n && ids[r] == a && ids[r + 1] == b {
             // The left neighbour is what we already wrote (possibly a new token).
-            if w > 0 {
-                let prev = ids[w - 1];
-                *counts.entry((prev, a)).or_insert(0) -= c;
-                *counts.entry((prev, new_id)).or_insert(0) += c;
-                new_pairs.push((prev, new_id));
+            if wr > 0 {
+                let x = ids[wr - 1];
+                Neighbours::add(&mut near.left, &mut near.touched_left, stamp, x, w, c);
             }
             // The right neighbour is still the original symbol.
             if r + 2 < n {
-                let next = ids[r + 2];
-                *counts.entry((b, next)).or_insert(0) -= c;
-                *counts.entry((new_id, next)).or_insert(0) += c;
-                new_pairs.push((new_id, next));
+                let y = ids[r + 2];
+                Neighbours::add(&mut near.right, &mut near.touched_right, stamp, y, w, c);
             }
-            if new_pairs.len() >= compact_at {
-                new_pairs.sort_unstable();
-                new_pairs.dedup();
-                compact_at = (2 * new_pairs.len()).max(COMPACT_NEW_PAIRS_AT);
-            }
-            ids[w] = new_id;
+            ids[wr] = new_id;
             r += 2;
         } else {
-            ids[w] = ids[r];
+            ids[wr] = ids[r];
             r += 1;
         }
-        w += 1;
+        wr += 1;
     }
-    ids.truncate(w);
-    if ids.capacity() >= SHRINK_IDS_FROM && ids.len() < ids.capacity() / 4 {
-        ids.shrink_to_fit();
-    }
+    wr
 }
 
 #[cfg(test)]
