@@ -15,7 +15,8 @@
 //!   merge touches only the words that contain the pair,
 //! - a max-heap of (count, left bytes, right bytes) with lazy invalidation: counts of
 //!   existing pairs only ever go down, so a popped entry whose count is out of date is
-//!   pushed back with its current count.
+//!   pushed back with its current count. Only pairs counted at least a floor (halved
+//!   as needed) are in the heap; the others wait in a plain list ([`Queue`]).
 //!
 //! A merge of (a, b) into N changes only pairs next to an occurrence: (x, a) and
 //! (b, y) lose what (x, N) and (N, y) gain. So the word updates add into arrays
@@ -150,6 +151,72 @@ impl Ord for Candidate {
 impl PartialOrd for Candidate {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// The pairs that may be merged next, best first. Only pairs counted at least `floor`
+/// times are in the heap (with the tokens' bytes that break ties); the rest wait in
+/// `low` as (count, pair). `floor` only goes down: when the heap is empty, it is halved
+/// and the pairs that reach it move up. Most pairs are never merged and never enter the
+/// heap, so it stays small and cheap to update.
+///
+/// Exact: every pair whose current count is at least `floor` has a heap entry whose
+/// count is at least that (counts only go down; a stale entry is pushed back by the
+/// caller with its current count), and every pair in `low` counts less than `floor`.
+/// So the heap's top, when its count is current, is the best of all pairs.
+struct Queue {
+    heap: BinaryHeap<Candidate>,
+    low: Vec<(i64, Pair)>,
+    floor: i64,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Self {
+            heap: BinaryHeap::new(),
+            low: Vec::new(),
+            floor: i64::MAX,
+        }
+    }
+}
+
+impl Queue {
+    /// Adds `pair` counted `count` times; pairs that no longer occur are left out.
+    fn push(&mut self, pair: Pair, count: i64, vocab: &[Arc<[u8]>]) {
+        if count <= 0 {
+            return;
+        }
+        if count >= self.floor {
+            self.heap.push(Candidate {
+                count,
+                left: vocab[pair.0 as usize].clone(),
+                right: vocab[pair.1 as usize].clone(),
+                pair,
+            });
+        } else {
+            self.low.push((count, pair));
+        }
+    }
+
+    /// The entry with the greatest (count, left bytes, right bytes); its count may be
+    /// out of date (the caller checks).
+    fn pop(&mut self, vocab: &[Arc<[u8]>]) -> Option<Candidate> {
+        if self.heap.is_empty() {
+            let best = self.low.iter().map(|&(c, _)| c).max()?;
+            self.floor = best - best / 2;
+            let floor = self.floor;
+            let mut up = Vec::new();
+            self.low.retain(|&(c, pair)| {
+                if c >= floor {
+                    up.push((c, pair));
+                }
+                c < floor
+            });
+            for (c, pair) in up {
+                self.push(pair, c, vocab);
+            }
+        }
+        self.heap.pop()
     }
 }
 
@@ -305,12 +372,6 @@ where
     let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
     let (mut words, mut pair_counts, mut pair_words) = load_words(counts)?;
 
-    let candidate = |pair: Pair, count: i64, vocab: &[Arc<[u8]>]| Candidate {
-        count,
-        left: vocab[pair.0 as usize].clone(),
-        right: vocab[pair.1 as usize].clone(),
-        pair,
-    };
     // Each merge shortens some word by a symbol: no more merges than that can happen.
     let most_merges: usize = words
         .slots
@@ -320,23 +381,20 @@ where
             n => n as usize - 1,
         })
         .sum::<usize>();
-    let mut heap: BinaryHeap<Candidate> = pair_counts
-        .iter()
-        .filter(|(_, &c)| c > 0)
-        .map(|(&p, &c)| candidate(p, c, &vocab))
-        .collect();
+    let mut queue = Queue::default();
+    for (&pair, &c) in &pair_counts {
+        queue.push(pair, c, &vocab);
+    }
 
     let mut merges: Vec<Pair> = Vec::with_capacity(num_merges.min(most_merges));
     let report_every = (num_merges / 100).max(1);
     let mut near = Neighbours::default();
 
     while merges.len() < num_merges {
-        let Some(top) = heap.pop() else { break };
+        let Some(top) = queue.pop(&vocab) else { break };
         let current = pair_counts.get(&top.pair).copied().unwrap_or(0);
         if current != top.count {
-            if current > 0 {
-                heap.push(candidate(top.pair, current, &vocab));
-            }
+            queue.push(top.pair, current, &vocab);
             continue;
         }
         if current <= 0 || top.left.len() + top.right.len() > limits.max_token_length {
@@ -386,7 +444,7 @@ where
             &mut near,
             &mut pair_counts,
             &mut pair_words,
-            |pair, c| heap.push(candidate(pair, c, &vocab)),
+            |pair, c| queue.push(pair, c, &vocab),
         );
         pair_counts.remove(&top.pair);
         if merges.len().is_multiple_of(report_every) && !progress(merges.len()) {
@@ -394,9 +452,9 @@ where
         }
     }
     let _ = progress(merges.len());
-    // The heap's clones of the tokens go first, so each token's bytes are copied out
+    // The queue's clones of the tokens go first, so each token's bytes are copied out
     // and freed one at a time (the vocabulary of a giant run is held once, not twice).
-    drop(heap);
+    drop(queue);
     drop(words);
     let mut out = Vec::with_capacity(vocab.len());
     for token in vocab {
@@ -592,5 +650,110 @@ mod tests {
         .unwrap();
         assert_eq!(t.merges.len(), 8);
         assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// The merges by recounting every pair after each merge (CS336's definition).
+    fn naive(words: &[(Vec<u8>, u64)], n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut words: Vec<(Vec<Vec<u8>>, u64)> = words
+            .iter()
+            .map(|(w, c)| (w.iter().map(|&b| vec![b]).collect(), *c))
+            .collect();
+        let mut merges = Vec::new();
+        for _ in 0..n {
+            let mut counts: std::collections::BTreeMap<(Vec<u8>, Vec<u8>), u64> =
+                Default::default();
+            for (w, c) in &words {
+                for p in w.windows(2) {
+                    *counts.entry((p[0].clone(), p[1].clone())).or_default() += c;
+                }
+            }
+            let Some((best, _)) = counts
+                .into_iter()
+                .filter(|&(_, c)| c > 0)
+                .max_by(|(p, c), (q, d)| c.cmp(d).then_with(|| p.cmp(q)))
+            else {
+                break;
+            };
+            for (w, _) in &mut words {
+                let mut out: Vec<Vec<u8>> = Vec::with_capacity(w.len());
+                let mut i = 0;
+                while i < w.len() {
+                    if i + 1 < w.len() && w[i] == best.0 && w[i + 1] == best.1 {
+                        out.push([best.0.as_slice(), best.1.as_slice()].concat());
+                        i += 2;
+                    } else {
+                        out.push(w[i].clone());
+                        i += 1;
+                    }
+                }
+                *w = out;
+            }
+            merges.push(best);
+        }
+        merges
+    }
+
+    fn merged_bytes(t: &Trained) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let bytes = |id: u32| t.vocab[id as usize].clone();
+        t.merges
+            .iter()
+            .map(|&(l, r)| (bytes(l), bytes(r)))
+            .collect()
+    }
+
+    #[test]
+    fn heavy_ties_and_small_counts_merge_as_recounting_does() {
+        // Words over three letters counted 1-3 times: nearly every step is a tie, and
+        // most pairs sit below the queue's floor until late refills bring them up.
+        let mut seed = 12345u64;
+        let mut next = move |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for round in 0..20 {
+            let words: Vec<(Vec<u8>, u64)> = (0..40)
+                .map(|_| {
+                    let len = 1 + next(if round % 2 == 0 { 6 } else { 30 }) as usize;
+                    (
+                        (0..len).map(|_| b"abc"[next(3) as usize]).collect(),
+                        1 + next(3),
+                    )
+                })
+                .collect();
+            let expected = naive(&words, 60);
+            let t = train_merges(
+                words.iter().map(|(w, c)| (w.as_slice(), *c)),
+                60,
+                Limits::default(),
+                |_| true,
+            )
+            .unwrap();
+            assert_eq!(merged_bytes(&t), expected, "round {round}: {words:?}");
+        }
+    }
+
+    #[test]
+    fn a_giant_word_beside_ordinary_ones_merges_as_recounting_does() {
+        // 70,000 ids: a buffer of its own (shrunk as merges halve the runs), the rest in
+        // the arena; both updated by the same merges.
+        let mut giant = b"ab".repeat(20_000);
+        giant.extend(b"c".repeat(30_000));
+        let words = vec![
+            (giant, 1u64),
+            (b"cab".to_vec(), 7),
+            (b"bca".to_vec(), 5),
+            (b"cc".to_vec(), 2),
+        ];
+        let expected = naive(&words, 12);
+        let t = train_merges(
+            words.iter().map(|(w, c)| (w.as_slice(), *c)),
+            12,
+            Limits::default(),
+            |_| true,
+        )
+        .unwrap();
+        assert_eq!(merged_bytes(&t), expected);
     }
 }
