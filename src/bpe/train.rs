@@ -6,9 +6,9 @@
 //! the pair (a, a) twice, and merging replaces occurrences left to right.
 //!
 //! Instead of recounting every pair after each merge, we keep:
-//! - the words' ids in one flat arena (a word per slot, shortened in place by merges);
-//!   a giant word (65,536 ids or more) has a buffer of its own, given back to the
-//!   allocator as merges halve it,
+//! - the words in one flat arena, each its length, count and ids side by side (one
+//!   cache miss per visit), shortened in place by merges; a giant word (65,536 ids or
+//!   more) has a buffer of its own, given back to the allocator as merges halve it,
 //! - `pair_counts`: pair → count (64-bit),
 //! - `pair_words`: pair → the words it occurs in, ascending (made once, when the pair
 //!   first occurs, and never appended to: a word that lost the pair is skipped), so a
@@ -43,14 +43,12 @@ type PairCounts = FxHashMap<Pair, i64>;
 /// Pair → the words it occurs in, ascending.
 type PairWords = FxHashMap<Pair, Vec<u32>>;
 
-/// Where a word's ids are: `arena[start..start + len]`, or `giants[start]` when `len`
-/// is [`GIANT`].
-struct Slot {
-    start: usize,
-    len: u32,
-    count: i64,
-}
-
+/// A word is named by where it starts in the arena, in units of [`ALIGN`] ids: at
+/// `ALIGN * w` are its length, its count (two ids, low half first) and its ids, so one
+/// cache line brings a short word whole. A giant word's length is [`GIANT`], and its
+/// one id is the index of its own buffer.
+const HEADER: usize = 3;
+const ALIGN: usize = 4;
 const GIANT: u32 = u32::MAX;
 
 /// A word's ids are kept in a buffer of its own from this length on, and given back to
@@ -76,8 +74,13 @@ fn prefetch<T>(p: *const T) {
 /// The words: ordinary ones in one arena, giant ones apart.
 struct Words {
     arena: Vec<u32>,
-    slots: Vec<Slot>,
     giants: Vec<Vec<u32>>,
+}
+
+/// The arena ids a word of `n` bytes takes (header and padding included).
+fn arena_span(n: usize) -> usize {
+    let ids = if n < SHRINK_IDS_FROM { n } else { 1 };
+    (HEADER + ids).div_ceil(ALIGN) * ALIGN
 }
 
 /// What one merge of (a, b) into N did next to its occurrences, by neighbour: for a
@@ -278,32 +281,36 @@ impl Default for Limits {
 
 /// Lays the words out (arena and giants) and counts their byte pairs: 256 × 256
 /// arrays, no hashing. Pre-tokens shorter than 2 bytes hold no pair and are left out.
-fn load_words<K: AsRef<[u8]>, I>(counts: I) -> Result<(Words, PairCounts, PairWords), OutOfMemory>
+/// Also returns how many merges the words can take at most (a merge shortens a word).
+fn load_words<K: AsRef<[u8]>, I>(
+    counts: I,
+) -> Result<(Words, PairCounts, PairWords, usize), OutOfMemory>
 where
     I: IntoIterator<Item = (K, u64)>,
     I::IntoIter: Clone,
 {
     let counts = counts.into_iter();
-    let (mut arena_len, mut num_words) = (0usize, 0usize);
-    for (token, _) in counts.clone() {
-        let n = token.as_ref().len();
-        if n >= 2 {
-            num_words += 1;
-            if n < SHRINK_IDS_FROM {
-                arena_len += n;
-            }
-        }
+    let arena_len: usize = counts
+        .clone()
+        .map(|(token, _)| token.as_ref().len())
+        .filter(|&n| n >= 2)
+        .map(arena_span)
+        .sum();
+    // Words are named by u32 offsets in units of ALIGN ids: a 64 GB arena at most.
+    if arena_len / ALIGN > u32::MAX as usize {
+        return Err(OutOfMemory {
+            bytes: arena_len.saturating_mul(4),
+        });
     }
     let mut words = Words {
         arena: Vec::new(),
-        slots: Vec::new(),
         giants: Vec::new(),
     };
     try_reserve(&mut words.arena, arena_len)?;
-    try_reserve(&mut words.slots, num_words)?;
     let mut ahead = counts.clone().skip(PREFETCH_WORDS);
     let mut byte_counts = vec![0i64; 1 << 16];
     let mut byte_words: Vec<Vec<u32>> = vec![Vec::new(); 1 << 16];
+    let mut most_merges = 0;
     for (token, count) in counts {
         if let Some((soon, _)) = ahead.next() {
             prefetch(soon.as_ref().as_ptr());
@@ -312,35 +319,35 @@ where
         if token.len() < 2 {
             continue;
         }
-        let w = words.slots.len() as u32;
-        let count = count as i64;
+        let start = words.arena.len();
+        let w = (start / ALIGN) as u32;
         for pair in token.windows(2) {
             let p = (pair[0] as usize) << 8 | pair[1] as usize;
-            byte_counts[p] += count;
+            byte_counts[p] += count as i64;
             let list = &mut byte_words[p];
             if list.last() != Some(&w) {
                 list.push(w);
             }
         }
-        if token.len() < SHRINK_IDS_FROM {
-            let start = words.arena.len();
-            words.arena.extend(token.iter().map(|&b| b as u32));
-            words.slots.push(Slot {
-                start,
-                len: token.len() as u32,
-                count,
-            });
+        most_merges += token.len() - 1;
+        let len = if token.len() < SHRINK_IDS_FROM {
+            token.len() as u32
         } else {
+            GIANT
+        };
+        words
+            .arena
+            .extend([len, count as u32, (count >> 32) as u32]);
+        if len == GIANT {
             let mut ids: Vec<u32> = Vec::new();
             try_reserve(&mut ids, token.len())?;
             ids.extend(token.iter().map(|&b| b as u32));
-            words.slots.push(Slot {
-                start: words.giants.len(),
-                len: GIANT,
-                count,
-            });
+            words.arena.push(words.giants.len() as u32);
             words.giants.push(ids);
+        } else {
+            words.arena.extend(token.iter().map(|&b| b as u32));
         }
+        words.arena.resize(start + arena_span(token.len()), 0);
     }
     let mut pair_counts = FxHashMap::default();
     let mut pair_words = FxHashMap::default();
@@ -351,7 +358,7 @@ where
             pair_words.insert(pair, list);
         }
     }
-    Ok((words, pair_counts, pair_words))
+    Ok((words, pair_counts, pair_words, most_merges))
 }
 
 /// Learns up to `num_merges` merges from pre-token counts, within `limits`. Stops
@@ -370,17 +377,7 @@ where
     I::IntoIter: Clone,
 {
     let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
-    let (mut words, mut pair_counts, mut pair_words) = load_words(counts)?;
-
-    // Each merge shortens some word by a symbol: no more merges than that can happen.
-    let most_merges: usize = words
-        .slots
-        .iter()
-        .map(|s| match s.len {
-            GIANT => words.giants[s.start].len() - 1,
-            n => n as usize - 1,
-        })
-        .sum::<usize>();
+    let (mut words, mut pair_counts, mut pair_words, most_merges) = load_words(counts)?;
     let mut queue = Queue::default();
     for (&pair, &c) in &pair_counts {
         queue.push(pair, c, &vocab);
@@ -413,28 +410,25 @@ where
 
         near.start(vocab.len());
         let word_ids = pair_words.remove(&top.pair).unwrap_or_default();
+        let arena = &mut words.arena;
         for (i, &w) in word_ids.iter().enumerate() {
-            // A visit is two cache misses (the slot, then the ids): ask for both ahead.
-            if let Some(&far) = word_ids.get(i + 2 * PREFETCH_WORDS) {
-                prefetch(words.slots.as_ptr().wrapping_add(far as usize));
-            }
+            // A visit is a cache miss (the word's line): ask for it ahead.
             if let Some(&soon) = word_ids.get(i + PREFETCH_WORDS) {
-                let s = &words.slots[soon as usize];
-                if s.len != GIANT {
-                    prefetch(words.arena.as_ptr().wrapping_add(s.start));
-                }
+                prefetch(arena.as_ptr().wrapping_add(soon as usize * ALIGN));
             }
-            let slot = &mut words.slots[w as usize];
-            if slot.len == GIANT {
-                let ids = &mut words.giants[slot.start];
-                let n = merge_word(ids, top.pair, new_id, w, slot.count, &mut near);
+            let at = w as usize * ALIGN;
+            let len = arena[at];
+            let count = (arena[at + 1] as u64 | (arena[at + 2] as u64) << 32) as i64;
+            if len == GIANT {
+                let ids = &mut words.giants[arena[at + HEADER] as usize];
+                let n = merge_word(ids, top.pair, new_id, w, count, &mut near);
                 ids.truncate(n);
                 if ids.capacity() >= SHRINK_IDS_FROM && n < ids.capacity() / 4 {
                     ids.shrink_to_fit();
                 }
             } else {
-                let ids = &mut words.arena[slot.start..slot.start + slot.len as usize];
-                slot.len = merge_word(ids, top.pair, new_id, w, slot.count, &mut near) as u32;
+                let ids = &mut arena[at + HEADER..at + HEADER + len as usize];
+                arena[at] = merge_word(ids, top.pair, new_id, w, count, &mut near) as u32;
             }
         }
         drop(word_ids);
