@@ -308,3 +308,20 @@ def test_counts_added_from_python_and_corrupt_tables():
         _core.PreTokenCounter.from_bytes(b"\x80\x04pickle", None, [], 1)
     with pytest.raises(ValueError, match=r"truncated count table: entry 2 at byte offset \d+"):
         _core.PreTokenCounter.from_bytes(data[:-3], None, [], 1)
+
+
+def test_merges_shared_among_threads_equal_one_thread_and_the_reference():
+    # 30,000 distinct words holding "ab": the first merges touch more words than the
+    # merge loop splits among threads (20,000); results must not depend on the count.
+    words = {f"ab{i:05d}ba".encode(): 1 + i % 3 for i in range(30_000)}
+
+    def merges(num_threads):
+        counter = _core.PreTokenCounter(None, [], num_threads)
+        counter.add_counts(words)
+        ids, vocab = counter.train(40)
+        return [(vocab[a], vocab[b]) for a, b in ids]
+
+    one = merges(1)
+    assert merges(2) == one and merges(3) == one
+    docs = [" ".join(w.decode() for w, c in words.items() for _ in range(c))]
+    assert one == ref.train(docs, 256 + 40 + 1, pattern=r"\S+| ")[1][: len(one)]

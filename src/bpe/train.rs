@@ -22,7 +22,8 @@
 //! (b, y) lose what (x, N) and (N, y) gain. So the word updates add into arrays
 //! indexed by the neighbour x or y (no hashing per occurrence), each with the list of
 //! words the new pair is in; the hash maps and the heap are updated once per distinct
-//! neighbour when the merge is done. A giant word lists each new pair once, however
+//! neighbour when the merge is done. A merge touching many words shares them among
+//! the threads, each adding into arrays of its own, folded together in word order. A giant word lists each new pair once, however
 //! often it forms it.
 //!
 //! One giant distinct word (a 100 MB run of one letter has no safe cut) costs its ids
@@ -33,7 +34,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
@@ -55,6 +56,9 @@ const GIANT: u32 = u32::MAX;
 /// the allocator when they use less than a quarter of it (runs halve with each merge).
 const SHRINK_IDS_FROM: usize = 1 << 16;
 
+/// A merge touching at least this many words shares them among the threads.
+const PARALLEL_FROM: usize = 20_000;
+
 /// How many words ahead of the one being merged (or loaded) its memory is asked for.
 const PREFETCH_WORDS: usize = 8;
 
@@ -74,7 +78,8 @@ fn prefetch<T>(p: *const T) {
 /// The words: ordinary ones in one arena, giant ones apart.
 struct Words {
     arena: Vec<u32>,
-    giants: Vec<Vec<u32>>,
+    /// Locked only by the one thread merging that word (see [`merge_words`]).
+    giants: Vec<Mutex<Vec<u32>>>,
 }
 
 /// The arena ids a word of `n` bytes takes (header and padding included).
@@ -114,6 +119,37 @@ impl Neighbours {
         if self.left.len() < vocab_len {
             self.left.resize_with(vocab_len, Side::default);
             self.right.resize_with(vocab_len, Side::default);
+        }
+    }
+
+    /// Adds what another thread found in the words after ours.
+    fn absorb(&mut self, other: &Neighbours) {
+        for (sides, touched, theirs, their_touched) in [
+            (
+                &mut self.left,
+                &mut self.touched_left,
+                &other.left,
+                &other.touched_left,
+            ),
+            (
+                &mut self.right,
+                &mut self.touched_right,
+                &other.right,
+                &other.touched_right,
+            ),
+        ] {
+            for &x in their_touched {
+                let t = &theirs[x as usize];
+                let s = &mut sides[x as usize];
+                if s.stamp != self.stamp {
+                    s.stamp = self.stamp;
+                    s.delta = 0;
+                    s.words.clear();
+                    touched.push(x);
+                }
+                s.delta += t.delta;
+                s.words.extend_from_slice(&t.words);
+            }
         }
     }
 
@@ -343,7 +379,7 @@ where
             try_reserve(&mut ids, token.len())?;
             ids.extend(token.iter().map(|&b| b as u32));
             words.arena.push(words.giants.len() as u32);
-            words.giants.push(ids);
+            words.giants.push(Mutex::new(ids));
         } else {
             words.arena.extend(token.iter().map(|&b| b as u32));
         }
@@ -370,6 +406,7 @@ pub fn train_merges<K: AsRef<[u8]>, I>(
     counts: I,
     num_merges: usize,
     limits: Limits,
+    num_threads: usize,
     mut progress: impl FnMut(usize) -> bool,
 ) -> Result<Trained, OutOfMemory>
 where
@@ -386,6 +423,7 @@ where
     let mut merges: Vec<Pair> = Vec::with_capacity(num_merges.min(most_merges));
     let report_every = (num_merges / 100).max(1);
     let mut near = Neighbours::default();
+    let mut helpers: Vec<Neighbours> = Vec::new();
 
     while merges.len() < num_merges {
         let Some(top) = queue.pop(&vocab) else { break };
@@ -410,25 +448,64 @@ where
 
         near.start(vocab.len());
         let word_ids = pair_words.remove(&top.pair).unwrap_or_default();
-        let arena = &mut words.arena;
-        for (i, &w) in word_ids.iter().enumerate() {
-            // A visit is a cache miss (the word's line): ask for it ahead.
-            if let Some(&soon) = word_ids.get(i + PREFETCH_WORDS) {
-                prefetch(arena.as_ptr().wrapping_add(soon as usize * ALIGN));
+        let threads = if word_ids.len() >= PARALLEL_FROM {
+            num_threads.max(1)
+        } else {
+            1
+        };
+        if threads == 1 {
+            merge_words(
+                &mut words.arena,
+                0,
+                &words.giants,
+                &word_ids,
+                top.pair,
+                new_id,
+                &mut near,
+            );
+        } else {
+            // Each thread takes a run of the (ascending) words and the arena they sit
+            // in; its additions are folded in in word order, so every thread count
+            // gives the same sums and the same ascending word lists.
+            let per = word_ids.len().div_ceil(threads);
+            let chunks: Vec<&[u32]> = word_ids.chunks(per).collect();
+            let mut parts = Vec::with_capacity(chunks.len());
+            let (mut rest, mut base) = (words.arena.as_mut_slice(), 0);
+            for (k, &chunk) in chunks.iter().enumerate() {
+                let end = match chunks.get(k + 1) {
+                    Some(next) => next[0] as usize * ALIGN,
+                    None => base + rest.len(),
+                };
+                let (part, tail) = std::mem::take(&mut rest).split_at_mut(end - base);
+                parts.push((part, base, chunk));
+                (rest, base) = (tail, end);
             }
-            let at = w as usize * ALIGN;
-            let len = arena[at];
-            let count = (arena[at + 1] as u64 | (arena[at + 2] as u64) << 32) as i64;
-            if len == GIANT {
-                let ids = &mut words.giants[arena[at + HEADER] as usize];
-                let n = merge_word(ids, top.pair, new_id, w, count, &mut near);
-                ids.truncate(n);
-                if ids.capacity() >= SHRINK_IDS_FROM && n < ids.capacity() / 4 {
-                    ids.shrink_to_fit();
+            if helpers.len() < chunks.len() - 1 {
+                helpers.resize_with(chunks.len() - 1, Neighbours::default);
+            }
+            let giants = &words.giants;
+            let (pair, vocab_len) = (top.pair, vocab.len());
+            std::thread::scope(|scope| {
+                let mut parts = parts.into_iter();
+                let (first, first_base, first_words) = parts.next().expect("one part at least");
+                for ((part, base, chunk), helper) in parts.zip(helpers.iter_mut()) {
+                    scope.spawn(move || {
+                        helper.start(vocab_len);
+                        merge_words(part, base, giants, chunk, pair, new_id, helper);
+                    });
                 }
-            } else {
-                let ids = &mut arena[at + HEADER..at + HEADER + len as usize];
-                arena[at] = merge_word(ids, top.pair, new_id, w, count, &mut near) as u32;
+                merge_words(
+                    first,
+                    first_base,
+                    giants,
+                    first_words,
+                    pair,
+                    new_id,
+                    &mut near,
+                );
+            });
+            for helper in &helpers[..chunks.len() - 1] {
+                near.absorb(helper);
             }
         }
         drop(word_ids);
@@ -504,6 +581,42 @@ fn apply_merge(
     }
 }
 
+/// Merges `pair` into `new_id` in the words `list` (ascending), whose ids are in `arena`,
+/// the part of the words' arena that starts at offset `base`, or in `giants`.
+fn merge_words(
+    arena: &mut [u32],
+    base: usize,
+    giants: &[Mutex<Vec<u32>>],
+    list: &[u32],
+    pair: Pair,
+    new_id: u32,
+    near: &mut Neighbours,
+) {
+    for (i, &w) in list.iter().enumerate() {
+        // A visit is a cache miss (the word's line): ask for it ahead.
+        if let Some(&soon) = list.get(i + PREFETCH_WORDS) {
+            prefetch(arena.as_ptr().wrapping_add(soon as usize * ALIGN - base));
+        }
+        let at = w as usize * ALIGN - base;
+        let len = arena[at];
+        let count = (arena[at + 1] as u64 | (arena[at + 2] as u64) << 32) as i64;
+        if len == GIANT {
+            // Only the thread holding this word locks its buffer.
+            let mut ids = giants[arena[at + HEADER] as usize]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let n = merge_word(&mut ids, pair, new_id, w, count, near);
+            ids.truncate(n);
+            if ids.capacity() >= SHRINK_IDS_FROM && n < ids.capacity() / 4 {
+                ids.shrink_to_fit();
+            }
+        } else {
+            let ids = &mut arena[at + HEADER..at + HEADER + len as usize];
+            arena[at] = merge_word(ids, pair, new_id, w, count, near) as u32;
+        }
+    }
+}
+
 /// Replaces every occurrence of `pair` in word `w` (counted `c` times), left to right
 /// and in place, adding into `near` what happened next to each; returns the new length.
 /// (The merged pair's own count is dropped by the caller.)
@@ -554,6 +667,7 @@ mod tests {
             words.iter().map(|&(w, c)| (w.as_bytes(), c)),
             n,
             limits,
+            1,
             |_| true,
         )
         .unwrap();
@@ -590,7 +704,10 @@ mod tests {
 
     #[test]
     fn stops_when_no_pairs_remain() {
-        let t = train_merges([(b"ab".as_slice(), 1u64)], 10, Limits::default(), |_| true).unwrap();
+        let t = train_merges([(b"ab".as_slice(), 1u64)], 10, Limits::default(), 1, |_| {
+            true
+        })
+        .unwrap();
         assert_eq!(t.merges, vec![(97, 98)]);
         assert_eq!(t.vocab.len(), 257);
     }
@@ -626,7 +743,7 @@ mod tests {
         // 4096 "a": 2048 occurrences of (a, a) form more pairs than are listed before
         // compacting; each merge pairs all the tokens, so lengths double to 4096.
         let run = "a".repeat(4096);
-        let t = train_merges([(run.as_bytes(), 3u64)], 20, Limits::default(), |_| true).unwrap();
+        let t = train_merges([(run.as_bytes(), 3u64)], 20, Limits::default(), 1, |_| true).unwrap();
         let lengths: Vec<usize> = t.vocab[256..].iter().map(|v| v.len()).collect();
         assert_eq!(lengths, (1..=12).map(|k| 1usize << k).collect::<Vec<_>>());
         assert!(t.vocab[256..].iter().all(|v| v.iter().all(|&b| b == b'a')));
@@ -639,6 +756,7 @@ mod tests {
             [(b"hello".as_slice(), 3u64), (b"world".as_slice(), 2)],
             10_000_000_000,
             Limits::default(),
+            1,
             |_| true,
         )
         .unwrap();
@@ -721,6 +839,7 @@ mod tests {
                 words.iter().map(|(w, c)| (w.as_slice(), *c)),
                 60,
                 Limits::default(),
+                1,
                 |_| true,
             )
             .unwrap();
@@ -745,9 +864,57 @@ mod tests {
             words.iter().map(|(w, c)| (w.as_slice(), *c)),
             12,
             Limits::default(),
+            1,
             |_| true,
         )
         .unwrap();
         assert_eq!(merged_bytes(&t), expected);
+    }
+
+    #[test]
+    fn merges_over_many_words_are_the_same_for_any_number_of_threads() {
+        // 30,000 words: the first merges touch more than PARALLEL_FROM of them and are
+        // shared among threads; a giant word sits in a later thread's share.
+        let mut seed = 99u64;
+        let mut next = move |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let mut words: Vec<(Vec<u8>, u64)> = (0..30_000)
+            .map(|_| {
+                let len = 4 + next(9) as usize;
+                (
+                    (0..len).map(|_| b"ab"[next(2) as usize]).collect(),
+                    1 + next(5),
+                )
+            })
+            .collect();
+        words.insert(20_000, (b"aab".repeat(25_000), 1));
+        let run = |threads| {
+            let t = train_merges(
+                words.iter().map(|(w, c)| (w.as_slice(), *c)),
+                40,
+                Limits::default(),
+                threads,
+                |_| true,
+            )
+            .unwrap();
+            merged_bytes(&t)
+        };
+        let one = run(1);
+        let (l, r) = (&one[0].0, &one[0].1);
+        let holding = words
+            .iter()
+            .filter(|(w, _)| w.windows(2).any(|p| p == [l[0], r[0]]))
+            .count();
+        assert!(
+            holding >= PARALLEL_FROM,
+            "{holding} words: too few to share"
+        );
+        assert_eq!(one[..6], naive(&words, 6)[..]);
+        assert_eq!(run(2), one);
+        assert_eq!(run(3), one);
     }
 }
