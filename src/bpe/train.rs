@@ -9,10 +9,9 @@
 //! - the words in one flat arena, each its length, count and ids side by side (one
 //!   cache miss per visit), shortened in place by merges; a giant word (65,536 ids or
 //!   more) has a buffer of its own, given back to the allocator as merges halve it,
-//! - `pair_counts`: pair → count (64-bit),
-//! - `pair_words`: pair → the words it occurs in, ascending (made once, when the pair
-//!   first occurs, and never appended to: a word that lost the pair is skipped), so a
-//!   merge touches only the words that contain the pair,
+//! - `pairs`: pair → its count (64-bit) and the words it occurs in, ascending (made
+//!   once, when the pair first occurs, and never appended to: a word that lost the pair
+//!   is skipped), so a merge touches only the words that contain the pair,
 //! - a max-heap of (count, left bytes, right bytes) with lazy invalidation: counts of
 //!   existing pairs only ever go down, so a popped entry whose count is out of date is
 //!   pushed back with its current count. Only pairs counted at least a floor (halved
@@ -39,10 +38,15 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap;
 
 type Pair = (u32, u32);
-/// Pair → how often it occurs.
-type PairCounts = FxHashMap<Pair, i64>;
-/// Pair → the words it occurs in, ascending.
-type PairWords = FxHashMap<Pair, Vec<u32>>;
+/// Pair → how often it occurs and the words it occurs in.
+type Pairs = FxHashMap<Pair, PairEntry>;
+
+#[derive(Default)]
+struct PairEntry {
+    count: i64,
+    /// Ascending; may name words that lost the pair since.
+    words: Vec<u32>,
+}
 
 /// A word is named by where it starts in the arena, in units of [`ALIGN`] ids: at
 /// `ALIGN * w` are its length, its count (two ids, low half first) and its ids, so one
@@ -321,9 +325,7 @@ impl Default for Limits {
 /// Lays the words out (arena and giants) and counts their byte pairs: 256 × 256
 /// arrays, no hashing. Pre-tokens shorter than 2 bytes hold no pair and are left out.
 /// Also returns how many merges the words can take at most (a merge shortens a word).
-fn load_words<K: AsRef<[u8]>, I>(
-    counts: I,
-) -> Result<(Words, PairCounts, PairWords, usize), OutOfMemory>
+fn load_words<K: AsRef<[u8]>, I>(counts: I) -> Result<(Words, Pairs, usize), OutOfMemory>
 where
     I: IntoIterator<Item = (K, u64)>,
     I::IntoIter: Clone,
@@ -388,16 +390,16 @@ where
         }
         words.arena.resize(start + arena_span(token.len()), 0);
     }
-    let mut pair_counts = FxHashMap::default();
-    let mut pair_words = FxHashMap::default();
-    for (p, list) in byte_words.into_iter().enumerate() {
+    let mut pairs = Pairs::default();
+    for (p, mut list) in byte_words.into_iter().enumerate() {
         if !list.is_empty() {
+            list.shrink_to_fit(); // up to half of a list was room to grow
             let pair = ((p >> 8) as u32, (p & 0xff) as u32);
-            pair_counts.insert(pair, byte_counts[p]);
-            pair_words.insert(pair, list);
+            let count = byte_counts[p];
+            pairs.insert(pair, PairEntry { count, words: list });
         }
     }
-    Ok((words, pair_counts, pair_words, most_merges))
+    Ok((words, pairs, most_merges))
 }
 
 /// Learns up to `num_merges` merges from pre-token counts, within `limits`. Stops
@@ -417,10 +419,10 @@ where
     I::IntoIter: Clone,
 {
     let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
-    let (mut words, mut pair_counts, mut pair_words, most_merges) = load_words(counts)?;
+    let (mut words, mut pairs, most_merges) = load_words(counts)?;
     let mut queue = Queue::default();
-    for (&pair, &c) in &pair_counts {
-        queue.push(pair, c, &vocab);
+    for (&pair, entry) in &pairs {
+        queue.push(pair, entry.count, &vocab);
     }
 
     let mut merges: Vec<Pair> = Vec::with_capacity(num_merges.min(most_merges));
@@ -430,7 +432,7 @@ where
 
     while merges.len() < num_merges {
         let Some(top) = queue.pop(&vocab) else { break };
-        let current = pair_counts.get(&top.pair).copied().unwrap_or(0);
+        let current = pairs.get(&top.pair).map_or(0, |e| e.count);
         if current != top.count {
             queue.push(top.pair, current, &vocab);
             continue;
@@ -450,7 +452,7 @@ where
         merges.push(top.pair);
 
         near.start(vocab.len());
-        let word_ids = pair_words.remove(&top.pair).unwrap_or_default();
+        let word_ids = pairs.remove(&top.pair).unwrap_or_default().words;
         let threads = if word_ids.len() >= PARALLEL_FROM {
             num_threads.max(1)
         } else {
@@ -512,15 +514,10 @@ where
             }
         }
         drop(word_ids);
-        apply_merge(
-            top.pair,
-            new_id,
-            &mut near,
-            &mut pair_counts,
-            &mut pair_words,
-            |pair, c| queue.push(pair, c, &vocab),
-        );
-        pair_counts.remove(&top.pair);
+        apply_merge(top.pair, new_id, &mut near, &mut pairs, |pair, c| {
+            queue.push(pair, c, &vocab)
+        });
+        pairs.remove(&top.pair); // (back if a neighbour of the merge was the pair)
         if merges.len().is_multiple_of(report_every) && !progress(merges.len()) {
             break;
         }
@@ -548,21 +545,20 @@ fn apply_merge(
     (a, b): Pair,
     new_id: u32,
     near: &mut Neighbours,
-    counts: &mut PairCounts,
-    pair_words: &mut PairWords,
+    pairs: &mut Pairs,
     mut push: impl FnMut(Pair, i64),
 ) {
     // All additions first: (N, a) may lose, through a left neighbour N, what it
     // gained through a right neighbour a.
     for &y in &near.touched_right {
         let d = near.right[y as usize].delta;
-        *counts.entry((b, y)).or_insert(0) -= d;
-        *counts.entry((new_id, y)).or_insert(0) += d;
+        pairs.entry((b, y)).or_default().count -= d;
+        pairs.entry((new_id, y)).or_default().count += d;
     }
     for &x in &near.touched_left {
         let d = near.left[x as usize].delta;
-        *counts.entry((x, a)).or_insert(0) -= d;
-        *counts.entry((x, new_id)).or_insert(0) += d;
+        pairs.entry((x, a)).or_default().count -= d;
+        pairs.entry((x, new_id)).or_default().count += d;
     }
     // The two lists never name the same pair: a right neighbour is an original
     // symbol, never `new_id`, so (N, N) only comes from the left.
@@ -574,12 +570,12 @@ fn apply_merge(
             let x = near.touched_left[i - near.touched_right.len()];
             ((x, new_id), &mut near.left[x as usize])
         };
-        let c = counts.get(&pair).copied().unwrap_or(0);
-        if c > 0 {
-            pair_words.insert(pair, std::mem::take(&mut side.words));
-            push(pair, c);
+        let entry = pairs.get_mut(&pair).expect("added above");
+        if entry.count > 0 {
+            entry.words = std::mem::take(&mut side.words);
+            push(pair, entry.count);
         } else {
-            counts.remove(&pair);
+            pairs.remove(&pair);
         }
     }
 }
