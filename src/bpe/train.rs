@@ -20,10 +20,11 @@
 //! A merge of (a, b) into N changes only pairs next to an occurrence: (x, a) and
 //! (b, y) lose what (x, N) and (N, y) gain. So the word updates add into arrays
 //! indexed by the neighbour x or y (no hashing per occurrence), each with the list of
-//! words the new pair is in; the hash maps and the heap are updated once per distinct
-//! neighbour when the merge is done. A merge touching many words shares them among
-//! the threads, each adding into arrays of its own, folded together in word order. A giant word lists each new pair once, however
-//! often it forms it.
+//! words the new pair is in; the pair map and the queue are updated once per distinct
+//! neighbour when the merge is done. A giant word lists each new pair once, however
+//! often it forms it. A merge touching many words shares them among the threads, each
+//! adding into arrays of its own, folded together in word order (so the result is the
+//! same for any number of threads).
 //!
 //! One giant distinct word (a 100 MB run of one letter has no safe cut) costs its ids
 //! (4 bytes per byte, given back as merges shorten it) and the vocabulary itself,
