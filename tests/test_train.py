@@ -308,3 +308,20 @@ def test_counts_added_from_python_and_corrupt_tables():
         _core.PreTokenCounter.from_bytes(b"\x80\x04pickle", None, [], 1)
     with pytest.raises(ValueError, match=r"truncated count table: entry 2 at byte offset \d+"):
         _core.PreTokenCounter.from_bytes(data[:-3], None, [], 1)
+
+
+def test_merges_shared_among_threads_equal_one_thread():
+    # 250,000 distinct words holding "ab": the first merges touch more words than the
+    # merge loop splits among threads (200,000); results must not depend on the count.
+    words = {f"ab{i:06d}ba".encode(): 1 + i % 3 for i in range(250_000)}
+
+    def merges(num_threads):
+        counter = _core.PreTokenCounter(None, [], num_threads)
+        counter.add_counts(words)
+        ids, vocab = counter.train(40)
+        return [(vocab[a], vocab[b]) for a, b in ids]
+
+    one = merges(1)
+    assert merges(2) == one and merges(3) == one
+    # (a, b) and (b, a) tie at 499,999: the greater pair goes first (CS336).
+    assert one[:3] == [(b"b", b"a"), (b"a", b"b"), (b"ab", b"1")]

@@ -6,31 +6,175 @@
 //! the pair (a, a) twice, and merging replaces occurrences left to right.
 //!
 //! Instead of recounting every pair after each merge, we keep:
-//! - `pair_counts`: pair → count (64-bit),
-//! - `pair_words`: pair → the words it occurs in (only ever grows; stale entries are
-//!   skipped), so a merge touches only the words that contain the pair,
+//! - the words in one flat arena, each its length, count and ids side by side (one
+//!   cache miss per visit), shortened in place by merges; a giant word (65,536 ids or
+//!   more) has a buffer of its own, given back to the allocator as merges halve it,
+//! - `pairs`: pair → its count (64-bit) and the words it occurs in, ascending (made
+//!   once, when the pair first occurs, and never appended to: a word that lost the pair
+//!   is skipped), so a merge touches only the words that contain the pair,
 //! - a max-heap of (count, left bytes, right bytes) with lazy invalidation: counts of
 //!   existing pairs only ever go down, so a popped entry whose count is out of date is
-//!   pushed back with its current count.
+//!   pushed back with its current count. Only pairs counted at least a floor (halved
+//!   as needed) are in the heap; the others wait in a plain list ([`Queue`]).
+//!
+//! A merge of (a, b) into N changes only pairs next to an occurrence: (x, a) and
+//! (b, y) lose what (x, N) and (N, y) gain. So the word updates add into arrays
+//! indexed by the neighbour x or y (no hashing per occurrence), each with the list of
+//! words the new pair is in; the pair map and the queue are updated once per distinct
+//! neighbour when the merge is done. A giant word lists each new pair once, however
+//! often it forms it. A merge touching many words shares them among the threads, each
+//! adding into arrays of its own, folded together in word order (so the result is the
+//! same for any number of threads).
 //!
 //! One giant distinct word (a 100 MB run of one letter has no safe cut) costs its ids
-//! (4 bytes per byte, given back as merges shorten it), a bounded list of the pairs a
-//! merge formed (compacted as it grows, not one entry per occurrence), and the
-//! vocabulary itself, whose tokens are as long as the runs they stand for: about 12
-//! bytes per byte of a 100 MB run, the output. Failing to allocate any of these is
-//! [`OutOfMemory`], never an abort.
+//! (4 bytes per byte, given back as merges shorten it) and the vocabulary itself,
+//! whose tokens are as long as the runs they stand for: about 12 bytes per byte of a
+//! 100 MB run, the output. Failing to allocate any of these is [`OutOfMemory`], never
+//! an abort.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
 type Pair = (u32, u32);
+/// Pair → how often it occurs and the words it occurs in.
+type Pairs = FxHashMap<Pair, PairEntry>;
 
-struct Word {
-    ids: Vec<u32>,
+#[derive(Default)]
+struct PairEntry {
     count: i64,
+    /// Ascending; may name words that lost the pair since.
+    words: Vec<u32>,
+}
+
+/// A word is named by where it starts in the arena, in units of [`ALIGN`] ids: at
+/// `ALIGN * w` are its length, its count (two ids, low half first) and its ids, so one
+/// cache line brings a short word whole. A giant word's length is [`GIANT`], and its
+/// one id is the index of its own buffer.
+const HEADER: usize = 3;
+const ALIGN: usize = 4;
+const GIANT: u32 = u32::MAX;
+
+/// A word's ids are kept in a buffer of its own from this length on, and given back to
+/// the allocator when they use less than a quarter of it (runs halve with each merge).
+const SHRINK_IDS_FROM: usize = 1 << 16;
+
+/// A merge touching at least this many words shares them among the threads (each
+/// merge is a barrier: below this, on a busy 2-core machine, waiting for the other
+/// thread cost more than it saved; at 3.7 M distinct words about the first hundred
+/// merges get there).
+const PARALLEL_FROM: usize = 200_000;
+
+/// How many words ahead of the one being merged (or loaded) its memory is asked for.
+const PREFETCH_WORDS: usize = 8;
+
+/// Asks the CPU to bring in the line at `p`. A hint: no effect on results.
+#[inline]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing and cannot fault, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// The words: ordinary ones in one arena, giant ones apart.
+struct Words {
+    arena: Vec<u32>,
+    /// Locked only by the one thread merging that word (see [`merge_words`]).
+    giants: Vec<Mutex<Vec<u32>>>,
+}
+
+/// The arena ids a word of `n` bytes takes (header and padding included).
+fn arena_span(n: usize) -> usize {
+    let ids = if n < SHRINK_IDS_FROM { n } else { 1 };
+    (HEADER + ids).div_ceil(ALIGN) * ALIGN
+}
+
+/// What one merge of (a, b) into N did next to its occurrences, by neighbour: for a
+/// left neighbour x, (x, a) lost and (x, N) gained `delta`; for a right neighbour y,
+/// (b, y) lost and (N, y) gained it. `words` lists (ascending, once each) the words
+/// where the new pair was formed.
+#[derive(Default)]
+struct Side {
+    stamp: u32,
+    delta: i64,
+    words: Vec<u32>,
+}
+
+/// The neighbours of one merge, indexed by symbol id; `stamp` tells this merge's
+/// entries from older ones, so nothing is cleared between merges.
+#[derive(Default)]
+struct Neighbours {
+    stamp: u32,
+    left: Vec<Side>,
+    right: Vec<Side>,
+    touched_left: Vec<u32>,
+    touched_right: Vec<u32>,
+}
+
+impl Neighbours {
+    /// Starts a merge whose ids are all below `vocab_len`.
+    fn start(&mut self, vocab_len: usize) {
+        self.stamp += 1;
+        self.touched_left.clear();
+        self.touched_right.clear();
+        if self.left.len() < vocab_len {
+            self.left.resize_with(vocab_len, Side::default);
+            self.right.resize_with(vocab_len, Side::default);
+        }
+    }
+
+    /// Adds what another thread found in the words after ours.
+    fn absorb(&mut self, other: &Neighbours) {
+        for (sides, touched, theirs, their_touched) in [
+            (
+                &mut self.left,
+                &mut self.touched_left,
+                &other.left,
+                &other.touched_left,
+            ),
+            (
+                &mut self.right,
+                &mut self.touched_right,
+                &other.right,
+                &other.touched_right,
+            ),
+        ] {
+            for &x in their_touched {
+                let t = &theirs[x as usize];
+                let s = &mut sides[x as usize];
+                if s.stamp != self.stamp {
+                    s.stamp = self.stamp;
+                    s.delta = 0;
+                    s.words.clear();
+                    touched.push(x);
+                }
+                s.delta += t.delta;
+                s.words.extend_from_slice(&t.words);
+            }
+        }
+    }
+
+    #[inline]
+    fn add(sides: &mut [Side], touched: &mut Vec<u32>, stamp: u32, x: u32, w: u32, c: i64) {
+        let s = &mut sides[x as usize];
+        if s.stamp != stamp {
+            s.stamp = stamp;
+            s.delta = 0;
+            s.words.clear();
+            touched.push(x);
+        }
+        s.delta += c;
+        if s.words.last() != Some(&w) {
+            s.words.push(w);
+        }
+    }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -54,6 +198,72 @@ impl Ord for Candidate {
 impl PartialOrd for Candidate {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// The pairs that may be merged next, best first. Only pairs counted at least `floor`
+/// times are in the heap (with the tokens' bytes that break ties); the rest wait in
+/// `low` as (count, pair). `floor` only goes down: when the heap is empty, it is halved
+/// and the pairs that reach it move up. Most pairs are never merged and never enter the
+/// heap, so it stays small and cheap to update.
+///
+/// Exact: every pair whose current count is at least `floor` has a heap entry whose
+/// count is at least that (counts only go down; a stale entry is pushed back by the
+/// caller with its current count), and every pair in `low` counts less than `floor`.
+/// So the heap's top, when its count is current, is the best of all pairs.
+struct Queue {
+    heap: BinaryHeap<Candidate>,
+    low: Vec<(i64, Pair)>,
+    floor: i64,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Self {
+            heap: BinaryHeap::new(),
+            low: Vec::new(),
+            floor: i64::MAX,
+        }
+    }
+}
+
+impl Queue {
+    /// Adds `pair` counted `count` times; pairs that no longer occur are left out.
+    fn push(&mut self, pair: Pair, count: i64, vocab: &[Arc<[u8]>]) {
+        if count <= 0 {
+            return;
+        }
+        if count >= self.floor {
+            self.heap.push(Candidate {
+                count,
+                left: vocab[pair.0 as usize].clone(),
+                right: vocab[pair.1 as usize].clone(),
+                pair,
+            });
+        } else {
+            self.low.push((count, pair));
+        }
+    }
+
+    /// The entry with the greatest (count, left bytes, right bytes); its count may be
+    /// out of date (the caller checks).
+    fn pop(&mut self, vocab: &[Arc<[u8]>]) -> Option<Candidate> {
+        if self.heap.is_empty() {
+            let best = self.low.iter().map(|&(c, _)| c).max()?;
+            self.floor = best - best / 2;
+            let floor = self.floor;
+            let mut up = Vec::new();
+            self.low.retain(|&(c, pair)| {
+                if c >= floor {
+                    up.push((c, pair));
+                }
+                c < floor
+            });
+            for (c, pair) in up {
+                self.push(pair, c, vocab);
+            }
+        }
+        self.heap.pop()
     }
 }
 
@@ -84,16 +294,6 @@ fn try_reserve<T>(v: &mut Vec<T>, more: usize) -> Result<(), OutOfMemory> {
     })
 }
 
-/// A list of the pairs one word's merge formed is sorted and deduplicated when it
-/// reaches this length (and then twice its distinct length): ordinary words never get
-/// there, and a giant word's list stays as long as its distinct pairs, not its
-/// occurrences (a 100 MB run pushed 100 M pairs, 1.6 GB, in its first merge).
-const COMPACT_NEW_PAIRS_AT: usize = 1024;
-
-/// A word's ids are given back to the allocator when they use less than a quarter of
-/// a buffer at least this long (only giant words: runs halve with each merge).
-const SHRINK_IDS_FROM: usize = 1 << 16;
-
 /// The result of training: merges in order (merge `i` creates id `256 + i`) and the
 /// bytes of every id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,68 +323,119 @@ impl Default for Limits {
     }
 }
 
-/// Learns up to `num_merges` merges from pre-token counts, within `limits`. Stops
-/// early when no pair is left. `progress(done)` is called now and then; returning
-/// false stops (the merges so far are returned). Memory grows with the merges made,
-/// never with `num_merges` itself; failing to allocate is [`OutOfMemory`].
-pub fn train_merges<K: AsRef<[u8]>>(
-    counts: impl IntoIterator<Item = (K, u64)>,
-    num_merges: usize,
-    limits: Limits,
-    mut progress: impl FnMut(usize) -> bool,
-) -> Result<Trained, OutOfMemory> {
-    let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
-    let mut words: Vec<Word> = Vec::new();
-    let mut pair_counts: FxHashMap<Pair, i64> = FxHashMap::default();
-    let mut pair_words: FxHashMap<Pair, Vec<u32>> = FxHashMap::default();
-
+/// Lays the words out (arena and giants) and counts their byte pairs: 256 × 256
+/// arrays, no hashing. Pre-tokens shorter than 2 bytes hold no pair and are left out.
+/// Also returns how many merges the words can take at most (a merge shortens a word).
+fn load_words<K: AsRef<[u8]>, I>(counts: I) -> Result<(Words, Pairs, usize), OutOfMemory>
+where
+    I: IntoIterator<Item = (K, u64)>,
+    I::IntoIter: Clone,
+{
+    let counts = counts.into_iter();
+    let arena_len: usize = counts
+        .clone()
+        .map(|(token, _)| token.as_ref().len())
+        .filter(|&n| n >= 2)
+        .map(arena_span)
+        .sum();
+    // Words are named by u32 offsets in units of ALIGN ids: a 64 GB arena at most.
+    if arena_len / ALIGN > u32::MAX as usize {
+        return Err(OutOfMemory {
+            bytes: arena_len.saturating_mul(4),
+        });
+    }
+    let mut words = Words {
+        arena: Vec::new(),
+        giants: Vec::new(),
+    };
+    try_reserve(&mut words.arena, arena_len)?;
+    let mut ahead = counts.clone().skip(PREFETCH_WORDS);
+    let mut byte_counts = vec![0i64; 1 << 16];
+    let mut byte_words: Vec<Vec<u32>> = vec![Vec::new(); 1 << 16];
+    let mut most_merges = 0;
     for (token, count) in counts {
+        if let Some((soon, _)) = ahead.next() {
+            prefetch(soon.as_ref().as_ptr());
+        }
         let token = token.as_ref();
         if token.len() < 2 {
             continue;
         }
-        let mut ids: Vec<u32> = Vec::new();
-        try_reserve(&mut ids, token.len())?;
-        ids.extend(token.iter().map(|&b| b as u32));
-        let w = words.len() as u32;
-        let count = count as i64;
-        for pair in ids.windows(2) {
-            let pair = (pair[0], pair[1]);
-            *pair_counts.entry(pair).or_insert(0) += count;
-            let list = pair_words.entry(pair).or_default();
+        let start = words.arena.len();
+        let w = (start / ALIGN) as u32;
+        for pair in token.windows(2) {
+            let p = (pair[0] as usize) << 8 | pair[1] as usize;
+            byte_counts[p] += count as i64;
+            let list = &mut byte_words[p];
             if list.last() != Some(&w) {
                 list.push(w);
             }
         }
-        words.push(Word { ids, count });
+        most_merges += token.len() - 1;
+        let len = if token.len() < SHRINK_IDS_FROM {
+            token.len() as u32
+        } else {
+            GIANT
+        };
+        words
+            .arena
+            .extend([len, count as u32, (count >> 32) as u32]);
+        if len == GIANT {
+            let mut ids: Vec<u32> = Vec::new();
+            try_reserve(&mut ids, token.len())?;
+            ids.extend(token.iter().map(|&b| b as u32));
+            words.arena.push(words.giants.len() as u32);
+            words.giants.push(Mutex::new(ids));
+        } else {
+            words.arena.extend(token.iter().map(|&b| b as u32));
+        }
+        words.arena.resize(start + arena_span(token.len()), 0);
     }
+    let mut pairs = Pairs::default();
+    for (p, mut list) in byte_words.into_iter().enumerate() {
+        if !list.is_empty() {
+            list.shrink_to_fit(); // up to half of a list was room to grow
+            let pair = ((p >> 8) as u32, (p & 0xff) as u32);
+            let count = byte_counts[p];
+            pairs.insert(pair, PairEntry { count, words: list });
+        }
+    }
+    Ok((words, pairs, most_merges))
+}
 
-    let candidate = |pair: Pair, count: i64, vocab: &[Arc<[u8]>]| Candidate {
-        count,
-        left: vocab[pair.0 as usize].clone(),
-        right: vocab[pair.1 as usize].clone(),
-        pair,
-    };
-    // Each merge shortens some word by a symbol: no more merges than that can happen.
-    let most_merges: usize = words.iter().map(|w| w.ids.len() - 1).sum();
-    let mut heap: BinaryHeap<Candidate> = pair_counts
-        .iter()
-        .filter(|(_, &c)| c > 0)
-        .map(|(&p, &c)| candidate(p, c, &vocab))
-        .collect();
+/// Learns up to `num_merges` merges from pre-token counts, within `limits`. Stops
+/// early when no pair is left. `progress(done)` is called now and then; returning
+/// false stops (the merges so far are returned). Memory grows with the merges made,
+/// never with `num_merges` itself; failing to allocate is [`OutOfMemory`]. The counts
+/// are read twice (sizes first, so the arena is allocated once).
+pub fn train_merges<K: AsRef<[u8]>, I>(
+    counts: I,
+    num_merges: usize,
+    limits: Limits,
+    num_threads: usize,
+    mut progress: impl FnMut(usize) -> bool,
+) -> Result<Trained, OutOfMemory>
+where
+    I: IntoIterator<Item = (K, u64)>,
+    I::IntoIter: Clone,
+{
+    let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
+    let (mut words, mut pairs, most_merges) = load_words(counts)?;
+    let mut queue = Queue::default();
+    for (&pair, entry) in &pairs {
+        queue.push(pair, entry.count, &vocab);
+    }
 
     let mut merges: Vec<Pair> = Vec::with_capacity(num_merges.min(most_merges));
     let report_every = (num_merges / 100).max(1);
-    let mut new_pairs: Vec<Pair> = Vec::new();
-    let mut created: Vec<Pair> = Vec::new();
+    let mut near = Neighbours::default();
+    let mut helpers: Vec<Neighbours> = Vec::new();
 
     while merges.len() < num_merges {
-        let Some(top) = heap.pop() else { break };
-        let current = pair_counts.get(&top.pair).copied().unwrap_or(0);
+        let Some(top) = queue.pop(&vocab) else { break };
+        let current = pairs.get(&top.pair).map_or(0, |e| e.count);
         if current != top.count {
-            if current > 0 {
-                heap.push(candidate(top.pair, current, &vocab));
-            }
+            queue.push(top.pair, current, &vocab);
             continue;
         }
         if current <= 0 || top.left.len() + top.right.len() > limits.max_token_length {
@@ -201,43 +452,81 @@ pub fn train_merges<K: AsRef<[u8]>>(
         vocab.push(Arc::from(bytes));
         merges.push(top.pair);
 
-        created.clear();
-        let word_ids = pair_words.remove(&top.pair).unwrap_or_default();
-        for &w in &word_ids {
-            new_pairs.clear();
-            merge_word(
-                &mut words[w as usize],
+        near.start(vocab.len());
+        let word_ids = pairs.remove(&top.pair).unwrap_or_default().words;
+        let threads = if word_ids.len() >= PARALLEL_FROM {
+            num_threads.max(1)
+        } else {
+            1
+        };
+        if threads == 1 {
+            merge_words(
+                &mut words.arena,
+                0,
+                &words.giants,
+                &word_ids,
                 top.pair,
                 new_id,
-                &mut pair_counts,
-                &mut new_pairs,
+                &mut near,
             );
-            new_pairs.sort_unstable();
-            new_pairs.dedup();
-            for &p in &new_pairs {
-                pair_words.entry(p).or_default().push(w);
+        } else {
+            // Each thread takes a run of the (ascending) words and the arena they sit
+            // in; its additions are folded in in word order, so every thread count
+            // gives the same sums and the same ascending word lists.
+            let per = word_ids.len().div_ceil(threads);
+            let chunks: Vec<&[u32]> = word_ids.chunks(per).collect();
+            let mut parts = Vec::with_capacity(chunks.len());
+            let (mut rest, mut base) = (words.arena.as_mut_slice(), 0);
+            for (k, &chunk) in chunks.iter().enumerate() {
+                let end = match chunks.get(k + 1) {
+                    Some(next) => next[0] as usize * ALIGN,
+                    None => base + rest.len(),
+                };
+                let (part, tail) = std::mem::take(&mut rest).split_at_mut(end - base);
+                parts.push((part, base, chunk));
+                (rest, base) = (tail, end);
             }
-            created.extend_from_slice(&new_pairs);
-        }
-        // Only pairs containing the new token can grow; they are new, so they get
-        // their (only) heap entry here. Others only shrink: handled lazily on pop.
-        created.sort_unstable();
-        created.dedup();
-        for &pair in &created {
-            let c = pair_counts.get(&pair).copied().unwrap_or(0);
-            if c > 0 {
-                heap.push(candidate(pair, c, &vocab));
+            if helpers.len() < chunks.len() - 1 {
+                helpers.resize_with(chunks.len() - 1, Neighbours::default);
+            }
+            let giants = &words.giants;
+            let (pair, vocab_len) = (top.pair, vocab.len());
+            std::thread::scope(|scope| {
+                let mut parts = parts.into_iter();
+                let (first, first_base, first_words) = parts.next().expect("one part at least");
+                for ((part, base, chunk), helper) in parts.zip(helpers.iter_mut()) {
+                    scope.spawn(move || {
+                        helper.start(vocab_len);
+                        merge_words(part, base, giants, chunk, pair, new_id, helper);
+                    });
+                }
+                merge_words(
+                    first,
+                    first_base,
+                    giants,
+                    first_words,
+                    pair,
+                    new_id,
+                    &mut near,
+                );
+            });
+            for helper in &helpers[..chunks.len() - 1] {
+                near.absorb(helper);
             }
         }
-        pair_counts.remove(&top.pair);
+        drop(word_ids);
+        apply_merge(top.pair, new_id, &mut near, &mut pairs, |pair, c| {
+            queue.push(pair, c, &vocab)
+        });
+        pairs.remove(&top.pair); // (back if a neighbour of the merge was the pair)
         if merges.len().is_multiple_of(report_every) && !progress(merges.len()) {
             break;
         }
     }
     let _ = progress(merges.len());
-    // The heap's clones of the tokens go first, so each token's bytes are copied out
+    // The queue's clones of the tokens go first, so each token's bytes are copied out
     // and freed one at a time (the vocabulary of a giant run is held once, not twice).
-    drop(heap);
+    drop(queue);
     drop(words);
     let mut out = Vec::with_capacity(vocab.len());
     for token in vocab {
@@ -249,54 +538,120 @@ pub fn train_merges<K: AsRef<[u8]>>(
     Ok(Trained { merges, vocab: out })
 }
 
-/// Replaces every occurrence of `pair` in the word, left to right and in place,
-/// updating the counts of the neighbouring pairs and recording the pairs formed with
-/// `new_id`. (The merged pair's own count is dropped by the caller.)
-fn merge_word(
-    word: &mut Word,
+/// Adds what a merge of (a, b) into `new_id` did next to its occurrences into the
+/// pair counts, once per neighbour. Pairs with `new_id` are new: those that occur get
+/// their word lists and their (only) heap entry through `push`. Other pairs only
+/// shrink: handled lazily on pop.
+fn apply_merge(
     (a, b): Pair,
     new_id: u32,
-    counts: &mut FxHashMap<Pair, i64>,
-    new_pairs: &mut Vec<Pair>,
+    near: &mut Neighbours,
+    pairs: &mut Pairs,
+    mut push: impl FnMut(Pair, i64),
 ) {
-    let c = word.count;
-    let ids = &mut word.ids;
+    // All additions first: (N, a) may lose, through a left neighbour N, what it
+    // gained through a right neighbour a.
+    for &y in &near.touched_right {
+        let d = near.right[y as usize].delta;
+        pairs.entry((b, y)).or_default().count -= d;
+        pairs.entry((new_id, y)).or_default().count += d;
+    }
+    for &x in &near.touched_left {
+        let d = near.left[x as usize].delta;
+        pairs.entry((x, a)).or_default().count -= d;
+        pairs.entry((x, new_id)).or_default().count += d;
+    }
+    // The two lists never name the same pair: a right neighbour is an original
+    // symbol, never `new_id`, so (N, N) only comes from the left.
+    for i in 0..near.touched_right.len() + near.touched_left.len() {
+        let (pair, side) = if i < near.touched_right.len() {
+            let y = near.touched_right[i];
+            ((new_id, y), &mut near.right[y as usize])
+        } else {
+            let x = near.touched_left[i - near.touched_right.len()];
+            ((x, new_id), &mut near.left[x as usize])
+        };
+        let entry = pairs.get_mut(&pair).expect("added above");
+        if entry.count > 0 {
+            entry.words = std::mem::take(&mut side.words);
+            push(pair, entry.count);
+        } else {
+            pairs.remove(&pair);
+        }
+    }
+}
+
+/// Merges `pair` into `new_id` in the words `list` (ascending), whose ids are in `arena`,
+/// the part of the words' arena that starts at offset `base`, or in `giants`.
+fn merge_words(
+    arena: &mut [u32],
+    base: usize,
+    giants: &[Mutex<Vec<u32>>],
+    list: &[u32],
+    pair: Pair,
+    new_id: u32,
+    near: &mut Neighbours,
+) {
+    for (i, &w) in list.iter().enumerate() {
+        // A visit is a cache miss (the word's line): ask for it ahead.
+        if let Some(&soon) = list.get(i + PREFETCH_WORDS) {
+            prefetch(arena.as_ptr().wrapping_add(soon as usize * ALIGN - base));
+        }
+        let at = w as usize * ALIGN - base;
+        let len = arena[at];
+        let count = (arena[at + 1] as u64 | (arena[at + 2] as u64) << 32) as i64;
+        if len == GIANT {
+            // Only the thread holding this word locks its buffer.
+            let mut ids = giants[arena[at + HEADER] as usize]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let n = merge_word(&mut ids, pair, new_id, w, count, near);
+            ids.truncate(n);
+            if ids.capacity() >= SHRINK_IDS_FROM && n < ids.capacity() / 4 {
+                ids.shrink_to_fit();
+            }
+        } else {
+            let ids = &mut arena[at + HEADER..at + HEADER + len as usize];
+            arena[at] = merge_word(ids, pair, new_id, w, count, near) as u32;
+        }
+    }
+}
+
+/// Replaces every occurrence of `pair` in word `w` (counted `c` times), left to right
+/// and in place, adding into `near` what happened next to each; returns the new length.
+/// (The merged pair's own count is dropped by the caller.)
+fn merge_word(
+    ids: &mut [u32],
+    (a, b): Pair,
+    new_id: u32,
+    w: u32,
+    c: i64,
+    near: &mut Neighbours,
+) -> usize {
     let n = ids.len();
-    let mut compact_at = COMPACT_NEW_PAIRS_AT;
-    let (mut w, mut r) = (0, 0); // write and read positions; w <= r
+    let stamp = near.stamp;
+    let (mut wr, mut r) = (0, 0); // write and read positions; wr <= r
     while r < n {
         if r + 1 < n && ids[r] == a && ids[r + 1] == b {
             // The left neighbour is what we already wrote (possibly a new token).
-            if w > 0 {
-                let prev = ids[w - 1];
-                *counts.entry((prev, a)).or_insert(0) -= c;
-                *counts.entry((prev, new_id)).or_insert(0) += c;
-                new_pairs.push((prev, new_id));
+            if wr > 0 {
+                let x = ids[wr - 1];
+                Neighbours::add(&mut near.left, &mut near.touched_left, stamp, x, w, c);
             }
             // The right neighbour is still the original symbol.
             if r + 2 < n {
-                let next = ids[r + 2];
-                *counts.entry((b, next)).or_insert(0) -= c;
-                *counts.entry((new_id, next)).or_insert(0) += c;
-                new_pairs.push((new_id, next));
+                let y = ids[r + 2];
+                Neighbours::add(&mut near.right, &mut near.touched_right, stamp, y, w, c);
             }
-            if new_pairs.len() >= compact_at {
-                new_pairs.sort_unstable();
-                new_pairs.dedup();
-                compact_at = (2 * new_pairs.len()).max(COMPACT_NEW_PAIRS_AT);
-            }
-            ids[w] = new_id;
+            ids[wr] = new_id;
             r += 2;
         } else {
-            ids[w] = ids[r];
+            ids[wr] = ids[r];
             r += 1;
         }
-        w += 1;
+        wr += 1;
     }
-    ids.truncate(w);
-    if ids.capacity() >= SHRINK_IDS_FROM && ids.len() < ids.capacity() / 4 {
-        ids.shrink_to_fit();
-    }
+    wr
 }
 
 #[cfg(test)]
@@ -312,6 +667,7 @@ mod tests {
             words.iter().map(|&(w, c)| (w.as_bytes(), c)),
             n,
             limits,
+            1,
             |_| true,
         )
         .unwrap();
@@ -348,7 +704,10 @@ mod tests {
 
     #[test]
     fn stops_when_no_pairs_remain() {
-        let t = train_merges([(b"ab".as_slice(), 1u64)], 10, Limits::default(), |_| true).unwrap();
+        let t = train_merges([(b"ab".as_slice(), 1u64)], 10, Limits::default(), 1, |_| {
+            true
+        })
+        .unwrap();
         assert_eq!(t.merges, vec![(97, 98)]);
         assert_eq!(t.vocab.len(), 257);
     }
@@ -384,7 +743,7 @@ mod tests {
         // 4096 "a": 2048 occurrences of (a, a) form more pairs than are listed before
         // compacting; each merge pairs all the tokens, so lengths double to 4096.
         let run = "a".repeat(4096);
-        let t = train_merges([(run.as_bytes(), 3u64)], 20, Limits::default(), |_| true).unwrap();
+        let t = train_merges([(run.as_bytes(), 3u64)], 20, Limits::default(), 1, |_| true).unwrap();
         let lengths: Vec<usize> = t.vocab[256..].iter().map(|v| v.len()).collect();
         assert_eq!(lengths, (1..=12).map(|k| 1usize << k).collect::<Vec<_>>());
         assert!(t.vocab[256..].iter().all(|v| v.iter().all(|&b| b == b'a')));
@@ -397,10 +756,165 @@ mod tests {
             [(b"hello".as_slice(), 3u64), (b"world".as_slice(), 2)],
             10_000_000_000,
             Limits::default(),
+            1,
             |_| true,
         )
         .unwrap();
         assert_eq!(t.merges.len(), 8);
         assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// The merges by recounting every pair after each merge (CS336's definition).
+    fn naive(words: &[(Vec<u8>, u64)], n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut words: Vec<(Vec<Vec<u8>>, u64)> = words
+            .iter()
+            .map(|(w, c)| (w.iter().map(|&b| vec![b]).collect(), *c))
+            .collect();
+        let mut merges = Vec::new();
+        for _ in 0..n {
+            let mut counts: std::collections::BTreeMap<(Vec<u8>, Vec<u8>), u64> =
+                Default::default();
+            for (w, c) in &words {
+                for p in w.windows(2) {
+                    *counts.entry((p[0].clone(), p[1].clone())).or_default() += c;
+                }
+            }
+            let Some((best, _)) = counts
+                .into_iter()
+                .filter(|&(_, c)| c > 0)
+                .max_by(|(p, c), (q, d)| c.cmp(d).then_with(|| p.cmp(q)))
+            else {
+                break;
+            };
+            for (w, _) in &mut words {
+                let mut out: Vec<Vec<u8>> = Vec::with_capacity(w.len());
+                let mut i = 0;
+                while i < w.len() {
+                    if i + 1 < w.len() && w[i] == best.0 && w[i + 1] == best.1 {
+                        out.push([best.0.as_slice(), best.1.as_slice()].concat());
+                        i += 2;
+                    } else {
+                        out.push(w[i].clone());
+                        i += 1;
+                    }
+                }
+                *w = out;
+            }
+            merges.push(best);
+        }
+        merges
+    }
+
+    fn merged_bytes(t: &Trained) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let bytes = |id: u32| t.vocab[id as usize].clone();
+        t.merges
+            .iter()
+            .map(|&(l, r)| (bytes(l), bytes(r)))
+            .collect()
+    }
+
+    #[test]
+    fn heavy_ties_and_small_counts_merge_as_recounting_does() {
+        // Words over three letters counted 1-3 times: nearly every step is a tie, and
+        // most pairs sit below the queue's floor until late refills bring them up.
+        let mut seed = 12345u64;
+        let mut next = move |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for round in 0..20 {
+            let words: Vec<(Vec<u8>, u64)> = (0..40)
+                .map(|_| {
+                    let len = 1 + next(if round % 2 == 0 { 6 } else { 30 }) as usize;
+                    (
+                        (0..len).map(|_| b"abc"[next(3) as usize]).collect(),
+                        1 + next(3),
+                    )
+                })
+                .collect();
+            let expected = naive(&words, 60);
+            let t = train_merges(
+                words.iter().map(|(w, c)| (w.as_slice(), *c)),
+                60,
+                Limits::default(),
+                1,
+                |_| true,
+            )
+            .unwrap();
+            assert_eq!(merged_bytes(&t), expected, "round {round}: {words:?}");
+        }
+    }
+
+    #[test]
+    fn a_giant_word_beside_ordinary_ones_merges_as_recounting_does() {
+        // 70,000 ids: a buffer of its own (shrunk as merges halve the runs), the rest in
+        // the arena; both updated by the same merges.
+        let mut giant = b"ab".repeat(20_000);
+        giant.extend(b"c".repeat(30_000));
+        let words = vec![
+            (giant, 1u64),
+            (b"cab".to_vec(), 7),
+            (b"bca".to_vec(), 5),
+            (b"cc".to_vec(), 2),
+        ];
+        let expected = naive(&words, 12);
+        let t = train_merges(
+            words.iter().map(|(w, c)| (w.as_slice(), *c)),
+            12,
+            Limits::default(),
+            1,
+            |_| true,
+        )
+        .unwrap();
+        assert_eq!(merged_bytes(&t), expected);
+    }
+
+    #[test]
+    fn merges_over_many_words_are_the_same_for_any_number_of_threads() {
+        // 250,000 words: the first merges touch more than PARALLEL_FROM of them and
+        // are shared among threads; a giant word sits in a later thread's share.
+        let mut seed = 99u64;
+        let mut next = move |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let mut words: Vec<(Vec<u8>, u64)> = (0..250_000)
+            .map(|_| {
+                let len = 4 + next(9) as usize;
+                (
+                    (0..len).map(|_| b"ab"[next(2) as usize]).collect(),
+                    1 + next(5),
+                )
+            })
+            .collect();
+        words.insert(200_000, (b"aab".repeat(25_000), 1));
+        let run = |threads| {
+            let t = train_merges(
+                words.iter().map(|(w, c)| (w.as_slice(), *c)),
+                40,
+                Limits::default(),
+                threads,
+                |_| true,
+            )
+            .unwrap();
+            merged_bytes(&t)
+        };
+        let one = run(1);
+        let (l, r) = (&one[0].0, &one[0].1);
+        let holding = words
+            .iter()
+            .filter(|(w, _)| w.windows(2).any(|p| p == [l[0], r[0]]))
+            .count();
+        assert!(
+            holding >= PARALLEL_FROM,
+            "{holding} words: too few to share"
+        );
+        assert_eq!(one[..2], naive(&words, 2)[..]);
+        assert_eq!(run(2), one);
+        assert_eq!(run(3), one);
     }
 }

@@ -165,6 +165,7 @@ impl PreTokenCounter {
                 self.counts.iter().map(|(k, &v)| (k.as_slice(), v)),
                 num_merges,
                 limits,
+                self.num_threads,
                 |done| progress.report(done as u64),
             )
         });
