@@ -15,6 +15,7 @@ use super::normalizer::Normalizer;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
 use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
+use crate::pretok::split::Split;
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// Longest piece worth caching. Scripts written without spaces (Chinese, Japanese,
@@ -36,6 +37,10 @@ pub struct Encoder {
     /// Applied to the text between special (and added) tokens before pre-tokenizing
     /// (a Hugging Face file's NFC, ...); empty for most models.
     normalizer: Normalizer,
+    /// With later pre-tokenizer steps (`pretok::split`): the pattern alone, whose
+    /// pieces streaming cuts between (a piece of a later step may be followed by
+    /// another of the same pattern piece that more text would change).
+    pattern_only: Option<Box<PreTokenizer>>,
 }
 
 /// Appends `ids`; most pieces are one token, which needs no call to memcpy. Growing
@@ -75,7 +80,23 @@ impl Encoder {
             pre: PreTokenizer::new(pattern)?,
             caches: CachePool::default(),
             normalizer: Normalizer::default(),
+            pattern_only: None,
         })
+    }
+
+    /// The same encoder, splitting each piece of the pattern further by `steps`, in
+    /// order (a Hugging Face `Sequence` of Splits: DeepSeek V3).
+    pub fn with_steps(mut self, steps: Vec<Split>) -> Self {
+        if !steps.is_empty() {
+            self.pattern_only = Some(Box::new(self.pre.pattern_only()));
+        }
+        self.pre = self.pre.with_steps(steps);
+        self.caches = CachePool::default();
+        self
+    }
+
+    pub fn pre_tokenizer(&self) -> &PreTokenizer {
+        &self.pre
     }
 
     /// The same encoder, normalizing the text between special tokens first.
@@ -377,6 +398,18 @@ impl Model for Encoder {
             let Some(cut) = find_cut(text.as_bytes(), 0, limit, &matches, cuts) else {
                 return Ok(0);
             };
+            self.encode_cached(&text[..cut], specials, cache, out)?;
+            return Ok(cut);
+        }
+        if let Some(pattern_only) = &self.pattern_only {
+            // Cut after the last unit of the pattern alone that ends by `limit`: the
+            // later steps split each of its pieces whole.
+            let mut cut = 0;
+            for_each_unit(text, specials, pattern_only, |u| {
+                if u.end() <= limit {
+                    cut = u.end();
+                }
+            })?;
             self.encode_cached(&text[..cut], specials, cache, out)?;
             return Ok(cut);
         }

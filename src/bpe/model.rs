@@ -93,6 +93,35 @@ impl BpeModel {
         Self::build(vocab, merge_map, specials, Some(Box::new(whole)))
     }
 
+    /// The same model, looking a whole piece up before merging: a piece that is a
+    /// token is that token, any other is merged as before (Hugging Face's BPE with
+    /// `ignore_merges`: Llama 3's `tokenizer.json`). The tiktoken rule's mechanism
+    /// ([`WholePieces`]) over this model's own merges.
+    pub fn looking_up_whole_pieces(mut self) -> Self {
+        if self.whole.is_some() {
+            return self;
+        }
+        let special: rustc_hash::FxHashSet<u32> = self.special_ids.values().copied().collect();
+        let ids = self
+            .decoder
+            .iter()
+            .filter(|(id, t)| t.len() > 1 && !special.contains(id))
+            .map(|(&id, t)| (t.clone().into_boxed_slice(), id))
+            .collect();
+        let recovered = self.merge_pairs();
+        self.whole = Some(Box::new(WholePieces {
+            ids,
+            recovered,
+            unbuildable: Vec::new(),
+        }));
+        self
+    }
+
+    /// True when a whole piece that is a token is looked up before merging.
+    pub fn looks_up_whole_pieces(&self) -> bool {
+        self.whole.is_some()
+    }
+
     fn build(
         vocab: FxHashMap<u32, Vec<u8>>,
         merge_map: FxHashMap<(u32, u32), Merge>,

@@ -6,11 +6,14 @@
 //! 2. each ordinary segment is split by the tokenizer's pattern ([`PreTokenizer`]):
 //!    the built-in GPT patterns ([`patterns`]) by hand-written splitters
 //!    ([`builtin`]), any other pattern by the regex engine, or kept whole when there is
-//!    no pattern (minbpe's BasicTokenizer).
+//!    no pattern (minbpe's BasicTokenizer); then, for a Hugging Face file whose
+//!    pre-tokenizer is a `Sequence` of Splits (DeepSeek V3), each piece is split again
+//!    by the later steps, in order ([`split`]).
 
 pub mod builtin;
 pub mod patterns;
 pub mod specials;
+pub mod split;
 
 pub use patterns::{
     BACKTRACK_LIMIT_VAR, BUILTIN_PATTERNS, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN,
@@ -19,6 +22,7 @@ pub use specials::{for_each_unit, SpecialMatcher, Unit};
 
 use builtin::Builtin;
 use patterns::{RegexSplitter, DEFAULT_BACKTRACK_LIMIT};
+use split::Split;
 
 /// Splits an ordinary (special-free) segment into pre-tokens.
 #[derive(Debug, Clone)]
@@ -27,6 +31,9 @@ pub struct PreTokenizer {
     /// The hand-written splitter, when the pattern is a built-in one.
     builtin: Option<Builtin>,
     pattern: Option<String>,
+    /// Splits applied after the pattern, in order, each to every piece of the one
+    /// before (empty for nearly every tokenizer: the fast path is untouched).
+    steps: Vec<Split>,
 }
 
 impl PreTokenizer {
@@ -45,7 +52,27 @@ impl PreTokenizer {
             regex,
             builtin,
             pattern: pattern.map(str::to_owned),
+            steps: Vec::new(),
         })
+    }
+
+    /// The same pre-tokenizer, splitting each piece further by `steps`, in order.
+    pub fn with_steps(mut self, steps: Vec<Split>) -> Self {
+        self.steps = steps;
+        self
+    }
+
+    pub fn steps(&self) -> &[Split] {
+        &self.steps
+    }
+
+    /// The pre-tokenizer of the pattern alone, without the later steps: its pieces are
+    /// the ones streaming may cut between (each is split further on its own).
+    pub fn pattern_only(&self) -> Self {
+        Self {
+            steps: Vec::new(),
+            ..self.clone()
+        }
     }
 
     /// Always the regex engine (the reference for the hand-written splitters).
@@ -54,6 +81,7 @@ impl PreTokenizer {
             regex: pattern.map(RegexSplitter::new).transpose()?,
             builtin: None,
             pattern: pattern.map(str::to_owned),
+            steps: Vec::new(),
         })
     }
 
@@ -64,6 +92,47 @@ impl PreTokenizer {
     /// Calls `f(start, end)` for every piece of `text`, in order (byte offsets).
     /// Text a custom pattern does not match is a piece of its own, never dropped.
     pub fn for_each_piece(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), String> {
+        if self.steps.is_empty() {
+            return self.for_each_pattern_piece(text, f);
+        }
+        let mut failed = Ok(());
+        self.for_each_pattern_piece(text, |s, e| {
+            if failed.is_ok() {
+                failed = self.split_further(0, text, s, e, &mut f);
+            }
+        })?;
+        failed
+    }
+
+    /// Splits `text[start..end]` by the steps from `step` on, calling `f` with the
+    /// pieces (offsets in `text`).
+    fn split_further(
+        &self,
+        step: usize,
+        text: &str,
+        start: usize,
+        end: usize,
+        f: &mut dyn FnMut(usize, usize),
+    ) -> Result<(), String> {
+        let Some(split) = self.steps.get(step) else {
+            f(start, end);
+            return Ok(());
+        };
+        let mut failed = Ok(());
+        split.for_each_piece(&text[start..end], |s, e| {
+            if failed.is_ok() {
+                failed = self.split_further(step + 1, text, start + s, start + e, f);
+            }
+        })?;
+        failed
+    }
+
+    /// The pieces of the pattern alone.
+    fn for_each_pattern_piece(
         &self,
         text: &str,
         mut f: impl FnMut(usize, usize),
@@ -86,7 +155,8 @@ impl PreTokenizer {
 
     /// True when cutting text at newline cuts and space cuts can never change the
     /// pieces. This is proven (and fuzzed) for the three built-in GPT patterns only;
-    /// see `io::chunking`.
+    /// see `io::chunking`. Later steps do not change it: they split each piece of the
+    /// pattern on its own, and a cut between pieces leaves every piece whole.
     pub fn pattern_cuts_are_safe(&self) -> bool {
         matches!(self.pattern.as_deref(), Some(p) if BUILTIN_PATTERNS.contains(&p))
     }

@@ -108,6 +108,17 @@ impl RegexSplitter {
         text: &str,
         mut f: impl FnMut(usize, usize),
     ) -> Result<(), String> {
+        self.for_each_match(text, |s, e, _| f(s, e))
+    }
+
+    /// [`RegexSplitter::for_each_piece`], saying of each piece whether the pattern
+    /// matched it (true) or it lies between matches (false): `tokenizers`'
+    /// `Pattern::find_matches`.
+    pub fn for_each_match(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize, bool),
+    ) -> Result<(), String> {
         let mut done = 0;
         for m in self.regex.find_iter(text) {
             let m = m.map_err(|e| match e {
@@ -118,14 +129,14 @@ impl RegexSplitter {
             })?;
             if m.end() > m.start() {
                 if m.start() > done {
-                    f(done, m.start());
+                    f(done, m.start(), false);
                 }
-                f(m.start(), m.end());
+                f(m.start(), m.end(), true);
                 done = m.end();
             }
         }
         if done < text.len() {
-            f(done, text.len());
+            f(done, text.len(), false);
         }
         Ok(())
     }

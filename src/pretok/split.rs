@@ -1,0 +1,211 @@
+//! Hugging Face's `Split` pre-tokenizer, for the steps a `tokenizer.json` runs after the
+//! pattern (DeepSeek V3: three Splits in a `Sequence`; `Digits`, `Punctuation` and
+//! `WhitespaceSplit` are Splits on a one-character class, mapped to one in Python).
+//!
+//! Each piece the step before made is split again, on its own: `tokenizers`'
+//! `PreTokenizedString::split`. A regex divides a piece into matches and the text
+//! between them (`Pattern::find_matches`), `invert` swaps which is which, and the
+//! behavior (`SplitDelimiterBehavior`) says what becomes of the matches:
+//! - `Isolated`: every match and every gap is a piece (the common case, and the fast
+//!   one: no list of matches is made);
+//! - `Removed`: the matches are dropped, the gaps kept;
+//! - `MergedWithPrevious` / `MergedWithNext`: a match joins the piece before / after it;
+//! - `Contiguous`: consecutive matches make one piece (so do consecutive gaps).
+//!
+//! A pattern that can match the empty string is split as by [`RegexSplitter`], which
+//! skips empty matches.
+
+use super::patterns::RegexSplitter;
+use super::PreTokenizer;
+
+/// What becomes of the text a Split's regex matches (`SplitDelimiterBehavior`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behavior {
+    Isolated,
+    Removed,
+    MergedWithPrevious,
+    MergedWithNext,
+    Contiguous,
+}
+
+impl Behavior {
+    /// The behavior of its `tokenizer.json` name (`"Isolated"`, ...).
+    pub fn from_name(name: &str) -> Result<Self, String> {
+        Ok(match name {
+            "Isolated" => Behavior::Isolated,
+            "Removed" => Behavior::Removed,
+            "MergedWithPrevious" => Behavior::MergedWithPrevious,
+            "MergedWithNext" => Behavior::MergedWithNext,
+            "Contiguous" => Behavior::Contiguous,
+            _ => {
+                return Err(format!(
+                    "unknown Split behavior {name:?}; expected Isolated, Removed, \
+                     MergedWithPrevious, MergedWithNext or Contiguous"
+                ))
+            }
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Behavior::Isolated => "Isolated",
+            Behavior::Removed => "Removed",
+            Behavior::MergedWithPrevious => "MergedWithPrevious",
+            Behavior::MergedWithNext => "MergedWithNext",
+            Behavior::Contiguous => "Contiguous",
+        }
+    }
+}
+
+/// One Split step: a regex, a behavior and `invert`.
+#[derive(Debug, Clone)]
+pub struct Split {
+    /// Isolated: the pattern's pieces as they are (a built-in pattern by its
+    /// hand-written splitter).
+    isolated: PreTokenizer,
+    regex: RegexSplitter,
+    pattern: String,
+    behavior: Behavior,
+    invert: bool,
+}
+
+impl Split {
+    pub fn new(pattern: &str, behavior: Behavior, invert: bool) -> Result<Self, String> {
+        Ok(Self {
+            isolated: PreTokenizer::new(Some(pattern))?,
+            regex: RegexSplitter::new(pattern)?,
+            pattern: pattern.to_owned(),
+            behavior,
+            invert,
+        })
+    }
+
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    pub fn behavior(&self) -> Behavior {
+        self.behavior
+    }
+
+    pub fn invert(&self) -> bool {
+        self.invert
+    }
+
+    /// Calls `f(start, end)` for every piece of `text` this step keeps, in order.
+    pub fn for_each_piece(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), String> {
+        if self.behavior == Behavior::Isolated {
+            // Matches and gaps alike are pieces, whichever `invert` calls matches.
+            return self.isolated.for_each_piece(text, f);
+        }
+        let mut parts: Vec<(usize, usize, bool)> = Vec::new();
+        self.regex.for_each_match(text, |s, e, matched| {
+            parts.push((s, e, matched != self.invert))
+        })?;
+        let mut pieces: Vec<(usize, usize)> = Vec::with_capacity(parts.len());
+        match self.behavior {
+            Behavior::Isolated => unreachable!("handled above"),
+            Behavior::Removed => {
+                pieces.extend(parts.iter().filter(|p| !p.2).map(|&(s, e, _)| (s, e)))
+            }
+            Behavior::Contiguous => {
+                let mut previous = None;
+                for &(s, e, matched) in &parts {
+                    match pieces.last_mut() {
+                        Some(last) if previous == Some(matched) => last.1 = e,
+                        _ => pieces.push((s, e)),
+                    }
+                    previous = Some(matched);
+                }
+            }
+            Behavior::MergedWithPrevious => {
+                let mut previous = false;
+                for &(s, e, matched) in &parts {
+                    match pieces.last_mut() {
+                        Some(last) if matched && !previous => last.1 = e,
+                        _ => pieces.push((s, e)),
+                    }
+                    previous = matched;
+                }
+            }
+            Behavior::MergedWithNext => {
+                let mut previous = false;
+                for &(s, e, matched) in parts.iter().rev() {
+                    match pieces.last_mut() {
+                        Some(last) if matched && !previous => last.0 = s,
+                        _ => pieces.push((s, e)),
+                    }
+                    previous = matched;
+                }
+                pieces.reverse();
+            }
+        }
+        for (s, e) in pieces {
+            f(s, e);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(pattern: &str, behavior: &str, invert: bool, text: &str) -> Vec<String> {
+        let split = Split::new(pattern, Behavior::from_name(behavior).unwrap(), invert).unwrap();
+        let mut out = Vec::new();
+        split
+            .for_each_piece(text, |s, e| out.push(text[s..e].to_string()))
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn each_behavior_splits_as_tokenizers_documents_it() {
+        // tokenizers' own examples (SplitDelimiterBehavior), on "the-final--countdown".
+        let text = "the-final--countdown";
+        assert_eq!(
+            pieces("-", "Isolated", false, text),
+            ["the", "-", "final", "-", "-", "countdown"]
+        );
+        assert_eq!(
+            pieces("-", "Removed", false, text),
+            ["the", "final", "countdown"]
+        );
+        assert_eq!(
+            pieces("-", "MergedWithPrevious", false, text),
+            ["the-", "final-", "-", "countdown"]
+        );
+        assert_eq!(
+            pieces("-", "MergedWithNext", false, text),
+            ["the", "-final", "-", "-countdown"]
+        );
+        assert_eq!(
+            pieces("-", "Contiguous", false, text),
+            ["the", "-", "final", "--", "countdown"]
+        );
+    }
+
+    #[test]
+    fn invert_swaps_matches_and_gaps() {
+        assert_eq!(pieces(r"\w+", "Removed", true, "ab, cd"), ["ab", "cd"]);
+        assert_eq!(
+            pieces(r"\s", "MergedWithPrevious", true, "a bc d"),
+            ["a", " bc", " d"]
+        );
+        assert_eq!(pieces("x", "Isolated", true, "axb"), ["a", "x", "b"]);
+    }
+
+    #[test]
+    fn an_unknown_behavior_is_named() {
+        assert_eq!(
+            Behavior::from_name("Merged").unwrap_err(),
+            "unknown Split behavior \"Merged\"; expected Isolated, Removed, \
+             MergedWithPrevious, MergedWithNext or Contiguous"
+        );
+    }
+}
