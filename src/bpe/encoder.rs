@@ -37,10 +37,6 @@ pub struct Encoder {
     /// Applied to the text between special (and added) tokens before pre-tokenizing
     /// (a Hugging Face file's NFC, ...); empty for most models.
     normalizer: Normalizer,
-    /// With later pre-tokenizer steps (`pretok::split`): the pattern alone, whose
-    /// pieces streaming cuts between (a piece of a later step may be followed by
-    /// another of the same pattern piece that more text would change).
-    pattern_only: Option<Box<PreTokenizer>>,
 }
 
 /// Appends `ids`; most pieces are one token, which needs no call to memcpy. Growing
@@ -80,16 +76,12 @@ impl Encoder {
             pre: PreTokenizer::new(pattern)?,
             caches: CachePool::default(),
             normalizer: Normalizer::default(),
-            pattern_only: None,
         })
     }
 
     /// The same encoder, splitting each piece of the pattern further by `steps`, in
     /// order (a Hugging Face `Sequence` of Splits: DeepSeek V3).
     pub fn with_steps(mut self, steps: Vec<Split>) -> Self {
-        if !steps.is_empty() {
-            self.pattern_only = Some(Box::new(self.pre.pattern_only()));
-        }
         self.pre = self.pre.with_steps(steps);
         self.caches = CachePool::default();
         self
@@ -339,6 +331,39 @@ impl<'t> Lookups<'t, '_> {
     }
 }
 
+impl Encoder {
+    /// The last offset by `limit` where encoding may start over (0: none): the edge of
+    /// a special token, or a restart of the pre-tokenizer between them.
+    fn last_restart(
+        &self,
+        text: &str,
+        specials: &SpecialMatcher,
+        limit: usize,
+    ) -> Result<usize, EncodeError> {
+        let mut cut = 0;
+        let mut pos = 0;
+        let segment = |from: usize, to: usize, cut: &mut usize| {
+            self.pre.for_each_restart(&text[from..to], |e| {
+                if from + e <= limit {
+                    *cut = from + e;
+                }
+            })
+        };
+        for (start, end, _) in specials.find_all(text.as_bytes()) {
+            if start > limit {
+                return Ok(cut);
+            }
+            segment(pos, start, &mut cut)?;
+            if end <= limit {
+                cut = end;
+            }
+            pos = end;
+        }
+        segment(pos, text.len(), &mut cut)?;
+        Ok(cut)
+    }
+}
+
 impl Model for Encoder {
     type Cache = PieceCache;
 
@@ -401,16 +426,12 @@ impl Model for Encoder {
             self.encode_cached(&text[..cut], specials, cache, out)?;
             return Ok(cut);
         }
-        if let Some(pattern_only) = &self.pattern_only {
-            // Cut after the last unit of the pattern alone that ends by `limit`: the
-            // later steps split each of its pieces whole.
-            let mut cut = 0;
-            for_each_unit(text, specials, pattern_only, |u| {
-                if u.end() <= limit {
-                    cut = u.end();
-                }
-            })?;
-            self.encode_cached(&text[..cut], specials, cache, out)?;
+        if !self.pre.steps().is_empty() {
+            // With later steps, a piece that ends by `limit` may lie inside a piece of
+            // the pattern that more text changes: stop at the last place where
+            // pre-tokenizing may start over instead (`PreTokenizer::for_each_restart`).
+            let cut = self.last_restart(text, specials, limit)?;
+            self.for_each_ids(text, specials, cache, cut, |_, ids| push_ids(out, ids))?;
             return Ok(cut);
         }
         let mut consumed = 0;

@@ -62,17 +62,70 @@ impl PreTokenizer {
         self
     }
 
+    /// True when a hand-written splitter runs the pattern (it matches all text).
+    pub fn is_builtin(&self) -> bool {
+        self.builtin.is_some()
+    }
+
     pub fn steps(&self) -> &[Split] {
         &self.steps
     }
 
-    /// The pre-tokenizer of the pattern alone, without the later steps: its pieces are
-    /// the ones streaming may cut between (each is split further on its own).
-    pub fn pattern_only(&self) -> Self {
-        Self {
-            steps: Vec::new(),
-            ..self.clone()
+    /// Calls `f(end)` at offsets of `text` where pre-tokenizing may start over and find
+    /// the pieces after it that pre-tokenizing the whole finds (streaming's cuts when
+    /// there are later steps): the end of every piece of the pattern and, inside text
+    /// the pattern did not match, the ends of the pieces of the next step there, and so
+    /// on down the steps. A regex search started inside text it did not match finds
+    /// the same next match; one started inside a match may not, so inside a match only
+    /// its end counts. (The built-in patterns match all text.)
+    pub fn for_each_restart(&self, text: &str, mut f: impl FnMut(usize)) -> Result<(), String> {
+        if text.is_empty() {
+            return Ok(());
         }
+        // A stretch and the last piece inside it end at the same place: once is enough.
+        let mut last = 0;
+        let mut f = |e: usize| {
+            if e > last {
+                last = e;
+                f(e);
+            }
+        };
+        let mut failed = Ok(());
+        let mut part = |s: usize, e: usize, matched: bool| {
+            if !matched && failed.is_ok() {
+                failed = self.restarts_within(0, text, s, e, &mut f);
+            }
+            f(e);
+        };
+        match (self.builtin, &self.regex) {
+            (Some(b), _) => b.for_each_piece(text, |s, e| part(s, e, true)),
+            (None, Some(re)) => re.for_each_match(text, &mut part)?,
+            (None, None) => part(0, text.len(), false),
+        }
+        failed
+    }
+
+    /// [`PreTokenizer::for_each_restart`] inside `text[start..end]`, text the steps
+    /// before `step` did not match.
+    fn restarts_within(
+        &self,
+        step: usize,
+        text: &str,
+        start: usize,
+        end: usize,
+        f: &mut dyn FnMut(usize),
+    ) -> Result<(), String> {
+        let Some(split) = self.steps.get(step) else {
+            return Ok(());
+        };
+        let mut failed = Ok(());
+        split.for_each_part(&text[start..end], |s, e, matched| {
+            if !matched && failed.is_ok() {
+                failed = self.restarts_within(step + 1, text, start + s, start + e, f);
+            }
+            f(start + e);
+        })?;
+        failed
     }
 
     /// Always the regex engine (the reference for the hand-written splitters).
@@ -185,6 +238,77 @@ mod tests {
             ["hello ", "gpt4", " world"]
         );
         assert_eq!(pieces("x", ""), Vec::<String>::new());
+    }
+
+    /// DeepSeek V3's pre-tokenizer: the pattern, then two Splits.
+    fn deepseek_v3() -> PreTokenizer {
+        let steps = [
+            "[一-龥\u{3040}-ゟ゠-ヿ]+",
+            concat!(
+                r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+"##,
+                r"|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+",
+                r"|\s+(?!\S)|\s+"
+            ),
+        ];
+        let steps = steps
+            .iter()
+            .map(|p| Split::new(p, split::Behavior::Isolated, false).unwrap())
+            .collect();
+        PreTokenizer::new(Some(r"\p{N}{1,3}"))
+            .unwrap()
+            .with_steps(steps)
+    }
+
+    fn spans(pre: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        pre.for_each_piece(text, |s, e| out.push((s, e))).unwrap();
+        out
+    }
+
+    #[test]
+    fn later_steps_split_each_piece_of_the_pattern_again() {
+        let pre = deepseek_v3();
+        let text = "12345中文ab, x";
+        let got: Vec<&str> = spans(&pre, text)
+            .iter()
+            .map(|&(s, e)| &text[s..e])
+            .collect();
+        assert_eq!(got, ["123", "45", "中文", "ab", ",", " x"]);
+    }
+
+    #[test]
+    fn starting_over_at_a_restart_finds_the_same_pieces_after_it() {
+        let pre = deepseek_v3();
+        let alphabet = [
+            "a", "Z", "é", "\u{301}", "1", "23", "٣", " ", "  ", "\n", "\r\n", ",", "--", "(x",
+            "中", "文", "ひ", "カ", "한", "€", "'s", "\t",
+        ];
+        let mut rng = crate::bpe::model::testing::XorShift(5);
+        for _ in 0..300 {
+            let n = rng.below(30);
+            let text: String = (0..n)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect();
+            let whole = spans(&pre, &text);
+            let mut restarts = Vec::new();
+            pre.for_each_restart(&text, |e| restarts.push(e)).unwrap();
+            assert!(restarts.windows(2).all(|w| w[0] < w[1]), "{text:?}");
+            for &c in &restarts {
+                assert!(whole.iter().any(|&(_, e)| e == c), "{text:?} at {c}");
+                let after: Vec<_> = spans(&pre, &text[c..])
+                    .iter()
+                    .map(|&(s, e)| (s + c, e + c))
+                    .collect();
+                let want: Vec<_> = whole.iter().copied().filter(|&(s, _)| s >= c).collect();
+                assert_eq!(after, want, "{text:?} started over at {c}");
+            }
+        }
+        // Inside a run of digits (a match of the pattern) only its end is a restart:
+        // "1234" from its second digit would split "234" instead of "123" + "4".
+        let mut restarts = Vec::new();
+        pre.for_each_restart("1234 ab", |e| restarts.push(e))
+            .unwrap();
+        assert_eq!(restarts, [3, 4, 7]);
     }
 
     #[test]

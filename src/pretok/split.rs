@@ -92,6 +92,25 @@ impl Split {
         self.invert
     }
 
+    /// Calls `f(start, end, matched)` for every piece of `text` this step keeps, in
+    /// order, saying whether a regex search started inside it could find other matches
+    /// than the search from its start did (`matched`; false only for text the regex did
+    /// not match: the gaps of `Isolated`, the pieces `Removed` keeps).
+    pub fn for_each_part(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize, bool),
+    ) -> Result<(), String> {
+        match self.behavior {
+            Behavior::Isolated if self.isolated.is_builtin() => {
+                self.isolated.for_each_piece(text, |s, e| f(s, e, true))
+            }
+            Behavior::Isolated => self.regex.for_each_match(text, f),
+            Behavior::Removed => self.for_each_piece(text, |s, e| f(s, e, self.invert)),
+            _ => self.for_each_piece(text, |s, e| f(s, e, true)),
+        }
+    }
+
     /// Calls `f(start, end)` for every piece of `text` this step keeps, in order.
     pub fn for_each_piece(
         &self,
