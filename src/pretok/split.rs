@@ -12,8 +12,8 @@
 //! - `MergedWithPrevious` / `MergedWithNext`: a match joins the piece before / after it;
 //! - `Contiguous`: consecutive matches make one piece (so do consecutive gaps).
 //!
-//! A pattern that can match the empty string is split as by [`RegexSplitter`], which
-//! skips empty matches.
+//! An empty match is a match like any other (it splits the text around it); empty
+//! pieces are dropped at the end, as `tokenizers` drops empty splits.
 
 use super::patterns::RegexSplitter;
 use super::PreTokenizer;
@@ -105,7 +105,11 @@ impl Split {
             Behavior::Isolated if self.isolated.is_builtin() => {
                 self.isolated.for_each_piece(text, |s, e| f(s, e, true))
             }
-            Behavior::Isolated => self.regex.for_each_match(text, f),
+            Behavior::Isolated => self.regex.for_each_match(text, |s, e, matched| {
+                if e > s {
+                    f(s, e, matched)
+                }
+            }),
             Behavior::Removed => self.for_each_piece(text, |s, e| f(s, e, self.invert)),
             _ => self.for_each_piece(text, |s, e| f(s, e, true)),
         }
@@ -164,7 +168,9 @@ impl Split {
             }
         }
         for (s, e) in pieces {
-            f(s, e);
+            if e > s {
+                f(s, e);
+            }
         }
         Ok(())
     }
@@ -217,6 +223,20 @@ mod tests {
             ["a", " bc", " d"]
         );
         assert_eq!(pieces("x", "Isolated", true, "axb"), ["a", "x", "b"]);
+    }
+
+    #[test]
+    fn an_empty_match_splits_the_text_around_it() {
+        assert_eq!(
+            pieces(r"\b", "Isolated", false, "ab, cd"),
+            ["ab", ", ", "cd"]
+        );
+        // "x*" matches "xx" and the empty string before every other character.
+        assert_eq!(
+            pieces("x*", "MergedWithPrevious", false, "axxb"),
+            ["axx", "b"]
+        );
+        assert_eq!(pieces("(?=a)", "Removed", false, "bab"), ["b", "ab"]);
     }
 
     #[test]

@@ -246,6 +246,19 @@ def _components(node: dict | None, key: str) -> list[dict]:
 #: ``tokenizers``' Punctuation: ``char::is_ascii_punctuation`` or a Unicode P* category.
 PUNCTUATION = r"[\p{P}!-/:-@\[-`{-~]"
 
+#: Oniguruma's ``\w`` (tokenizers' regex engine) as bytepair's engine writes it: ours
+#: with ², ³, ¹, ¼, ½, ¾ and without the joiners U+200C and U+200D (checked on every
+#: character up to U+2FFFF).
+ONIGURUMA_WORD = r"\w\x{B2}\x{B3}\x{B9}\x{BC}-\x{BE}&&[^\x{200C}\x{200D}]"
+
+#: tokenizers' Whitespace pre-tokenizer: runs of word characters, runs of other
+#: non-space characters; spaces dropped (``\w+|[^\w\s]+``, inverted, Removed).
+WHITESPACE = rf"[{ONIGURUMA_WORD}]+|[^\s[{ONIGURUMA_WORD}]]+"
+
+#: Regex escapes whose characters differ between Oniguruma and bytepair's engine
+#: (``\w`` and what is made of it), and POSIX brackets (ASCII-only in ours).
+_ENGINE_DEPENDENT = re.compile(r"(?<!\\)(?:\\\\)*(\\[wWbB])|(\[:\^?[a-z]+:\])")
+
 
 def split_of(pre: dict, n: int, fail) -> Split:
     """The Split a pre-tokenizer before ByteLevel is (``n``: its position), or the
@@ -256,6 +269,13 @@ def split_of(pre: dict, n: int, fail) -> Split:
         spec = pre.get("pattern") or {}
         if "Regex" in spec:
             regex = from_oniguruma(spec["Regex"])
+            found = _ENGINE_DEPENDENT.search(regex)
+            if found:
+                raise fail(
+                    f"pre-tokenizer Split pattern {short(regex)} uses "
+                    f"{found.group(1) or found.group(2)}, which matches other characters in "
+                    "tokenizers' regex engine (Oniguruma) than in bytepair's: not supported"
+                )
         elif "String" in spec:
             regex = re.escape(spec["String"])
         else:
@@ -280,7 +300,7 @@ def split_of(pre: dict, n: int, fail) -> Split:
     if component == "WhitespaceSplit":
         return Split(r"\s", "Removed")
     if component == "Whitespace":
-        return Split(r"\w+|[^\w\s]+", "Removed", invert=True)
+        return Split(WHITESPACE, "Removed", invert=True)
     raise fail(
         f"pre-tokenizer {component} (at position {n}) is not supported; bytepair reads "
         "byte-level BPE files: Split, Digits, Punctuation, Whitespace or WhitespaceSplit "
