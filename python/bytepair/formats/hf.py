@@ -1,4 +1,4 @@
-"""Hugging Face files: ``tokenizer.json`` for byte-level BPE models (read and
+r"""Hugging Face files: ``tokenizer.json`` for byte-level BPE models (read and
 write; the SentencePiece family is in ``hf_sentencepiece``), and the folder ``transformers.AutoTokenizer.from_pretrained`` loads
 (``tokenizer.json`` + ``tokenizer_config.json`` + ``special_tokens_map.json``).
 
@@ -6,6 +6,18 @@ A component bytepair cannot reproduce exactly (a Replace normalizer, ...) is ref
 never silently changed. Normalizers NFC, NFKC, NFD, NFKD and Lowercase (alone or in a
 Sequence: Qwen2, GPT-NeoX) and non-special added tokens matched on the raw text
 (Qwen2.5's ``<tool_call>``) are read, and written back.
+
+The pre-tokenizer may be a Sequence of steps before ``ByteLevel`` (DeepSeek V3: three
+Splits), each splitting every piece of the one before: ``Split`` (a regex or a string,
+every behavior, ``invert``), ``Digits``, ``Punctuation``, ``Whitespace`` and
+``WhitespaceSplit`` (read as Splits, ``bytepair.split``), and ``ByteLevel``'s own regex
+(``use_regex``). The first Isolated Split is the model's ``pattern``, the rest its
+``splits``. Refused by name: other pre-tokenizers, anything after ``ByteLevel``,
+``ByteLevel`` with ``add_prefix_space``, and Split regexes using ``\w``, ``\W``, ``\b``,
+``\B`` or POSIX classes (Oniguruma, tokenizers' engine, matches other characters with
+them). The BPE option ``ignore_merges`` (Llama 3: a pre-token that is a token is that
+token) is read and written back; ``dropout``, ``byte_fallback``,
+``continuing_subword_prefix`` and ``end_of_word_suffix`` are refused.
 """
 
 from __future__ import annotations
