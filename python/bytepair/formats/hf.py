@@ -280,7 +280,9 @@ def split_of(pre: dict, n: int, fail) -> Split:
     if component == "Split":
         spec = pre.get("pattern") or {}
         if "Regex" in spec:
-            regex = from_oniguruma(spec["Regex"])
+            regex = spec["Regex"]
+            if not isinstance(regex, str) or not regex:
+                raise fail(f"pre-tokenizer Split has pattern {short(spec)}; expected a regex")
             found = _ENGINE_DEPENDENT.search(regex)
             if found:
                 raise fail(
@@ -288,6 +290,14 @@ def split_of(pre: dict, n: int, fail) -> Split:
                     f"{found.group(1) or found.group(2)}, which matches other characters in "
                     "tokenizers' regex engine (Oniguruma) than in bytepair's: not supported"
                 )
+            if re.search(r"(?<!\\)\{\d+(?:,\d*)?\}\+", regex):
+                raise fail(
+                    f"pre-tokenizer Split pattern {short(regex)} uses {{n,m}}+, which "
+                    "tokenizers' regex engine (Oniguruma) reads as a repetition of {n,m}, "
+                    "not as a possessive quantifier: not supported (write (?:X{n,m})+ or "
+                    "X{n,m})"
+                )
+            regex = from_oniguruma(regex)
         elif "String" in spec:
             regex = re.escape(spec["String"])
         else:
