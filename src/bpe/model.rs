@@ -414,6 +414,29 @@ mod tests {
     }
 
     #[test]
+    fn looking_up_whole_pieces_finds_tokens_merges_cannot_build() {
+        // minbpe's merges (aa, aaa, aaab) and a token "ba" that no merge makes.
+        let (mut vocab, merges, specials) = minbpe_parts();
+        vocab.insert(300, b"ba".to_vec());
+        let plain = BpeModel::new(vocab, &merges, specials).unwrap();
+        let whole = plain.clone().looking_up_whole_pieces();
+        assert!(!plain.looks_up_whole_pieces() && whole.looks_up_whole_pieces());
+        let encode = |m: &BpeModel, piece: &[u8]| {
+            let mut out = Vec::new();
+            m.encode_piece(piece, &mut out).unwrap();
+            out
+        };
+        assert_eq!(encode(&plain, b"ba"), [98, 97]);
+        assert_eq!(encode(&whole, b"ba"), [300]);
+        // A piece that is no token merges as before; the merges are the model's own.
+        assert_eq!(encode(&whole, b"baaab"), encode(&plain, b"baaab"));
+        assert_eq!(encode(&whole, b"baaab"), [98, 258]);
+        assert_eq!(whole.merge_pairs(), plain.merge_pairs());
+        // A special token's text is never looked up as a piece.
+        assert_eq!(encode(&whole, b"<|e|>"), encode(&plain, b"<|e|>"));
+    }
+
+    #[test]
     fn unknown_id_is_reported() {
         let m = minbpe();
         assert_eq!(m.decode_bytes(&[97, 9999]), Err(9999));

@@ -180,17 +180,6 @@ pymethods_with_seam!(Encoder {
         self.core().normalizer().names()
     }
 
-    /// The Splits applied after the pattern: `(pattern, behavior, invert)` in order.
-    fn splits(&self) -> Vec<(String, &'static str, bool)> {
-        let steps = self.core().pre_tokenizer().steps();
-        steps.iter().map(|s| (s.pattern().to_owned(), s.behavior().name(), s.invert())).collect()
-    }
-
-    /// True when a whole piece that is a token is looked up before merging.
-    fn ignore_merges(&self) -> bool {
-        self.core().model().looks_up_whole_pieces()
-    }
-
     /// The largest token id.
     fn max_id(&self) -> u32 {
         self.core().model().max_id()
