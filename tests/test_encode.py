@@ -351,3 +351,30 @@ def test_a_tokenizer_busy_in_threads_at_fork_time_works_in_the_child(tinystories
         stop.set()
         for t in threads:
             t.join(timeout=60)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_long_documents_of_a_batch_are_shared_by_threads_with_the_ids_of_each_whole(
+    name, tiktoken_offline
+):
+    # On two threads a document of more than two units (64 KB at least) is cut at safe
+    # cuts into parts that either thread encodes; its ids are those of tiktoken's whole
+    # text, special tokens at the cuts' edges included.
+    want = tiktoken_offline.get_encoding(name)
+    tok = bytepair.get_encoding(name)
+    line = "Fine words 12 ab.\nx   y\n\n\tz <|endoftext|>ünï  cödé 日本語。 it's\n"
+    docs = [
+        line * 6000,  # ~400 KB: cut in parts
+        "short",
+        "<|endoftext|>" + "one two three " * 30_000 + "<|endoftext|>",  # one line
+        "a" * 300_000,  # no safe cut: whole
+        "",
+    ]
+    expected = [want.encode(d, allowed_special="all") for d in docs]
+    for threads in (1, 2, 3):
+        assert tok.encode_batch(docs, num_threads=threads, allowed_special="all") == expected
+        ids, offsets = tok.encode_batch_to_numpy(docs, num_threads=threads, allowed_special="all")
+        got = [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(docs))]
+        assert got == expected
+    with pytest.raises(ValueError, match=re.escape(repr(EOT))):
+        tok.encode_batch(docs, num_threads=2)

@@ -393,13 +393,42 @@ def test_a_token_added_later_gives_transformers_ids(tmp_path):
     assert ours("<tool>")["input_ids"] == [50257]  # the first id after GPT-2's 50,257
 
 
+def test_a_normalized_folder_qwen2_style_gives_transformers_ids(tmp_path):
+    # NFC, non-special added tokens matched on the raw text: bytepair's model applies
+    # both itself, so the drop-in equals transformers on text NFC changes.
+    folder = make_folder(tmp_path, GPT2_DIR, GPT2_CONFIG)
+    doc = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    doc["normalizer"] = {"type": "NFC"}
+    doc["added_tokens"][0]["normalized"] = False
+    doc["added_tokens"].append(
+        {
+            "id": 50257,
+            "content": "<tool_call>",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": False,
+        }
+    )
+    (folder / "tokenizer.json").write_text(json.dumps(doc), encoding="utf-8")
+    ours, theirs = pair(folder)
+    texts = ["e\u0301te\u0301 <tool_call>x", "A\u030a<|endoftext|>", "plain", "\u1100\u1161 ok"]
+    got = ours(texts)["input_ids"]
+    assert got == theirs(texts)["input_ids"]
+    assert got[0][:2] == ours._bytepair.encode("\u00e9t\u00e9")  # composed by NFC
+
+
 def test_normalizer_in_the_file_is_refused_naming_it(tmp_path):
     folder = make_folder(tmp_path, GPT2_DIR, GPT2_CONFIG)
     doc = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
     doc["normalizer"] = {"type": "NFC"}
     (folder / "tokenizer.json").write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ValueError, match="normalizer NFC"):
-        hf_compat.from_pretrained(folder)
+        hf_compat.from_pretrained(folder)  # the loader: <|endoftext|> is normalized
+    # A bytepair tokenizer that does not normalize, with a file that does.
+    with pytest.raises(ValueError, match="normalizer NFC: bytepair's model does not"):
+        hf_compat.from_pretrained(folder, bytepair_tokenizer=bytepair.get_encoding("gpt2"))
 
 
 @needs_shared

@@ -20,9 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bytepair
-from bytepair.formats.hf import to_oniguruma
+from bytepair.formats.hf import added_token, to_oniguruma
 from bytepair.patterns import MODEL_PATTERNS
 from bytepair.shards import one_file
+
+from conftest import corpus_sample, needs_shared, shared_corpus_files
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -77,17 +79,7 @@ def write_json(
     doc = json.loads(GPT2_JSON.read_text(encoding="utf-8"))
     doc["added_tokens"][0]["normalized"] = False
     for n, (content, special) in enumerate(added):
-        doc["added_tokens"].append(
-            {
-                "id": 50257 + n,
-                "content": content,
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": False,
-                "special": special,
-            }
-        )
+        doc["added_tokens"].append(added_token(50257 + n, content, special))
     doc["normalizer"] = copy.deepcopy(normalizer)
     if pattern is not None:
         split = {
@@ -320,3 +312,86 @@ def test_added_tokens_we_cannot_match_exactly_are_refused(tmp_path, field, messa
 def test_the_core_refuses_an_unknown_normalizer_by_name():
     with pytest.raises(ValueError, match='normalizer "NFX" is not supported'):
         bytepair.models.BPE({i: bytes([i]) for i in range(256)}, [], normalizer=["NFX"])
+
+
+@needs_shared
+@pytest.mark.parametrize("path", shared_corpus_files(), ids=lambda p: p.name)
+def test_shared_corpus_lines_encode_as_tokenizers_under_each_normalizer(pairs, path):
+    """Every shared corpus (English, code, each multilingual file), sampled lines and
+    the same lines NFD-decomposed, one call per line and the sample as one text:
+    0 mismatches with tokenizers for Qwen2's shape (NFC, its Split) and NFKC, NFD and
+    Lowercase."""
+    lines = corpus_sample(path, lines=150)
+    for key in [("NFC", "qwen2"), ("NFKC", "gpt2"), ("NFD", "qwen2"), ("Lowercase", "gpt2")]:
+        tok, hf = pairs[key]
+        want = [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)]
+        got = tok.encode_batch(lines, num_threads=2, allowed_special="all")
+        bad = [line for line, a, b in zip(lines, got, want) if a != b]
+        assert not bad, (key, len(bad), bad[:3])
+        whole = "\n".join(lines)
+        assert tok.encode(whole, allowed_special="all") == hf_ids(hf, whole), key
+
+
+# -- GPT-NeoX / Pythia: indentation tokens matched in the normalized text ---------------
+
+#: NeoX's added tokens past its vocabulary: runs of spaces, ``normalized: true``.
+NEOX_RUNS = [" " * n for n in range(24, 1, -1)] + ["\t\t", "\t\t\t\t"]
+
+
+def neox_json(tmp_path: Path, normalizer: dict, extra: list[dict] = ()) -> Path:
+    doc = json.loads(GPT2_JSON.read_text(encoding="utf-8"))
+    doc["added_tokens"][0]["normalized"] = False
+    for n, run in enumerate(NEOX_RUNS):
+        doc["added_tokens"].append(
+            added_token(50257 + n, run, special=False) | {"normalized": True}
+        )
+    doc["added_tokens"] += list(extra)
+    doc["normalizer"] = normalizer
+    path = tmp_path / "neox.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("normalizer", ["NFC", "NFD", "Lowercase"])
+def test_neox_indentation_tokens_matched_in_normalized_text_encode_as_tokenizers(
+    tmp_path, normalizer
+):
+    path = neox_json(tmp_path, {"type": normalizer})
+    tok, hf = bytepair.load(path), tokenizers.Tokenizer.from_file(str(path))
+    code = "def f(x):\n" + "".join(f"{' ' * k}x{k} = 'É\u0301'\n" for k in range(0, 30, 3))
+    texts = [code, "a" + " " * 50 + "b\t\t\tc\t\t\t\t\td", " \u0301  \u3000  e\u0301"]
+    for text in texts:
+        assert tok.encode(text, allowed_special="all") == hf_ids(hf, text), text
+    assert 50257 + NEOX_RUNS.index(" " * 8) in tok.encode(" " * 8 + "x")
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(st.text(st.sampled_from([" ", " ", " ", "\t", "\n", "x", "É", "\u0301", "\u3000"])))
+    def check(text):
+        assert tok.encode(text, allowed_special="all") == hf_ids(hf, text)
+
+    check()
+    # Written back with normalized false (the same matches), it loads in tokenizers
+    # with the same ids.
+    tok.save(tmp_path / "back.json")
+    back = tokenizers.Tokenizer.from_file(str(tmp_path / "back.json"))
+    assert hf_ids(back, code) == hf_ids(hf, code)
+
+
+@pytest.mark.parametrize(
+    ("normalizer", "extra"),
+    [
+        ({"type": "NFKC"}, []),  # U+3000 becomes a space in the normalized text
+        (
+            {"type": "NFC"},
+            [  # a raw-matched token with spaces, found before the runs in tokenizers
+                {"id": 50300, "content": "a  b", "special": True, "normalized": False},
+            ],
+        ),
+    ],
+    ids=["NFKC", "raw token with spaces"],
+)
+def test_normalized_added_tokens_found_elsewhere_in_normalized_text_are_refused(
+    tmp_path, normalizer, extra
+):
+    with pytest.raises(ValueError, match=r"added token '\s+' has normalized true with normalizer"):
+        bytepair.load(neox_json(tmp_path, normalizer, extra))

@@ -548,3 +548,61 @@ def test_our_sources_are_read_on_a_thread_a_callers_iterator_is_not(gpt2_tok, tm
     bytepair.write_shards(gpt2_tok, Recorded(path, None), tmp_path / "b", progress=False)
     assert readers == {"bytepair-read-ahead"}
     assert folder_bytes(tmp_path / "b") == folder_bytes(tmp_path / "a")
+
+
+def test_batches_are_encoded_on_a_thread_while_the_writer_writes_unless_val_tokens(
+    gpt2_tok, tmp_path, monkeypatch
+):
+    # The next batch is encoded while the one before it is written; with val_tokens
+    # where a document goes depends on the batches written before it: not then.
+    import threading
+
+    monkeypatch.setattr(feed, "BATCH_CHARS", 2000)
+    docs = make_documents(60, seed=4)
+    folders = {}
+    for name, options in (("train", {}), ("val_tokens", {"val_tokens": 3000})):
+        threads: set[str] = set()
+
+        class Where:
+            def __init__(self, threads):
+                self.threads = threads
+
+            def __getattr__(self, attr):
+                return getattr(gpt2_tok, attr)
+
+            def encode_batch_to_numpy(self, texts, **kwargs):
+                self.threads.add(threading.current_thread().name)
+                return gpt2_tok.encode_batch_to_numpy(texts, **kwargs)
+
+        bytepair.write_shards(Where(threads), docs, tmp_path / name, progress=False, **options)
+        folders[name] = threads
+        bytepair.write_shards(gpt2_tok, docs, tmp_path / f"{name}-again", progress=False, **options)
+        assert folder_bytes(tmp_path / name) == folder_bytes(tmp_path / f"{name}-again")
+    assert folders["train"] and all(t.startswith("bytepair-encode") for t in folders["train"])
+    assert folders["val_tokens"] == {threading.main_thread().name}
+
+
+def test_an_error_while_a_batch_is_encoded_ahead_stops_the_run_resumably(
+    gpt2_tok, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(feed, "BATCH_CHARS", 2000)
+    docs = make_documents(80, seed=2)
+    bytepair.write_shards(gpt2_tok, docs, tmp_path / "clean", shard_tokens=1500, progress=False)
+    calls = []
+
+    class Failing:
+        def __getattr__(self, attr):
+            return getattr(gpt2_tok, attr)
+
+        def encode_batch_to_numpy(self, texts, **kwargs):
+            calls.append(len(texts))
+            if len(calls) == 9:
+                raise Interrupt("the ninth batch")
+            return gpt2_tok.encode_batch_to_numpy(texts, **kwargs)
+
+    with pytest.raises(Interrupt, match="the ninth batch"):
+        bytepair.write_shards(Failing(), docs, tmp_path / "o", shard_tokens=1500, progress=False)
+    assert len(calls) in (9, 10)  # at most the batch gathered ahead, then it stops
+    assert not [p for p in (tmp_path / "o").iterdir() if p.name.endswith(".tmp")]
+    bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=1500, progress=False)
+    assert folder_bytes(tmp_path / "o") == folder_bytes(tmp_path / "clean")

@@ -27,9 +27,10 @@ other ones:
 - an added token bytepair does not match (``<unk>`` in a SentencePiece file, tokens
   added after loading with ``add_tokens``): texts that contain one are encoded by the
   Hugging Face backend, so they are HF's by construction;
-- a shape whose semantics differ in general (a normalizer, Metaspace ``always`` or
-  ``split``, added tokens with ``lstrip``/``rstrip``/``single_word``) is refused when
-  the drop-in is made, naming the component; text pairs, pre-split words and offsets
+- a shape whose semantics differ in general (a normalizer the bytepair model does not
+  apply itself, Metaspace ``always`` or ``split``, added tokens with
+  ``lstrip``/``rstrip``/``single_word``) is refused when the drop-in is made, naming
+  the component (the Unicode normalizers bytepair loads, Qwen2's NFC..., are its own); text pairs, pre-split words and offsets
   raise ``NotImplementedError`` (use ``AutoTokenizer`` for those).
 
 ``transformers`` is imported here only: ``pip install 'bytepair[hf]'``.
@@ -136,11 +137,13 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
         backend = self._tokenizer
         where = f"{self.name_or_path or 'this tokenizer'}"
         if backend.normalizer is not None:
-            kind = json.loads(backend.normalizer.__getstate__()).get("type")
-            raise ValueError(
-                f"{where}: normalizer {kind}: Hugging Face applies it between added tokens, "
-                "which bytepair's drop-in does not reproduce; use transformers.AutoTokenizer"
-            )
+            node = json.loads(backend.normalizer.__getstate__())
+            steps = tuple(n.get("type") for n in node.get("normalizers", [node]))
+            if steps != tuple(getattr(self._bytepair.model, "normalizer", ())):
+                raise ValueError(
+                    f"{where}: normalizer {'+'.join(map(str, steps))}: bytepair's model "
+                    "does not normalize the text this way; use transformers.AutoTokenizer"
+                )
         self._strip_first = False
         if backend.pre_tokenizer is not None:
             pre = json.loads(backend.pre_tokenizer.__getstate__())

@@ -6,21 +6,35 @@
 //! (building Python lists, copying into one flat buffer) overlaps the encoding instead
 //! of following it.
 //!
-//! Each text is first checked for disallowed special tokens, on its worker. A failing
-//! text stops the workers from taking new texts; every text before it was already
-//! taken, so the error reported is always that of the first failing text, whatever the
-//! timing.
+//! A long text is work for more than one thread: on several threads, a text of more
+//! than two *units* (an eighth of the batch's bytes per thread, between 64 KB and
+//! 1 MB) is cut at safe cuts ([`crate::io::chunking`], as file encoding cuts a file)
+//! into parts of about a unit, the parts are encoded by whichever workers take them,
+//! and the text is received whole, its parts' ids in order: the ids of encoding it
+//! whole. A batch of a few unequal documents (a corpus of books, one shard batch)
+//! then keeps every core busy to its end.
+//!
+//! Each text is first checked for disallowed special tokens, on its worker (a text cut
+//! in parts: whole, before it is cut). A failing text stops the workers from taking
+//! new texts; every text before it was already taken, so the error reported is always
+//! that of the first failing text, whatever the timing.
 
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use crate::model::{check_disallowed, EncodeError, Model};
+use super::chunking::find_cut;
+use crate::model::{check_disallowed, EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
 /// Bytes of text one thread encodes between handing results over (see `encode_each`).
 const GROUP_BYTES: usize = 1 << 16;
+
+/// The smallest and largest part a long text of a batch is cut into (see the module
+/// header).
+const MIN_UNIT: usize = 1 << 16;
+const MAX_UNIT: usize = 1 << 20;
 
 /// A finished text: its index, and its ids or why it failed.
 pub type Done = (usize, Result<Vec<u32>, EncodeError>);
@@ -110,24 +124,33 @@ pub fn encode_each<M: Model, E>(
             Ok(())
         });
     }
+    let total: usize = texts.iter().map(|t| t.len()).sum();
+    let unit = (total / (workers * 8)).clamp(MIN_UNIT, MAX_UNIT);
+    let parts = &plan_parts(model, texts, specials, unit);
     let taken = &AtomicUsize::new(0);
-    let stop = || taken.store(texts.len(), Ordering::Relaxed);
+    let stop = || taken.store(parts.len(), Ordering::Relaxed);
     std::thread::scope(|s| {
         let (tx, mut rx) = mpsc::channel::<Done>();
         for _ in 0..workers {
             let tx = tx.clone();
             s.spawn(move || {
                 model.with_cache(|cache| loop {
-                    let i = taken.fetch_add(1, Ordering::Relaxed);
-                    if i >= texts.len() {
+                    let k = taken.fetch_add(1, Ordering::Relaxed);
+                    let Some(part) = parts.get(k) else {
                         break;
+                    };
+                    let text = &texts[part.text][part.start..part.end];
+                    let mut ids = Vec::with_capacity(text.len() / 3);
+                    let ids = if part.whole {
+                        encode_into(model, text, specials, cache, &mut ids)
+                    } else {
+                        model.encode_cached(text, specials.allowed, cache, &mut ids)
                     }
-                    let mut ids = Vec::with_capacity(texts[i].len() / 3);
-                    let ids = encode_into(model, texts[i], specials, cache, &mut ids).map(|()| ids);
+                    .map(|()| ids);
                     if ids.is_err() {
                         stop();
                     }
-                    if tx.send((i, ids)).is_err() {
+                    if tx.send((k, ids)).is_err() {
                         break;
                     }
                 })
@@ -138,7 +161,11 @@ pub fn encode_each<M: Model, E>(
         let mut next = move || rx.recv().ok();
         let mut first_failure: Option<(usize, EncodeError)> = None;
         let mut refused = None;
-        while let Some((i, ids)) = wait(&mut next) {
+        // Parts of cut texts whose other parts are still being encoded, by text.
+        let mut pending: BTreeMap<usize, Pending> = BTreeMap::new();
+        while let Some((k, ids)) = wait(&mut next) {
+            let part = &parts[k];
+            let i = part.text;
             match ids {
                 Err(e) => {
                     if first_failure.as_ref().is_none_or(|f| i < f.0) {
@@ -146,9 +173,26 @@ pub fn encode_each<M: Model, E>(
                     }
                 }
                 Ok(ids) if first_failure.is_none() && refused.is_none() => {
-                    if let Err(e) = receive(i, &ids) {
-                        stop();
-                        refused = Some(e);
+                    let whole = if part.of == 1 {
+                        Some(ids)
+                    } else {
+                        let (got, missing) = pending
+                            .entry(i)
+                            .or_insert_with(|| (vec![None; part.of], part.of));
+                        got[part.nth] = Some(ids);
+                        *missing -= 1;
+                        if *missing == 0 {
+                            let (got, _) = pending.remove(&i).expect("just seen");
+                            Some(got.into_iter().flatten().flatten().collect())
+                        } else {
+                            None
+                        }
+                    };
+                    if let Some(ids) = whole {
+                        if let Err(e) = receive(i, &ids) {
+                            stop();
+                            refused = Some(e);
+                        }
                     }
                 }
                 Ok(_) => {} // failed already: only draining the workers
@@ -160,6 +204,77 @@ pub fn encode_each<M: Model, E>(
             (None, None) => Ok(()),
         }
     })
+}
+
+/// The parts of a cut text received so far: each part's ids (by its number in the
+/// text), and how many parts are missing.
+type Pending = (Vec<Option<Vec<u32>>>, usize);
+
+/// A piece of work for one thread: `texts[text][start..end]`, part `nth` of the `of`
+/// parts its text is cut into. `whole`: the text is not cut, and its worker checks it
+/// for disallowed special tokens (a cut text is checked before it is cut).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Part {
+    text: usize,
+    start: usize,
+    end: usize,
+    nth: usize,
+    of: usize,
+    whole: bool,
+}
+
+/// The work of a batch, in text order: each text whole, or cut in parts of about
+/// `unit` bytes at safe cuts when it is longer than two units and the model allows
+/// cuts. A cut text with a disallowed special token is not cut: its worker finds the
+/// token, so the error is the first failing text's, as for any text.
+fn plan_parts<M: Model>(model: &M, texts: &[&str], specials: Specials, unit: usize) -> Vec<Part> {
+    let whole = |text: usize, len: usize| Part {
+        text,
+        start: 0,
+        end: len,
+        nth: 0,
+        of: 1,
+        whole: true,
+    };
+    let SafeCuts::AtSpecials { text: text_cuts } = model.safe_cuts() else {
+        return (0..texts.len()).map(|i| whole(i, texts[i].len())).collect();
+    };
+    let mut parts = Vec::with_capacity(texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        if text.len() <= 2 * unit || check_disallowed(text, specials.disallowed).is_err() {
+            parts.push(whole(i, text.len()));
+            continue;
+        }
+        let buf = text.as_bytes();
+        let matches = specials.allowed.find_all(buf);
+        let mut cuts = vec![0];
+        let (mut lo, mut hi) = (0, unit);
+        // The last cut in each unit; a unit without one grows the part by a unit. The
+        // last part is between one and two units long (or longer, without cuts).
+        while hi + unit < buf.len() {
+            if let Some(cut) = find_cut(buf, lo, hi, &matches, text_cuts) {
+                cuts.push(cut);
+                lo = cut;
+                hi = cut + unit;
+            } else {
+                lo = hi;
+                hi += unit;
+            }
+        }
+        cuts.push(buf.len());
+        let of = cuts.len() - 1;
+        for (nth, pair) in cuts.windows(2).enumerate() {
+            parts.push(Part {
+                text: i,
+                start: pair[0],
+                end: pair[1],
+                nth,
+                of,
+                whole: of == 1,
+            });
+        }
+    }
+    parts
 }
 
 /// Writes `ids` into `dst` (4 bytes each) as little-endian uint32.
@@ -235,6 +350,22 @@ mod tests {
     use crate::bpe::encoder::tests::minbpe_encoder;
     use crate::pretok::GPT2_PATTERN;
 
+    /// Every special token allowed, none refused.
+    fn allowing_all(e: &crate::bpe::Encoder) -> Specials<'_> {
+        Specials {
+            allowed: e.all_specials(),
+            disallowed: e.no_specials(),
+        }
+    }
+
+    /// The ids of each text encoded alone, whole.
+    fn each_whole(e: &crate::bpe::Encoder, texts: &[&str]) -> Vec<Vec<u32>> {
+        texts
+            .iter()
+            .map(|t| e.encode(t, e.all_specials()).unwrap())
+            .collect()
+    }
+
     fn texts() -> Vec<String> {
         (0..200)
             .map(|i| "aaab daaab ".repeat(i % 7) + &"ac ".repeat(i % 3))
@@ -246,14 +377,8 @@ mod tests {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
         let texts = texts();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let specials = Specials {
-            allowed: e.all_specials(),
-            disallowed: e.no_specials(),
-        };
-        let want: Vec<Vec<u32>> = texts
-            .iter()
-            .map(|t| e.encode(t, e.all_specials()).unwrap())
-            .collect();
+        let specials = allowing_all(&e);
+        let want = each_whole(&e, &texts);
         for threads in [1, 2, 5] {
             let bytes: usize = texts.iter().map(|t| t.len()).sum();
             let mut out = vec![MaybeUninit::new(0u8); bytes * 4];
@@ -307,6 +432,128 @@ mod tests {
         }
     }
 
+    /// Long texts with special tokens, newlines and spaces at odd places, and a run
+    /// without any cut.
+    fn long_texts() -> Vec<String> {
+        let mut texts = Vec::new();
+        for i in 0..4 {
+            let mut t = String::new();
+            for k in 0..(30_000 + 3_000 * i) {
+                t += match (k * 7 + i) % 11 {
+                    0 => "aaab<|e|>",
+                    1 => "daaab.\nac ",
+                    2 => "ab  ",
+                    3 => "<|e|>",
+                    4 => "x.\nb",
+                    _ => "aab dac ",
+                };
+            }
+            texts.push(t);
+        }
+        texts.push("a".repeat(200_000)); // no safe cut at all
+        texts.push("short".into());
+        texts
+    }
+
+    #[test]
+    fn long_texts_are_cut_at_safe_cuts_into_parts_that_encode_as_the_whole() {
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        let texts = long_texts();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let specials = allowing_all(&e);
+        for unit in [1000, 4096, MIN_UNIT] {
+            let parts = plan_parts(&e, &texts, specials, unit);
+            for (i, text) in texts.iter().enumerate() {
+                let mine: Vec<&Part> = parts.iter().filter(|p| p.text == i).collect();
+                assert_eq!(mine[0].start, 0);
+                assert_eq!(mine.last().unwrap().end, text.len());
+                assert!(mine.windows(2).all(|w| w[0].end == w[1].start));
+                let mut ids = Vec::new();
+                for (nth, part) in mine.iter().enumerate() {
+                    assert_eq!(
+                        (part.nth, part.of, part.whole),
+                        (nth, mine.len(), mine.len() == 1)
+                    );
+                    ids.extend(
+                        e.encode(&text[part.start..part.end], e.all_specials())
+                            .unwrap(),
+                    );
+                }
+                assert_eq!(
+                    ids,
+                    e.encode(text, e.all_specials()).unwrap(),
+                    "text {i}, unit {unit}"
+                );
+                if text.len() > 2 * unit && i < 4 {
+                    assert!(mine.len() > 1, "a long text with cuts is cut");
+                }
+            }
+            let no_cuts = parts.iter().filter(|p| p.text == 4).count();
+            assert_eq!(no_cuts, 1, "a run without a safe cut stays whole");
+        }
+    }
+
+    #[test]
+    fn a_batch_of_long_texts_gives_the_ids_of_each_whole_on_any_threads() {
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        let texts = long_texts();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let specials = allowing_all(&e);
+        let want = each_whole(&e, &texts);
+        let total: usize = texts.iter().map(|t| t.len()).sum();
+        let unit = (total / (2 * 8)).clamp(MIN_UNIT, MAX_UNIT);
+        let parts = plan_parts(&e, &texts, specials, unit);
+        assert!(parts.len() >= texts.len() + 4, "the long texts are cut");
+        for threads in [2, 3] {
+            let mut got = vec![None; texts.len()];
+            encode_each(
+                &e,
+                &texts,
+                specials,
+                threads,
+                |next| next(),
+                |i, ids| {
+                    assert!(got[i].is_none(), "each text is received once");
+                    got[i] = Some(ids.to_vec());
+                    Ok::<(), ()>(())
+                },
+            )
+            .unwrap();
+            let got: Vec<Vec<u32>> = got.into_iter().map(Option::unwrap).collect();
+            assert_eq!(got, want, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn a_long_text_with_a_disallowed_token_fails_whole_and_first() {
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        let mut texts = long_texts();
+        texts[2] = texts[2].replace("<|e|>", "");
+        texts[3] = texts[3].replace("<|e|>", "");
+        let at = texts[2].len() / 2;
+        texts[2].insert_str(at, "<|e|>");
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let specials = Specials {
+            allowed: e.no_specials(),
+            disallowed: e.all_specials(),
+        };
+        let parts = plan_parts(&e, &texts[2..4], specials, 4096);
+        assert_eq!(parts.iter().filter(|p| p.text == 0).count(), 1, "not cut");
+        assert!(parts.iter().filter(|p| p.text == 1).count() > 1, "cut");
+        let result = encode_each(
+            &e,
+            &texts[2..4],
+            specials,
+            2,
+            |next| next(),
+            |_, _| Ok::<(), ()>(()),
+        );
+        assert!(matches!(
+            result,
+            Err(BatchError::Encode(EncodeError::Disallowed { ref token })) if token == "<|e|>"
+        ));
+    }
+
     #[test]
     fn one_thread_receives_each_text_alone_across_groups() {
         // Over three groups' worth of text, so the kept buffer is reused.
@@ -315,10 +562,7 @@ mod tests {
             .map(|i| "aaab daaab ".repeat(i % 5) + &"ac ".repeat(i % 4))
             .collect();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let specials = Specials {
-            allowed: e.all_specials(),
-            disallowed: e.no_specials(),
-        };
+        let specials = allowing_all(&e);
         let mut got = Vec::new();
         encode_each(
             &e,

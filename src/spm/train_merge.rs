@@ -139,6 +139,14 @@ impl Validity {
 
 /// The script sentencepiece assigns: unassigned code points count as Common.
 fn script_of(c: char) -> Script {
+    if c.is_ascii() {
+        // Unicode's Scripts.txt for U+0000..U+007F, without the table search.
+        return if c.is_ascii_alphabetic() {
+            Script::Latin
+        } else {
+            Script::Common
+        };
+    }
     match c.script() {
         Script::Unknown => Script::Common,
         s => s,
@@ -596,6 +604,22 @@ impl<'v> Trainer<'v> {
             if let Some(next) = next {
                 self.add_pair(w, l, next);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ascii_scripts_are_unicodes() {
+        for c in (0u8..=127).map(char::from) {
+            let want = match c.script() {
+                Script::Unknown => Script::Common,
+                s => s,
+            };
+            assert_eq!(script_of(c), want, "{c:?}");
         }
     }
 }

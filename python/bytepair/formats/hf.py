@@ -451,6 +451,7 @@ def read_parts(
 
     specials: dict[str, int] = {}
     added: dict[str, int] = {}
+    normalized_tokens: list[str] = []
     for n, entry in enumerate(doc.get("added_tokens") or []):
         try:
             content, i = entry["content"], entry["id"]
@@ -459,15 +460,20 @@ def read_parts(
         for key in ("lstrip", "rstrip", "single_word"):
             if entry.get(key):
                 raise fail(f"added token {short(content)} has {key} true: not supported")
-        if normalizer and entry.get("normalized", not entry.get("special")):
-            # tokenizers then matches it in the normalized text, not the text as given.
-            raise fail(
-                f"added token {short(content)} has normalized true with normalizer "
-                f"{'+'.join(normalizer)}: not supported (only tokens matched on the raw text)"
-            )
         if not isinstance(content, str) or not content or not isinstance(i, int) or i < 0:
             raise fail(f"added_tokens[{n}] has content {short(content)} and id {short(i)}")
+        if normalizer and entry.get("normalized", not entry.get("special")):
+            # tokenizers then matches it in the normalized text, not the text as given.
+            normalized_tokens.append(content)
         (specials if entry.get("special") else added)[content] = i
+    raw_tokens = [t for t in (*specials, *added) if t not in normalized_tokens]
+    for content in normalized_tokens:
+        if not found_alike(content, normalizer, raw_tokens):
+            raise fail(
+                f"added token {short(content)} has normalized true with normalizer "
+                f"{'+'.join(normalizer)}: not supported (tokens matched on the raw text, and "
+                "runs of ASCII whitespace under NFC, NFD or Lowercase, are)"
+            )
 
     special_ids = {*specials.values(), *added.values()}
     raw_vocab = model.get("vocab")
@@ -510,6 +516,28 @@ def read_parts(
         "ignore_merges": bool(model.get("ignore_merges")),
     }
     return vocab, merges, specials, pattern, options
+
+
+#: What a token matched in normalized text may be made of, to be matched in the text
+#: as given instead (see :func:`found_alike`).
+ASCII_WHITESPACE = frozenset(" \t\n\r")
+
+
+def found_alike(token: str, normalizer: tuple[str, ...], raw_tokens: list[str]) -> bool:
+    """Is an added token that ``tokenizers`` matches in the normalized text (``normalized:
+    true``) found at the same places in the text as given? So for a run of ASCII
+    whitespace (GPT-NeoX's indentation tokens) under NFC, NFD and Lowercase: they never
+    make, remove or move such a character (NFKC does: U+3000 becomes a space) — as long
+    as no token matched first, on the raw text, holds whitespace too.
+
+    >>> found_alike("    ", ("NFC",), ["<|endoftext|>"]), found_alike("    ", ("NFKC",), [])
+    (True, False)
+    """
+    return (
+        set(token) <= ASCII_WHITESPACE
+        and not {"NFKC", "NFKD"} & set(normalizer)
+        and not any(ASCII_WHITESPACE & set(t) for t in raw_tokens)
+    )
 
 
 def read(path: str | os.PathLike) -> Model:

@@ -44,4 +44,6 @@ def encode_into(writer, tok, documents, *, num_threads: int, progress=None, tota
             disallowed_special=writer.disallowed,
         )
 
-    return feed(writer, items, encode, utf8_len, progress=progress, total=total)
+    return feed(
+        writer, items, encode, utf8_len, progress=progress, total=total, ahead=writer.gathers_ahead
+    )

@@ -487,6 +487,13 @@ class ShardWriter:
         (see :func:`document_items`)."""
         return document_items(self.tok, documents, self.shuffle_docs)
 
+    @property
+    def gathers_ahead(self) -> bool:
+        """May the next batch be gathered (``skips`` asked) before the last one is
+        added? Not when the first documents go to val until ``val_tokens``: where a
+        document goes then depends on the batches added before it."""
+        return self.val_tokens is None
+
     def skips(self, index: int) -> bool:
         """True if document ``index`` is in a finished shard already: not to be encoded."""
         return index < self._route(index).skip_before
