@@ -395,3 +395,20 @@ def test_normalized_added_tokens_found_elsewhere_in_normalized_text_are_refused(
 ):
     with pytest.raises(ValueError, match=r"added token '\s+' has normalized true with normalizer"):
         bytepair.load(neox_json(tmp_path, normalizer, extra))
+
+
+@pytest.mark.parametrize("name", ["NFC", "NFKC", "NFD", "NFKD", "Lowercase"])
+def test_every_code_point_normalizes_as_tokenizers_does(pairs, name):
+    # tokenizers normalizes with Unicode 9.0's tables: a character assigned later (U+1F16C,
+    # U+1CCD6...) is left as it is, and so is it here (Lowercase: Rust's own tables, in
+    # both). Each code point alone, and
+    # between a letter and a combining mark (its combining class, its compositions).
+    tok, hf = pairs[name, "gpt2"]
+    # Planes 0-3 up to the last CJK extension, and the tags and variation selectors:
+    # every character ever assigned (planes 4-13 hold none; 15-16 are private use).
+    codes = [*range(0x80, 0xD800), *range(0xE000, 0x32400), *range(0xE0000, 0xE0200)]
+    points = [chr(c) for c in codes]
+    for k in range(0, len(points), 1 << 16):
+        chunk = points[k : k + (1 << 16)]
+        for text in ("\n".join(chunk), "\n".join(f"a{c}\u0316" for c in chunk)):
+            assert tok.encode(text) == hf_ids(hf, text), (name, hex(ord(chunk[0])))

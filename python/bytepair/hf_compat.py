@@ -20,17 +20,15 @@ truncation (``stride`` and ``return_overflowing_tokens`` too), attention masks a
 Where bytepair's semantics are not HF's for a file, the drop-in gives HF's ids, never
 other ones:
 
-- SentencePiece-family files (Metaspace, ``prepend_scheme: first``): HF adds no dummy
-  "▁" before a text that starts with a space or "▁" (" a" is ``▁a``, sentencepiece's
-  ``▁ ▁a``); such a text is encoded without its first character, which the dummy "▁"
-  then stands for (and "▁" alone where nothing is left before an added token);
-- an added token bytepair does not match (``<unk>`` in a SentencePiece file, tokens
-  added after loading with ``add_tokens``): texts that contain one are encoded by the
-  Hugging Face backend, so they are HF's by construction;
+- SentencePiece-family files: bytepair reads the file's Metaspace / normalizer and
+  encodes as ``tokenizers`` does (``formats.hf_sentencepiece``);
+- an added token bytepair does not match (tokens added after loading with
+  ``add_tokens``): texts that contain one are encoded by the Hugging Face backend, so
+  they are HF's by construction;
 - a shape whose semantics differ in general (a normalizer the bytepair model does not
-  apply itself, Metaspace ``always`` or ``split``, added tokens with
-  ``lstrip``/``rstrip``/``single_word``) is refused when the drop-in is made, naming
-  the component (the Unicode normalizers bytepair loads, Qwen2's NFC..., are its own); text pairs, pre-split words and offsets
+  apply itself, added tokens with ``lstrip``/``rstrip``/``single_word``) is refused
+  when the drop-in is made, naming the component (the Unicode normalizers bytepair
+  loads, Qwen2's NFC..., are its own); text pairs, pre-split words and offsets
   raise ``NotImplementedError`` (use ``AutoTokenizer`` for those).
 
 ``transformers`` is imported here only: ``pip install 'bytepair[hf]'``.
@@ -136,7 +134,11 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
         ValueError naming the component whose semantics bytepair cannot give."""
         backend = self._tokenizer
         where = f"{self.name_or_path or 'this tokenizer'}"
-        if backend.normalizer is not None:
+        # A SentencePiece model read from a tokenizer.json (or written to the one the
+        # backend is) applies its normalizer and Metaspace as tokenizers does; a
+        # byte-level model applies the Unicode normalizers it loaded.
+        spm = isinstance(self._bytepair.model, bytepair.models.SentencePiece)
+        if backend.normalizer is not None and not spm:
             node = json.loads(backend.normalizer.__getstate__())
             steps = tuple(n.get("type") for n in node.get("normalizers", [node]))
             if steps != tuple(getattr(self._bytepair.model, "normalizer", ())):
@@ -147,7 +149,7 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
         self._strip_first = False
         if backend.pre_tokenizer is not None:
             pre = json.loads(backend.pre_tokenizer.__getstate__())
-            if pre.get("type") == "Metaspace":
+            if pre.get("type") == "Metaspace" and not spm:
                 scheme = pre.get("prepend_scheme", "always")
                 if pre.get("split") or scheme not in ("first", "never"):
                     raise ValueError(
@@ -158,6 +160,9 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
                 self._strip_first = scheme == "first"
         matched = dict(self._bytepair.special_tokens)
         matched.update(getattr(self._bytepair.model, "user_defined", {}))
+        matched.update(getattr(self._bytepair.model, "added_tokens", {}))
+        for token in getattr(self._bytepair.model, "hf", {}).get("added", []):
+            matched[token] = self._bytepair.model.piece_to_id(token)
         unmatched = []
         for i, token in backend.get_added_tokens_decoder().items():
             if token.lstrip or token.rstrip or token.single_word:

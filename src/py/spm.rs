@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use super::seam::{pymethods_with_seam, Seam};
 use crate::pretok::SpecialMatcher;
-use crate::spm::{PieceType, SpmError, SpmModel};
+use crate::spm::{PieceType, Prefix, SpmError, SpmModel};
 
 /// A SentencePiece BPE model (`tokenizer.model`), encoding and decoding as the
 /// `sentencepiece` library does; its CONTROL pieces are its special tokens.
@@ -38,28 +38,53 @@ fn type_name(kind: PieceType) -> &'static str {
 pymethods_with_seam!(SentencePieceModel {
     /// Loads the bytes of a `.model` file; `path` (for messages) names it. With
     /// `add_bos` / `add_eos` every text encodes between `<s>` and `</s>`.
+    /// A Hugging Face `tokenizer.json` adds its rules: `prefix` (`spm::Prefix` by
+    /// name: "spm", "first", "always", "each"), Metaspace `split`,
+    /// `added` (non-special added tokens: matched in every text, never refused) and
+    /// `specials` (its special tokens, when not only the control pieces) and
+    /// `normalized` (those of them and `added` matched as the legacy `Prepend`
+    /// normalizer makes Hugging Face match `normalized: true` tokens).
     /// Raises ValueError naming the path and, for a corrupt file, the byte offset.
     #[staticmethod]
-    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false))]
+    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false, prefix = "spm", split = false, added = Vec::new(), specials = None, normalized = Vec::new()))]
+    #[allow(clippy::too_many_arguments)]
     fn from_bytes(
         py: Python<'_>,
         data: &[u8],
         path: &str,
         add_bos: bool,
         add_eos: bool,
+        prefix: &str,
+        split: bool,
+        added: Vec<String>,
+        specials: Option<Vec<String>>,
+        normalized: Vec<String>,
     ) -> PyResult<Self> {
-        let core = py.detach(|| SpmModel::from_bytes(data)?.with_options(add_bos, add_eos));
+        let scheme = Prefix::from_name(prefix)
+            .ok_or_else(|| PyValueError::new_err(format!("{path}: unknown prefix scheme {prefix:?}")))?;
+        let core = py.detach(|| {
+            SpmModel::from_bytes(data)?
+                .with_options(add_bos, add_eos)?
+                .with_metaspace(scheme, split)?
+                .with_normalized_tokens(normalized)
+        });
         let core = core.map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
-        // `allowed_special=None` matches nothing, as sentencepiece does; the special
-        // tokens (what "all" disallows) are the control pieces.
-        let none = SpecialMatcher::new(&[]).map_err(PyValueError::new_err)?;
-        let controls = SpecialMatcher::new(&core.control_pieces()).map_err(PyValueError::new_err)?;
+        // `allowed_special=None` matches nothing, as sentencepiece does (but the
+        // added tokens, matched always); the special tokens (what "all" disallows)
+        // are the control pieces.
+        let all = SpecialMatcher::new(&added).map_err(PyValueError::new_err)?;
+        let specials = specials.unwrap_or_else(|| core.control_pieces());
+        let controls = SpecialMatcher::new(&specials).map_err(PyValueError::new_err)?;
         let (tokens, max_id) = (core.len(), core.len().saturating_sub(1) as u32);
         Ok(Self {
-            seam: Seam::new(core, none, controls, tokens, max_id)?,
+            seam: Seam::new(core, all, controls, tokens, max_id)?.with_always(added)?,
         })
     }
 
+    /// The dummy-prefix scheme (`spm::Prefix` by name) and Metaspace `split`.
+    fn metaspace(&self) -> (&'static str, bool) {
+        (self.core().prefix.name(), self.core().split)
+    }
 
     /// Ids -> bytes: byte pieces as raw bytes, otherwise as `decode`.
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {

@@ -346,7 +346,7 @@ impl SpmModel {
         known: Option<&[u32]>,
         mut f: impl FnMut(usize, usize),
     ) {
-        let space = self.space;
+        let (space, split) = (self.space, self.split);
         let mut mark = [0u8; 4];
         let mark = space.encode_utf8(&mut mark).as_bytes();
         let bytes = text.as_bytes();
@@ -358,7 +358,7 @@ impl SpmModel {
         let mut start = 0;
         let mut at_mark = |m: usize| {
             let after = m + mark.len();
-            if m > start && cut_before(char_before(text, m)) {
+            if m > start && (split || cut_before(char_before(text, m))) {
                 f(start, m);
                 start = m;
             }

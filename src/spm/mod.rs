@@ -34,7 +34,7 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use model::SpmModel;
+pub use model::{Prefix, SpmModel};
 pub use proto::{ModelProto, Piece, PieceType};
 
 use std::fmt;

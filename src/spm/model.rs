@@ -75,6 +75,64 @@ pub struct SpmModel {
     /// starts with `<s>` / ends with `</s>` (see [`SpmModel::with_options`]).
     pub add_bos: bool,
     pub add_eos: bool,
+    /// Which texts between special tokens get the dummy prefix (see [`Prefix`]).
+    pub prefix: Prefix,
+    /// Hugging Face's Metaspace `split: true`: every `▁` starts a word of its own,
+    /// and no merge crosses into it (see [`SpmModel::with_metaspace`]).
+    pub split: bool,
+    /// Added tokens Hugging Face matches in the normalized text ([`Prefix::Each`]
+    /// files whose tokens say `normalized: true`; see `seam`).
+    pub normalized_tokens: Vec<String>,
+}
+
+/// Which segments of a text (the parts between the special tokens found in it)
+/// get the dummy prefix "▁", when the normalizer adds one.
+///
+/// sentencepiece itself matches no special tokens, so a `.model` follows
+/// [`Prefix::Spm`]; a Hugging Face `tokenizer.json` follows its own
+/// components, as `tokenizers` applies them per segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefix {
+    /// The segment at the start of the text, always (`" a"` is `▁▁a`).
+    Spm,
+    /// Metaspace `prepend_scheme: "first"`: the segment at the start of the text,
+    /// unless it starts with a space or `▁` (`" a"` is `▁a`).
+    First,
+    /// Metaspace `prepend_scheme: "always"`: every segment, unless it starts with
+    /// a space or `▁`.
+    Always,
+    /// The legacy `Prepend("▁")` normalizer (Llama 2): every segment, always.
+    Each,
+}
+
+impl Prefix {
+    /// Whether `segment` (at the start of the text when `first`) gets the prefix.
+    #[inline]
+    pub fn applies(self, segment: &str, first: bool) -> bool {
+        let spaced = || segment.starts_with([' ', '\u{2581}']);
+        match self {
+            Prefix::Spm => first,
+            Prefix::First => first && !spaced(),
+            Prefix::Always => !spaced(),
+            Prefix::Each => true,
+        }
+    }
+
+    /// The scheme's name, as `tokenizer.json` and the Python binding spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Prefix::Spm => "spm",
+            Prefix::First => "first",
+            Prefix::Always => "always",
+            Prefix::Each => "each",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Prefix> {
+        [Prefix::Spm, Prefix::First, Prefix::Always, Prefix::Each]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
 }
 
 /// `<0xNN>` (two upper-case hex digits) -> the byte, as sentencepiece spells it.
@@ -196,6 +254,9 @@ impl SpmModel {
             caches: CachePool::default(),
             add_bos: false,
             add_eos: false,
+            prefix: Prefix::Spm,
+            split: false,
+            normalized_tokens: Vec::new(),
             proto,
         })
     }
@@ -210,6 +271,44 @@ impl SpmModel {
             return Err(super::encode::no_control("</s> (eos)"));
         }
         (self.add_bos, self.add_eos) = (add_bos, add_eos);
+        Ok(self)
+    }
+
+    /// The model with Hugging Face's rules for the dummy prefix and words
+    /// ([`Prefix`], Metaspace `split`), as a `tokenizer.json` states them; an
+    /// error for what cannot be exact (`split` with UNUSED pieces, which are
+    /// resolved per text).
+    pub fn with_metaspace(mut self, prefix: Prefix, split: bool) -> Result<SpmModel, SpmError> {
+        if split && self.has_unused {
+            return Err(SpmError::Unsupported(
+                "Metaspace split true with UNUSED pieces is not supported".into(),
+            ));
+        }
+        (self.prefix, self.split) = (prefix, split);
+        Ok(self)
+    }
+
+    /// The model matching `tokens` as Hugging Face matches `normalized` added
+    /// tokens under the legacy `Prepend("▁")` normalizer (see `seam`); an error
+    /// for other prefix schemes, or a token holding a space or `▁`.
+    pub fn with_normalized_tokens(mut self, tokens: Vec<String>) -> Result<SpmModel, SpmError> {
+        if tokens.is_empty() {
+            return Ok(self);
+        }
+        if self.prefix != Prefix::Each {
+            return Err(SpmError::Unsupported(
+                "normalized added tokens are only supported with the Prepend normalizer".into(),
+            ));
+        }
+        if let Some(t) = tokens
+            .iter()
+            .find(|t| t.is_empty() || t.contains([' ', '\u{2581}']))
+        {
+            return Err(SpmError::Unsupported(format!(
+                "normalized added token {t:?} is empty or holds a space or '\u{2581}': not supported"
+            )));
+        }
+        self.normalized_tokens = tokens;
         Ok(self)
     }
 

@@ -5,8 +5,10 @@
 //! - special tokens: the CONTROL pieces (`<s>`, `</s>`, `[INST]`, …) are the model's
 //!   special tokens. sentencepiece never matches them in text; here the caller's
 //!   allowed ones are matched (leftmost-longest) and become their ids, as Hugging
-//!   Face does. Only the text before the first of them gets the dummy prefix
-//!   (HF's `prepend_scheme: "first"`): `"<s>[INST] Hi"` -> `<s> [INST] ▁Hi`.
+//!   Face does. Which texts between them get the dummy prefix is the model's
+//!   [`Prefix`]: for a `.model`, the one at the start (`"<s>[INST] Hi"` ->
+//!   `<s> [INST] Hi`, `"Hi<s>"` -> `▁Hi <s>`); for a `tokenizer.json`, where
+//!   Hugging Face's Metaspace or `Prepend` normalizer puts it.
 //!   USER_DEFINED pieces are not special tokens: they are always matched, as in
 //!   sentencepiece.
 //! - `<s>` before and `</s>` after each text, when the model says so
@@ -18,7 +20,7 @@
 //! file is encoded as one text, and streaming holds the text until its end.
 
 use super::encode::WordCache;
-use super::model::SpmModel;
+use super::model::{Prefix, SpmModel};
 use crate::model::{EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
@@ -35,21 +37,110 @@ impl SpmModel {
         if let (true, Some(bos)) = (self.add_bos, self.bos_id) {
             out.push(bos);
         }
+        // Tokens Hugging Face matches only after its normalizer ran (see
+        // `normalized_tokens`): those the call allows, found per segment.
+        let after: Vec<&str> = if self.normalized_tokens.is_empty() {
+            Vec::new()
+        } else {
+            let allowed = specials.tokens();
+            let tokens = self.normalized_tokens.iter();
+            tokens
+                .filter(|t| allowed.contains(t))
+                .map(String::as_str)
+                .collect()
+        };
         let mut at = 0;
         for (start, end, index) in specials.find_all(text.as_bytes()) {
-            if start > at {
-                self.encode_segment(&text[at..start], at == 0, cache, out);
+            let token = &specials.tokens()[index];
+            if !after.is_empty() && self.normalized_tokens.contains(token) {
+                continue; // text here; matched (or not) in its segment
             }
-            out.push(self.piece_to_id(&specials.tokens()[index]));
+            if start > at {
+                self.encode_between(&text[at..start], at == 0, &after, cache, out);
+            }
+            out.push(self.piece_to_id(token));
             at = end;
         }
         if at < text.len() {
-            self.encode_segment(&text[at..], at == 0, cache, out);
+            self.encode_between(&text[at..], at == 0, &after, cache, out);
         }
         if let (true, Some(eos)) = (self.add_eos, self.eos_id) {
             out.push(eos);
         }
     }
+}
+
+impl SpmModel {
+    /// Appends the ids of `segment`, text between two special tokens (at the start
+    /// of the text when `first`), with the dummy prefix where [`Prefix`] puts it.
+    ///
+    /// `after`: tokens matched as Hugging Face matches a `normalized` added token
+    /// under the legacy `Prepend("▁")` + `Replace(" ", "▁")` normalizer
+    /// ([`Prefix::Each`]): in the normalized segment, spelled as normalized — "▁"
+    /// and the token — so only at the segment's start (taking its "▁") or after a
+    /// space or "▁" (taking it): `"a <s>b"` is `▁a <s> b`, `"a<s>"` is text.
+    fn encode_between(
+        &self,
+        segment: &str,
+        first: bool,
+        after: &[&str],
+        cache: &mut WordCache,
+        out: &mut Vec<u32>,
+    ) {
+        if after.is_empty() {
+            let dummy = self.prefix.applies(segment, first);
+            return self.encode_segment(segment, dummy, cache, out);
+        }
+        let mut from = 0; // the text not encoded yet starts here
+        let mut at = 0; // where a token may start: 0, or after a space or "▁"
+        while at <= segment.len() {
+            let rest = &segment[at..];
+            let found = after
+                .iter()
+                .filter(|t| rest.starts_with(**t))
+                .max_by_key(|t| t.len());
+            if let Some(token) = found {
+                // The "▁" the token takes: the prefix (at 0) or the space before it.
+                let taken = if at == 0 {
+                    0
+                } else {
+                    at - char_before(segment, at).len_utf8()
+                };
+                if from == 0 && at > 0 {
+                    // The prefixed text before; "▁" alone when there is none.
+                    match &segment[..taken] {
+                        "" => self.encode_segment(" ", false, cache, out),
+                        text => self.encode_segment(text, true, cache, out),
+                    }
+                } else if taken > from {
+                    self.encode_segment(&segment[from..taken], false, cache, out);
+                }
+                out.push(self.piece_to_id(token));
+                from = at + token.len();
+                at = from;
+                if from == segment.len() {
+                    return;
+                }
+            }
+            // On to the next place after a space or "▁" (tokens hold neither).
+            match segment[at..].find([' ', '\u{2581}']) {
+                Some(i) => {
+                    let c = segment[at + i..].chars().next().expect("found");
+                    at += i + c.len_utf8();
+                }
+                None => break,
+            }
+        }
+        match from {
+            0 => self.encode_segment(segment, true, cache, out),
+            _ => self.encode_segment(&segment[from..], false, cache, out),
+        }
+    }
+}
+
+/// The character of `text` that ends at byte `at`.
+fn char_before(text: &str, at: usize) -> char {
+    text[..at].chars().next_back().expect("not at the start")
 }
 
 impl Model for SpmModel {
@@ -73,7 +164,9 @@ impl Model for SpmModel {
         } else {
             text.len() + 1
         };
-        body + 2
+        // A prefix on every segment: one more id per special token (of a byte or more).
+        let per_segment = matches!(self.prefix, Prefix::Always | Prefix::Each);
+        body * (1 + per_segment as usize) + 2
     }
 
     fn safe_cuts(&self) -> SafeCuts {
@@ -155,6 +248,82 @@ mod tests {
         m.encode_segment("b", false, &mut cache, &mut want);
         assert_eq!(got, want);
         assert_eq!(encode(&m, "<s>", &matcher(&["<s>"])), vec![bos]);
+    }
+
+    #[test]
+    fn each_prefix_scheme_puts_the_dummy_prefix_where_tokenizers_does() {
+        let [space, a, b] = [0, 1, 2].map(|i| small().piece_to_id(["\u{2581}", "a", "b"][i]));
+        let bos = small().bos_id.unwrap();
+        let specials = matcher(&["<s>"]);
+        let cases: [(Prefix, [Vec<u32>; 3]); 4] = [
+            // " a", "a<s>b", "<s> b"
+            (
+                Prefix::Spm,
+                [
+                    vec![space, space, a],
+                    vec![space, a, bos, b],
+                    vec![bos, space, b],
+                ],
+            ),
+            (
+                Prefix::First,
+                [vec![space, a], vec![space, a, bos, b], vec![bos, space, b]],
+            ),
+            (
+                Prefix::Always,
+                [
+                    vec![space, a],
+                    vec![space, a, bos, space, b],
+                    vec![bos, space, b],
+                ],
+            ),
+            (
+                Prefix::Each,
+                [
+                    vec![space, space, a],
+                    vec![space, a, bos, space, b],
+                    vec![bos, space, space, b],
+                ],
+            ),
+        ];
+        for (prefix, want) in cases {
+            let m = small().with_metaspace(prefix, false).unwrap();
+            let got = [" a", "a<s>b", "<s> b"].map(|t| encode(&m, t, &specials));
+            assert_eq!(got, want, "{prefix:?}");
+        }
+    }
+
+    #[test]
+    fn split_starts_a_word_at_every_mark_so_no_merge_crosses_it() {
+        let pieces = [
+            ("\u{2581}", 0.0, Normal),
+            ("a", -1.0, Normal),
+            ("\u{2581}\u{2581}", 5.0, Normal),
+        ];
+        let m = model(&pieces, true);
+        let (space, a, two) = (
+            m.piece_to_id("\u{2581}"),
+            m.piece_to_id("a"),
+            m.piece_to_id("\u{2581}\u{2581}"),
+        );
+        assert_eq!(encode(&m, " a", &matcher(&[])), vec![two, a]);
+        let m = m.with_metaspace(Prefix::Spm, true).unwrap();
+        assert_eq!(encode(&m, " a", &matcher(&[])), vec![space, space, a]);
+    }
+
+    #[test]
+    fn a_normalized_token_is_matched_only_where_it_takes_a_prefix_or_a_space() {
+        let m = small().with_metaspace(Prefix::Each, false).unwrap();
+        let m = m.with_normalized_tokens(vec!["<s>".into()]).unwrap();
+        let [space, a, bos] = ["\u{2581}", "a", "<s>"].map(|p| m.piece_to_id(p));
+        let specials = matcher(&["<s>"]);
+        assert_eq!(encode(&m, "<s>a", &specials), vec![bos, a]);
+        assert_eq!(encode(&m, " <s>", &specials), vec![space, bos]);
+        assert_eq!(encode(&m, "a <s>a", &specials), vec![space, a, bos, a]);
+        // Not after a space: text, "<" ">" as bytes and "s" unknown.
+        assert!(!encode(&m, "a<s>", &specials).contains(&bos));
+        let refused = small().with_normalized_tokens(vec!["<s>".into()]);
+        assert!(refused.is_err(), "only with the Prepend normalizer");
     }
 
     #[test]

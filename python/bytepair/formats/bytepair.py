@@ -34,6 +34,9 @@ file has no place for::
     {"format": "bytepair", "version": 1, "model": "sentencepiece",
      "add_bos": false, "add_eos": false, "sentencepiece_model": "<base64>"}
 
+and, for one read from a ``tokenizer.json``, ``"hf"``: the rules it encodes by there
+(``{"prefix": "first", "split": false, "added": [...], "specials": [...]}``).
+
 A model by tiktoken's rule over ranks that merges cannot build (``"model":
 "tiktoken_ranks"``, :class:`~bytepair.models.RankBPE`: Llama 3) has no merge list to
 write; it keeps its ranks instead, ``"token rank"`` in GPT-2's notation, one a line::
@@ -233,7 +236,10 @@ def _sentencepiece_from_text(raw: bytes, path) -> SentencePiece:
     except ValueError:
         raise ValueError(f'{path}: "sentencepiece_model" is not base64') from None
     options = {"add_bos": bool(doc.get("add_bos")), "add_eos": bool(doc.get("add_eos"))}
-    return SentencePiece.from_bytes(data, str(path), **options)
+    hf = doc.get("hf") or {}
+    if not isinstance(hf, dict) or not set(hf) <= HF_RULES:
+        raise ValueError(f'{path}: "hf" must be an object with keys {sorted(HF_RULES)}')
+    return SentencePiece.from_bytes(data, str(path), **options, **hf)
 
 
 def _sentencepiece_text(model: SentencePiece) -> str:
@@ -245,7 +251,14 @@ def _sentencepiece_text(model: SentencePiece) -> str:
         "add_eos": model.add_eos,
         "sentencepiece_model": base64.b64encode(model.to_bytes()).decode("ascii"),
     }
+    if model.hf:
+        doc["hf"] = model.hf
     return json.dumps(doc, indent=2) + "\n"
+
+
+#: What a SentencePiece model read from a tokenizer.json keeps of it (``"hf"``: see
+#: ``SentencePiece.from_bytes``): where its dummy "▁" goes, its added tokens.
+HF_RULES = {"prefix", "split", "added", "specials", "normalized"}
 
 
 def _ranks_from_text(raw: bytes, path) -> Model:

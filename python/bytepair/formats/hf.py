@@ -235,6 +235,10 @@ def write(model: Model, path: str | os.PathLike, **options) -> None:
         raise NotADirectoryError(f"{path}: exists and is not a folder")
     options = {**registered(ROLE_DEFAULTS, model)(model), **options}
     config = config_files(model, **options)
+    # transformers re-adds these tokens over tokenizer.json's: same "normalized" flag.
+    normalized = {str(e["id"]): e["normalized"] for e in doc.get("added_tokens") or []}
+    for i, entry in config["tokenizer_config.json"]["added_tokens_decoder"].items():
+        entry["normalized"] = normalized.get(i, entry["normalized"])
     path.mkdir(parents=True, exist_ok=True)
     atomic_write(path / "tokenizer.json", json_bytes(doc))
     for name, content in config.items():

@@ -12,7 +12,9 @@ How it fits the one ``Tokenizer``:
 - ``special_tokens`` are the CONTROL pieces (``<s>``, ``</s>``, ``[INST]``...), under
   the same policy as BPE: text spelling one raises unless allowed; an allowed one
   becomes its id (sentencepiece itself never matches them; Hugging Face does). Only
-  the text before the first of them gets the dummy prefix, as in HF.
+  the text before the first of them gets the dummy prefix. A model read from a
+  ``tokenizer.json`` puts it where ``tokenizers`` does instead (``prefix``, ``split``:
+  see :meth:`SentencePiece.from_bytes` and ``formats.hf_sentencepiece``).
 - USER_DEFINED pieces are not special tokens: they are always matched, as
   sentencepiece matches them (``user_defined``).
 - ``add_bos`` / ``add_eos`` are model options, set when loading
@@ -60,15 +62,56 @@ class SentencePiece:
     pattern = None
     merge_count = None
 
-    def __init__(self, core: _core.SentencePieceModel) -> None:
+    def __init__(self, core: _core.SentencePieceModel, hf: dict | None = None) -> None:
         self.core = core
+        #: The Hugging Face rules this model was loaded with (``from_bytes``'s
+        #: ``prefix``, ``split``, ``added``, ``specials``); empty for a ``.model``.
+        self.hf = dict(hf or {})
 
     @classmethod
     def from_bytes(
-        cls, data: bytes, path: str = "<bytes>", *, add_bos: bool = False, add_eos: bool = False
+        cls,
+        data: bytes,
+        path: str = "<bytes>",
+        *,
+        add_bos: bool = False,
+        add_eos: bool = False,
+        prefix: str = "spm",
+        split: bool = False,
+        added: list[str] | None = None,
+        specials: list[str] | None = None,
+        normalized: list[str] | None = None,
     ) -> SentencePiece:
-        """The model in a ``.model`` file's bytes; ``path`` names it in errors."""
-        return cls(_core.SentencePieceModel.from_bytes(data, str(path), add_bos, add_eos))
+        """The model in a ``.model`` file's bytes; ``path`` names it in errors.
+
+        A ``tokenizer.json`` gives the rest, as ``tokenizers`` applies its components:
+        ``prefix`` says which texts between special tokens get the dummy "▁"
+        ("spm", sentencepiece's: the first, always; Metaspace's "first": the first unless
+        it starts with a space or "▁"; "always": each unless it does; "each": each,
+        the ``Prepend("▁")`` normalizer), ``split`` is Metaspace's (no merge across
+        a "▁"), ``added`` the non-special added tokens (matched in every text) and
+        ``specials`` the special tokens (default: the CONTROL pieces); ``normalized``
+        those of both that the legacy normalizer (prefix "each") matches as it
+        normalizes them: only at the start or after a space, which they take."""
+        hf = {}
+        if prefix != "spm" or split or added or specials is not None:
+            hf = {"prefix": prefix, "split": split, "added": list(added or [])}
+            if specials is not None:
+                hf["specials"] = list(specials)
+            if normalized:
+                hf["normalized"] = list(normalized)
+        core = _core.SentencePieceModel.from_bytes(
+            data,
+            str(path),
+            add_bos,
+            add_eos,
+            prefix,
+            split,
+            list(added or []),
+            specials,
+            list(normalized or []),
+        )
+        return cls(core, hf)
 
     def to_bytes(self) -> bytes:
         """The ``.model`` bytes (identical to the file a loaded model came from)."""
@@ -82,7 +125,17 @@ class SentencePiece:
             return self
         bos = self.add_bos if add_bos is None else add_bos
         eos = self.add_eos if add_eos is None else add_eos
-        return SentencePiece.from_bytes(self.to_bytes(), add_bos=bos, add_eos=eos)
+        return SentencePiece.from_bytes(self.to_bytes(), add_bos=bos, add_eos=eos, **self.hf)
+
+    @property
+    def prefix(self) -> str:
+        """Which texts get the dummy "▁" (see :meth:`from_bytes`)."""
+        return self.core.metaspace()[0]
+
+    @property
+    def split(self) -> bool:
+        """Metaspace ``split``: every "▁" starts a piece of its own."""
+        return self.core.metaspace()[1]
 
     @property
     def add_bos(self) -> bool:
@@ -100,7 +153,10 @@ class SentencePiece:
 
     @cached_property
     def special_tokens(self) -> dict[str, int]:
-        """The CONTROL pieces -> ids."""
+        """The CONTROL pieces -> ids (a ``tokenizer.json``'s special added tokens,
+        ``<unk>`` among them)."""
+        if "specials" in self.hf:
+            return {p: self.piece_to_id(p) for p in self.hf["specials"]}
         return {p: i for i, (p, _, kind) in enumerate(self.pieces) if kind == "CONTROL"}
 
     @cached_property
