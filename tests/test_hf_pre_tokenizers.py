@@ -96,6 +96,12 @@ SHAPES = {
         byte_level(),
     ],
     "split_empty_matches_Contiguous": [split(r"\s*", "Contiguous"), byte_level()],
+    # camelCase cut by a lookbehind: streaming then cuts only between the pattern's pieces.
+    "split_lookbehind_camel_case": [
+        split(r"\p{N}{1,3}"),
+        split("(?<=[a-z])(?=[A-Z])"),
+        byte_level(True),
+    ],
     "split_string_removed": [
         {"type": "Split", "pattern": {"String": "--"}, "behavior": "Removed", "invert": False},
         byte_level(True),
@@ -126,6 +132,7 @@ EXAMPLES = [
     "the-final--countdown ٣٤٥ Ⅻ ½",
     # Word characters in Oniguruma, not in bytepair's engine, and the other way round.
     "a²b x\u200dy Ⅻ½z x¾, e\u0301",
+    "camelCaseWords and HTTPServer2024Config",
 ]
 
 
@@ -289,6 +296,7 @@ def test_streaming_text_without_digits_holds_back_only_a_small_tail(files):
         "gpt2_ignore_merges",
         "split_Removed",
         "split_MergedWithNext_inverted",
+        "split_lookbehind_camel_case",
         "whitespace",
     ],
 )

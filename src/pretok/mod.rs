@@ -34,6 +34,9 @@ pub struct PreTokenizer {
     /// Splits applied after the pattern, in order, each to every piece of the one
     /// before (empty for nearly every tokenizer: the fast path is untouched).
     steps: Vec<Split>,
+    /// Pre-tokenizing may start over inside text the pattern (or a step) did not match:
+    /// false when one of them looks behind ([`split::looks_behind`]).
+    restarts_inside: bool,
 }
 
 impl PreTokenizer {
@@ -53,11 +56,15 @@ impl PreTokenizer {
             builtin,
             pattern: pattern.map(str::to_owned),
             steps: Vec::new(),
+            restarts_inside: true,
         })
     }
 
     /// The same pre-tokenizer, splitting each piece further by `steps`, in order.
     pub fn with_steps(mut self, steps: Vec<Split>) -> Self {
+        let patterns = self.pattern.iter().map(String::as_str);
+        let mut patterns = patterns.chain(steps.iter().map(Split::pattern));
+        self.restarts_inside = !patterns.any(split::looks_behind);
         self.steps = steps;
         self
     }
@@ -76,8 +83,9 @@ impl PreTokenizer {
     /// there are later steps): the end of every piece of the pattern and, inside text
     /// the pattern did not match, the ends of the pieces of the next step there, and so
     /// on down the steps. A regex search started inside text it did not match finds
-    /// the same next match; one started inside a match may not, so inside a match only
-    /// its end counts. (The built-in patterns match all text.)
+    /// the same next match (unless a pattern looks behind: then only the ends of the
+    /// pattern's pieces count); one started inside a match may not, so inside a match
+    /// only its end counts. (The built-in patterns match all text.)
     pub fn for_each_restart(&self, text: &str, mut f: impl FnMut(usize)) -> Result<(), String> {
         if text.is_empty() {
             return Ok(());
@@ -92,7 +100,7 @@ impl PreTokenizer {
         };
         let mut failed = Ok(());
         let mut part = |s: usize, e: usize, matched: bool| {
-            if !matched && failed.is_ok() {
+            if !matched && self.restarts_inside && failed.is_ok() {
                 failed = self.restarts_within(0, text, s, e, &mut f);
             }
             f(e);
@@ -135,6 +143,7 @@ impl PreTokenizer {
             builtin: None,
             pattern: pattern.map(str::to_owned),
             steps: Vec::new(),
+            restarts_inside: true,
         })
     }
 
@@ -306,9 +315,18 @@ mod tests {
         // Inside a run of digits (a match of the pattern) only its end is a restart:
         // "1234" from its second digit would split "234" instead of "123" + "4".
         let mut restarts = Vec::new();
-        pre.for_each_restart("1234 ab", |e| restarts.push(e))
+        pre.for_each_restart("1234 ab, cd", |e| restarts.push(e))
             .unwrap();
-        assert_eq!(restarts, [3, 4, 7]);
+        assert_eq!(restarts, [3, 4, 7, 8, 11]);
+        // A step that looks behind: only the ends of the pattern's pieces.
+        let behind = Split::new(r"(?<=a)b", split::Behavior::Isolated, false).unwrap();
+        let pre = PreTokenizer::new(Some(r"\p{N}{1,3}"))
+            .unwrap()
+            .with_steps(vec![behind]);
+        let mut restarts = Vec::new();
+        pre.for_each_restart("1234 ab, cd", |e| restarts.push(e))
+            .unwrap();
+        assert_eq!(restarts, [3, 4, 11]);
     }
 
     #[test]

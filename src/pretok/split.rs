@@ -57,6 +57,47 @@ impl Behavior {
     }
 }
 
+/// True when what `pattern` matches at a place may depend on the text before it (a
+/// lookbehind, `\b`, `\B`, `^`, `\A`, `\G`): pre-tokenizing that starts over there
+/// could then find other pieces. Conservative: a `^` outside a class is taken as an
+/// anchor whatever the flags.
+pub fn looks_behind(pattern: &str) -> bool {
+    let b = pattern.as_bytes();
+    let mut i = 0;
+    let mut in_class = false;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                if !in_class && matches!(b.get(i + 1), Some(b'b' | b'B' | b'A' | b'G')) {
+                    return true;
+                }
+                i += 2;
+                continue;
+            }
+            b'[' if !in_class => {
+                in_class = true;
+                i += 1;
+                // A leading `^` negates, a leading `]` is literal.
+                if b.get(i) == Some(&b'^') {
+                    i += 1;
+                }
+                if b.get(i) == Some(&b']') {
+                    i += 1;
+                }
+                continue;
+            }
+            b']' if in_class => in_class = false,
+            b'^' if !in_class => return true,
+            b'(' if !in_class && (b[i..].starts_with(b"(?<=") || b[i..].starts_with(b"(?<!")) => {
+                return true
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
 /// One Split step: a regex, a behavior and `invert`.
 #[derive(Debug, Clone)]
 pub struct Split {
@@ -237,6 +278,31 @@ mod tests {
             ["axx", "b"]
         );
         assert_eq!(pieces("(?=a)", "Removed", false, "bab"), ["b", "ab"]);
+    }
+
+    #[test]
+    fn patterns_that_look_behind_are_told_apart() {
+        for p in [
+            r"(?<=a)b",
+            r"(?<!a)b",
+            r"\bx",
+            r"x\B",
+            "^a",
+            r"\Ax",
+            r"a|(?m:^b)",
+        ] {
+            assert!(looks_behind(p), "{p}");
+        }
+        for p in [
+            r"[^\r\n\p{L}]?\p{L}+",
+            r"\\b",
+            r"[\b]",
+            r"[]^]",
+            r"\s+(?!\S)",
+            r"\p{N}{1,3}",
+        ] {
+            assert!(!looks_behind(p), "{p}");
+        }
     }
 
     #[test]
