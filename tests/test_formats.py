@@ -139,14 +139,18 @@ def test_byte_to_unicode_table_is_gpt2s():
     assert str_to_token(token_to_str(bytes(range(256)))) == bytes(range(256))
 
 
-def test_a_tokenizer_json_with_ignore_merges_is_refused_not_encoded_otherwise(
+def test_a_tokenizer_json_with_ignore_merges_loads_with_it_not_as_plain_merges(
     tmp_path, tinystories_tokenizer
 ):
-
+    # (Every shape of it against tokenizers: tests/test_hf_pre_tokenizers.py.)
+    tokenizers = pytest.importorskip("tokenizers")
     path = tmp_path / "t.json"
     tinystories_tokenizer.save(path)
     doc = json.loads(path.read_text(encoding="utf-8"))
     doc["model"]["ignore_merges"] = True
     path.write_text(json.dumps(doc), encoding="utf-8")
-    with pytest.raises(ValueError, match="ignore_merges is true"):
-        bytepair.load(path)
+    tok = bytepair.load(path)
+    assert tok.model.ignore_merges is True
+    text = "Once upon a time, a little girl named Lily found 12 shiny stones."
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids

@@ -55,21 +55,25 @@ def split_on_special_tokens(text: str, special_tokens: Iterable[str]) -> list[tu
 def pretokenize(text: str, pattern: str | None) -> list[str]:
     """Splits ordinary text into pieces with the pattern (None: the whole text).
     Text between matches is a piece too, so no text is ever dropped (the built-in
-    patterns match everything, so for them these are exactly the matches).
+    patterns match everything, so for them these are exactly the matches); an empty
+    match ends the text before it, as in Hugging Face's Split.
 
     >>> pretokenize("Hello world's end", "gpt2")
     ['Hello', ' world', "'s", ' end']
     >>> pretokenize("hello, World 123", "[a-z]+")
     ['hello', ', W', 'orld', ' 123']
+    >>> pretokenize("ab cd", r"\\b")
+    ['ab', ' ', 'cd']
     """
     regex_str = resolve_pattern(pattern)
     if regex_str is None:
         return [text] if text else []
     pieces, done = [], 0
     for m in regex.finditer(regex_str, text):
+        if m.start() > done:
+            pieces.append(text[done : m.start()])  # the gap before this match
+            done = m.start()
         if m.end() > m.start():
-            if m.start() > done:
-                pieces.append(text[done : m.start()])  # the gap before this match
             pieces.append(m.group(0))
             done = m.end()
     if done < len(text):

@@ -15,6 +15,7 @@ use super::normalizer::Normalizer;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
 use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
+use crate::pretok::split::Split;
 use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
 
 /// Longest piece worth caching. Scripts written without spaces (Chinese, Japanese,
@@ -76,6 +77,18 @@ impl Encoder {
             caches: CachePool::default(),
             normalizer: Normalizer::default(),
         })
+    }
+
+    /// The same encoder, splitting each piece of the pattern further by `steps`, in
+    /// order (a Hugging Face `Sequence` of Splits: DeepSeek V3).
+    pub fn with_steps(mut self, steps: Vec<Split>) -> Self {
+        self.pre = self.pre.with_steps(steps);
+        self.caches = CachePool::default();
+        self
+    }
+
+    pub fn pre_tokenizer(&self) -> &PreTokenizer {
+        &self.pre
     }
 
     /// The same encoder, normalizing the text between special tokens first.
@@ -318,6 +331,39 @@ impl<'t> Lookups<'t, '_> {
     }
 }
 
+impl Encoder {
+    /// The last offset by `limit` where encoding may start over (0: none): the edge of
+    /// a special token, or a restart of the pre-tokenizer between them.
+    fn last_restart(
+        &self,
+        text: &str,
+        specials: &SpecialMatcher,
+        limit: usize,
+    ) -> Result<usize, EncodeError> {
+        let mut cut = 0;
+        let mut pos = 0;
+        let segment = |from: usize, to: usize, cut: &mut usize| {
+            self.pre.for_each_restart(&text[from..to], |e| {
+                if from + e <= limit {
+                    *cut = from + e;
+                }
+            })
+        };
+        for (start, end, _) in specials.find_all(text.as_bytes()) {
+            if start > limit {
+                return Ok(cut);
+            }
+            segment(pos, start, &mut cut)?;
+            if end <= limit {
+                cut = end;
+            }
+            pos = end;
+        }
+        segment(pos, text.len(), &mut cut)?;
+        Ok(cut)
+    }
+}
+
 impl Model for Encoder {
     type Cache = PieceCache;
 
@@ -378,6 +424,14 @@ impl Model for Encoder {
                 return Ok(0);
             };
             self.encode_cached(&text[..cut], specials, cache, out)?;
+            return Ok(cut);
+        }
+        if !self.pre.steps().is_empty() {
+            // With later steps, a piece that ends by `limit` may lie inside a piece of
+            // the pattern that more text changes: stop at the last place where
+            // pre-tokenizing may start over instead (`PreTokenizer::for_each_restart`).
+            let cut = self.last_restart(text, specials, limit)?;
+            self.for_each_ids(text, specials, cache, cut, |_, ids| push_ids(out, ids))?;
             return Ok(cut);
         }
         let mut consumed = 0;

@@ -93,6 +93,35 @@ impl BpeModel {
         Self::build(vocab, merge_map, specials, Some(Box::new(whole)))
     }
 
+    /// The same model, looking a whole piece up before merging: a piece that is a
+    /// token is that token, any other is merged as before (Hugging Face's BPE with
+    /// `ignore_merges`: Llama 3's `tokenizer.json`). The tiktoken rule's mechanism
+    /// ([`WholePieces`]) over this model's own merges.
+    pub fn looking_up_whole_pieces(mut self) -> Self {
+        if self.whole.is_some() {
+            return self;
+        }
+        let special: rustc_hash::FxHashSet<u32> = self.special_ids.values().copied().collect();
+        let ids = self
+            .decoder
+            .iter()
+            .filter(|(id, t)| t.len() > 1 && !special.contains(id))
+            .map(|(&id, t)| (t.clone().into_boxed_slice(), id))
+            .collect();
+        let recovered = self.merge_pairs();
+        self.whole = Some(Box::new(WholePieces {
+            ids,
+            recovered,
+            unbuildable: Vec::new(),
+        }));
+        self
+    }
+
+    /// True when a whole piece that is a token is looked up before merging.
+    pub fn looks_up_whole_pieces(&self) -> bool {
+        self.whole.is_some()
+    }
+
     fn build(
         vocab: FxHashMap<u32, Vec<u8>>,
         merge_map: FxHashMap<(u32, u32), Merge>,
@@ -382,6 +411,29 @@ mod tests {
                 .max_id(),
             MAX_ID
         );
+    }
+
+    #[test]
+    fn looking_up_whole_pieces_finds_tokens_merges_cannot_build() {
+        // minbpe's merges (aa, aaa, aaab) and a token "ba" that no merge makes.
+        let (mut vocab, merges, specials) = minbpe_parts();
+        vocab.insert(300, b"ba".to_vec());
+        let plain = BpeModel::new(vocab, &merges, specials).unwrap();
+        let whole = plain.clone().looking_up_whole_pieces();
+        assert!(!plain.looks_up_whole_pieces() && whole.looks_up_whole_pieces());
+        let encode = |m: &BpeModel, piece: &[u8]| {
+            let mut out = Vec::new();
+            m.encode_piece(piece, &mut out).unwrap();
+            out
+        };
+        assert_eq!(encode(&plain, b"ba"), [98, 97]);
+        assert_eq!(encode(&whole, b"ba"), [300]);
+        // A piece that is no token merges as before; the merges are the model's own.
+        assert_eq!(encode(&whole, b"baaab"), encode(&plain, b"baaab"));
+        assert_eq!(encode(&whole, b"baaab"), [98, 258]);
+        assert_eq!(whole.merge_pairs(), plain.merge_pairs());
+        // A special token's text is never looked up as a piece.
+        assert_eq!(encode(&whole, b"<|e|>"), encode(&plain, b"<|e|>"));
     }
 
     #[test]

@@ -6,11 +6,14 @@
 //! 2. each ordinary segment is split by the tokenizer's pattern ([`PreTokenizer`]):
 //!    the built-in GPT patterns ([`patterns`]) by hand-written splitters
 //!    ([`builtin`]), any other pattern by the regex engine, or kept whole when there is
-//!    no pattern (minbpe's BasicTokenizer).
+//!    no pattern (minbpe's BasicTokenizer); then, for a Hugging Face file whose
+//!    pre-tokenizer is a `Sequence` of Splits (DeepSeek V3), each piece is split again
+//!    by the later steps, in order ([`split`]).
 
 pub mod builtin;
 pub mod patterns;
 pub mod specials;
+pub mod split;
 
 pub use patterns::{
     BACKTRACK_LIMIT_VAR, BUILTIN_PATTERNS, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN,
@@ -19,6 +22,7 @@ pub use specials::{for_each_unit, SpecialMatcher, Unit};
 
 use builtin::Builtin;
 use patterns::{RegexSplitter, DEFAULT_BACKTRACK_LIMIT};
+use split::Split;
 
 /// Splits an ordinary (special-free) segment into pre-tokens.
 #[derive(Debug, Clone)]
@@ -27,6 +31,12 @@ pub struct PreTokenizer {
     /// The hand-written splitter, when the pattern is a built-in one.
     builtin: Option<Builtin>,
     pattern: Option<String>,
+    /// Splits applied after the pattern, in order, each to every piece of the one
+    /// before (empty for nearly every tokenizer: the fast path is untouched).
+    steps: Vec<Split>,
+    /// Pre-tokenizing may start over inside text the pattern (or a step) did not match:
+    /// false when one of them looks behind ([`split::looks_behind`]).
+    restarts_inside: bool,
 }
 
 impl PreTokenizer {
@@ -45,7 +55,85 @@ impl PreTokenizer {
             regex,
             builtin,
             pattern: pattern.map(str::to_owned),
+            steps: Vec::new(),
+            restarts_inside: true,
         })
+    }
+
+    /// The same pre-tokenizer, splitting each piece further by `steps`, in order.
+    pub fn with_steps(mut self, steps: Vec<Split>) -> Self {
+        let patterns = self.pattern.iter().map(String::as_str);
+        let mut patterns = patterns.chain(steps.iter().map(Split::pattern));
+        self.restarts_inside = !patterns.any(split::looks_behind);
+        self.steps = steps;
+        self
+    }
+
+    /// True when a hand-written splitter runs the pattern (it matches all text).
+    pub fn is_builtin(&self) -> bool {
+        self.builtin.is_some()
+    }
+
+    pub fn steps(&self) -> &[Split] {
+        &self.steps
+    }
+
+    /// Calls `f(end)` at offsets of `text` where pre-tokenizing may start over and find
+    /// the pieces after it that pre-tokenizing the whole finds (streaming's cuts when
+    /// there are later steps): the end of every piece of the pattern and, inside text
+    /// the pattern did not match, the ends of the pieces of the next step there, and so
+    /// on down the steps. A regex search started inside text it did not match finds
+    /// the same next match (unless a pattern looks behind: then only the ends of the
+    /// pattern's pieces count); one started inside a match may not, so inside a match
+    /// only its end counts. (The built-in patterns match all text.)
+    pub fn for_each_restart(&self, text: &str, mut f: impl FnMut(usize)) -> Result<(), String> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        // A stretch and the last piece inside it end at the same place: once is enough.
+        let mut last = 0;
+        let mut f = |e: usize| {
+            if e > last {
+                last = e;
+                f(e);
+            }
+        };
+        let mut failed = Ok(());
+        let mut part = |s: usize, e: usize, matched: bool| {
+            if !matched && self.restarts_inside && failed.is_ok() {
+                failed = self.restarts_within(0, text, s, e, &mut f);
+            }
+            f(e);
+        };
+        match (self.builtin, &self.regex) {
+            (Some(b), _) => b.for_each_piece(text, |s, e| part(s, e, true)),
+            (None, Some(re)) => re.for_each_match(text, &mut part)?,
+            (None, None) => part(0, text.len(), false),
+        }
+        failed
+    }
+
+    /// [`PreTokenizer::for_each_restart`] inside `text[start..end]`, text the steps
+    /// before `step` did not match.
+    fn restarts_within(
+        &self,
+        step: usize,
+        text: &str,
+        start: usize,
+        end: usize,
+        f: &mut dyn FnMut(usize),
+    ) -> Result<(), String> {
+        let Some(split) = self.steps.get(step) else {
+            return Ok(());
+        };
+        let mut failed = Ok(());
+        split.for_each_part(&text[start..end], |s, e, matched| {
+            if !matched && failed.is_ok() {
+                failed = self.restarts_within(step + 1, text, start + s, start + e, f);
+            }
+            f(start + e);
+        })?;
+        failed
     }
 
     /// Always the regex engine (the reference for the hand-written splitters).
@@ -54,6 +142,8 @@ impl PreTokenizer {
             regex: pattern.map(RegexSplitter::new).transpose()?,
             builtin: None,
             pattern: pattern.map(str::to_owned),
+            steps: Vec::new(),
+            restarts_inside: true,
         })
     }
 
@@ -64,6 +154,47 @@ impl PreTokenizer {
     /// Calls `f(start, end)` for every piece of `text`, in order (byte offsets).
     /// Text a custom pattern does not match is a piece of its own, never dropped.
     pub fn for_each_piece(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), String> {
+        if self.steps.is_empty() {
+            return self.for_each_pattern_piece(text, f);
+        }
+        let mut failed = Ok(());
+        self.for_each_pattern_piece(text, |s, e| {
+            if failed.is_ok() {
+                failed = self.split_further(0, text, s, e, &mut f);
+            }
+        })?;
+        failed
+    }
+
+    /// Splits `text[start..end]` by the steps from `step` on, calling `f` with the
+    /// pieces (offsets in `text`).
+    fn split_further(
+        &self,
+        step: usize,
+        text: &str,
+        start: usize,
+        end: usize,
+        f: &mut dyn FnMut(usize, usize),
+    ) -> Result<(), String> {
+        let Some(split) = self.steps.get(step) else {
+            f(start, end);
+            return Ok(());
+        };
+        let mut failed = Ok(());
+        split.for_each_piece(&text[start..end], |s, e| {
+            if failed.is_ok() {
+                failed = self.split_further(step + 1, text, start + s, start + e, f);
+            }
+        })?;
+        failed
+    }
+
+    /// The pieces of the pattern alone.
+    fn for_each_pattern_piece(
         &self,
         text: &str,
         mut f: impl FnMut(usize, usize),
@@ -86,7 +217,8 @@ impl PreTokenizer {
 
     /// True when cutting text at newline cuts and space cuts can never change the
     /// pieces. This is proven (and fuzzed) for the three built-in GPT patterns only;
-    /// see `io::chunking`.
+    /// see `io::chunking`. Later steps do not change it: they split each piece of the
+    /// pattern on its own, and a cut between pieces leaves every piece whole.
     pub fn pattern_cuts_are_safe(&self) -> bool {
         matches!(self.pattern.as_deref(), Some(p) if BUILTIN_PATTERNS.contains(&p))
     }
@@ -115,6 +247,86 @@ mod tests {
             ["hello ", "gpt4", " world"]
         );
         assert_eq!(pieces("x", ""), Vec::<String>::new());
+    }
+
+    /// DeepSeek V3's pre-tokenizer: the pattern, then two Splits.
+    fn deepseek_v3() -> PreTokenizer {
+        let steps = [
+            "[一-龥\u{3040}-ゟ゠-ヿ]+",
+            concat!(
+                r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+"##,
+                r"|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+",
+                r"|\s+(?!\S)|\s+"
+            ),
+        ];
+        let steps = steps
+            .iter()
+            .map(|p| Split::new(p, split::Behavior::Isolated, false).unwrap())
+            .collect();
+        PreTokenizer::new(Some(r"\p{N}{1,3}"))
+            .unwrap()
+            .with_steps(steps)
+    }
+
+    fn spans(pre: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        pre.for_each_piece(text, |s, e| out.push((s, e))).unwrap();
+        out
+    }
+
+    #[test]
+    fn later_steps_split_each_piece_of_the_pattern_again() {
+        let pre = deepseek_v3();
+        let text = "12345中文ab, x";
+        let got: Vec<&str> = spans(&pre, text)
+            .iter()
+            .map(|&(s, e)| &text[s..e])
+            .collect();
+        assert_eq!(got, ["123", "45", "中文", "ab", ",", " x"]);
+    }
+
+    #[test]
+    fn starting_over_at_a_restart_finds_the_same_pieces_after_it() {
+        let pre = deepseek_v3();
+        let alphabet = [
+            "a", "Z", "é", "\u{301}", "1", "23", "٣", " ", "  ", "\n", "\r\n", ",", "--", "(x",
+            "中", "文", "ひ", "カ", "한", "€", "'s", "\t",
+        ];
+        let mut rng = crate::bpe::model::testing::XorShift(5);
+        for _ in 0..300 {
+            let n = rng.below(30);
+            let text: String = (0..n)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect();
+            let whole = spans(&pre, &text);
+            let mut restarts = Vec::new();
+            pre.for_each_restart(&text, |e| restarts.push(e)).unwrap();
+            assert!(restarts.windows(2).all(|w| w[0] < w[1]), "{text:?}");
+            for &c in &restarts {
+                assert!(whole.iter().any(|&(_, e)| e == c), "{text:?} at {c}");
+                let after: Vec<_> = spans(&pre, &text[c..])
+                    .iter()
+                    .map(|&(s, e)| (s + c, e + c))
+                    .collect();
+                let want: Vec<_> = whole.iter().copied().filter(|&(s, _)| s >= c).collect();
+                assert_eq!(after, want, "{text:?} started over at {c}");
+            }
+        }
+        // Inside a run of digits (a match of the pattern) only its end is a restart:
+        // "1234" from its second digit would split "234" instead of "123" + "4".
+        let mut restarts = Vec::new();
+        pre.for_each_restart("1234 ab, cd", |e| restarts.push(e))
+            .unwrap();
+        assert_eq!(restarts, [3, 4, 7, 8, 11]);
+        // A step that looks behind: only the ends of the pattern's pieces.
+        let behind = Split::new(r"(?<=a)b", split::Behavior::Isolated, false).unwrap();
+        let pre = PreTokenizer::new(Some(r"\p{N}{1,3}"))
+            .unwrap()
+            .with_steps(vec![behind]);
+        let mut restarts = Vec::new();
+        pre.for_each_restart("1234 ab, cd", |e| restarts.push(e))
+            .unwrap();
+        assert_eq!(restarts, [3, 4, 11]);
     }
 
     #[test]

@@ -101,12 +101,29 @@ impl RegexSplitter {
     /// the text between matches: a pattern that does not cover the text (a custom
     /// `[a-z]+`, a mistyped name taken as a regex) must never drop it, so what falls
     /// between matches is a piece of its own (Hugging Face's `Split` with `Isolated`
-    /// keeps it the same way). The built-in patterns cover all text, so for them this
-    /// is tiktoken's split exactly.
+    /// keeps it the same way; an empty match ends the text before it there too:
+    /// `\b` splits `"ab cd"` into `"ab"`, `" "`, `"cd"`). The built-in patterns cover
+    /// all text and never match the empty string, so for them this is tiktoken's split
+    /// exactly.
     pub fn for_each_piece(
         &self,
         text: &str,
         mut f: impl FnMut(usize, usize),
+    ) -> Result<(), String> {
+        self.for_each_match(text, |s, e, _| {
+            if e > s {
+                f(s, e)
+            }
+        })
+    }
+
+    /// The matches of the pattern in `text` and the text between them, in order, as
+    /// `f(start, end, matched)`: `tokenizers`' `Pattern::find_matches`, empty matches
+    /// included (`f(p, p, true)`).
+    pub fn for_each_match(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize, bool),
     ) -> Result<(), String> {
         let mut done = 0;
         for m in self.regex.find_iter(text) {
@@ -116,16 +133,14 @@ impl RegexSplitter {
                 }
                 e => format!("pre-tokenizer failed: {e}"),
             })?;
-            if m.end() > m.start() {
-                if m.start() > done {
-                    f(done, m.start());
-                }
-                f(m.start(), m.end());
-                done = m.end();
+            if m.start() > done {
+                f(done, m.start(), false);
             }
+            f(m.start(), m.end(), true);
+            done = m.end();
         }
         if done < text.len() {
-            f(done, text.len());
+            f(done, text.len(), false);
         }
         Ok(())
     }

@@ -9,7 +9,8 @@ use super::errors::{load_error, repr, token_id, value_error};
 use super::seam::{pymethods_with_seam, Seam};
 use super::vocab_by_id;
 use crate::bpe::normalizer::Normalizer;
-use crate::bpe::Encoder as CoreEncoder;
+use crate::bpe::{BpeModel, Encoder as CoreEncoder};
+use crate::pretok::split::{Behavior, Split};
 use crate::pretok::SpecialMatcher;
 
 #[pyclass(module = "bytepair._core", frozen)]
@@ -50,9 +51,13 @@ pymethods_with_seam!(Encoder {
     /// `added_tokens`: {token: id}, matched in the text as special tokens are, but
     /// whatever a call allows and never refused (a Hugging Face file's non-special
     /// added tokens); `normalizer`: the steps applied to the text between them
-    /// (`bpe::normalizer`: "NFC", "NFKC", "NFD", "NFKD", "Lowercase").
+    /// (`bpe::normalizer`: "NFC", "NFKC", "NFD", "NFKD", "Lowercase"); `splits`:
+    /// `(pattern, behavior, invert)` of the Splits applied after the pattern, in order
+    /// (`pretok::split`); `ignore_merges`: a piece that is a token is that token,
+    /// before any merge (Hugging Face's BPE option).
     #[new]
-    #[pyo3(signature = (vocab, merges, special_tokens, pattern, added_tokens=None, normalizer=Vec::new()))]
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern, added_tokens=None, normalizer=Vec::new(), splits=Vec::new(), ignore_merges=false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         vocab: &Bound<'_, PyDict>,
         merges: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
@@ -60,6 +65,8 @@ pymethods_with_seam!(Encoder {
         pattern: Option<&str>,
         added_tokens: Option<FxHashMap<String, Bound<'_, PyAny>>>,
         normalizer: Vec<String>,
+        splits: Vec<(String, String, bool)>,
+        ignore_merges: bool,
     ) -> PyResult<Self> {
         let ids = vocab_by_id(vocab)?;
         let merges = merges
@@ -84,8 +91,17 @@ pymethods_with_seam!(Encoder {
         }
         added.sort();
         let normalizer = Normalizer::from_names(&normalizer).map_err(value_error)?;
-        let core = CoreEncoder::new(ids, &merges, specials, pattern).map_err(value_error)?;
-        Self::wrap_with_added(core.with_normalizer(normalizer), added)
+        let steps = splits
+            .iter()
+            .map(|(p, behavior, invert)| Split::new(p, Behavior::from_name(behavior)?, *invert))
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(value_error)?;
+        let mut model = BpeModel::new(ids, &merges, specials).map_err(value_error)?;
+        if ignore_merges {
+            model = model.looking_up_whole_pieces();
+        }
+        let core = CoreEncoder::from_model(model, pattern).map_err(value_error)?;
+        Self::wrap_with_added(core.with_normalizer(normalizer).with_steps(steps), added)
     }
 
     /// An encoder straight from the bytes of a `.tiktoken` file, and the special

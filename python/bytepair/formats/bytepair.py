@@ -18,7 +18,10 @@ Face file: Qwen2's NFC, Qwen2.5's ``<tool_call>``) also has, after
 ``"special_tokens"``, ``"normalizer": ["NFC", ...]`` (the steps in order) and
 ``"added_tokens": {"<tool_call>": 151657}`` (matched whatever ``allowed_special``
 says, never refused). Both are written only when not empty; a file without them
-loads as before.
+loads as before. So are, from a Hugging Face file whose pre-tokenizer splits the
+pattern's pieces further (DeepSeek V3) or whose BPE looks whole pieces up first (Llama
+3), ``"splits": [["<regex>", "Isolated", false], ...]`` (``bytepair.split``: pattern,
+behavior, invert; applied in order after ``"pattern"``) and ``"ignore_merges": true``.
 
 Merges are ``"left right"`` in GPT-2's byte-to-unicode notation, in rank order: merge
 *i* is token 256 + *i*. A ``"vocab"`` object (``{token: id}``) is written only when the
@@ -56,6 +59,7 @@ from bytepair.models import BPE, Model, RankBPE, SentencePiece, Unsupported
 from bytepair.models import ranks as ranks_models
 from bytepair.models.base import registered
 from bytepair.models.bpe import canonical_vocab
+from bytepair.split import splits_of
 
 FORMAT_NAME = "bytepair"
 FORMAT_VERSION = 1
@@ -74,6 +78,8 @@ def dumps(
     vocab: dict[int, bytes] | None,
     added_tokens: dict[str, int] | None = None,
     normalizer: tuple[str, ...] = (),
+    splits: tuple = (),
+    ignore_merges: bool = False,
 ) -> str:
     """The text of a ``.bytepair`` file (see the module docstring for the layout)."""
     head = {
@@ -86,6 +92,10 @@ def dumps(
         head["normalizer"] = list(normalizer)
     if added_tokens:
         head["added_tokens"] = added_tokens
+    if splits:
+        head["splits"] = [list(split) for split in splits]
+    if ignore_merges:
+        head["ignore_merges"] = True
     lines = ["{"]
     for key, value in head.items():
         lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},")
@@ -108,7 +118,7 @@ def dumps(
 
 def loads(raw: bytes, path: str | os.PathLike) -> dict:
     """Parses a ``.bytepair`` file's bytes: dict(merges, special_tokens, pattern, vocab,
-    added_tokens, normalizer).
+    added_tokens, normalizer, splits, ignore_merges).
 
     Every problem is a ValueError naming the file (``path``) and what is wrong with it.
     """
@@ -142,6 +152,16 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
     normalizer = doc.get("normalizer", [])
     if not isinstance(normalizer, list) or not all(isinstance(n, str) for n in normalizer):
         raise ValueError(f'{path}: "normalizer" must be a list of names')
+    raw_splits = doc.get("splits", [])
+    if not isinstance(raw_splits, list):
+        raise ValueError(f'{path}: "splits" must be a list of [pattern, behavior, invert]')
+    try:
+        splits = splits_of(raw_splits)
+    except ValueError as e:
+        raise ValueError(f'{path}: "splits": {e}') from None
+    ignore_merges = doc.get("ignore_merges", False)
+    if not isinstance(ignore_merges, bool):
+        raise ValueError(f'{path}: "ignore_merges" must be true or false')
     return {
         "merges": merges,
         "special_tokens": specials,
@@ -149,6 +169,8 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
         "vocab": vocab,
         "added_tokens": added,
         "normalizer": tuple(normalizer),
+        "splits": splits,
+        "ignore_merges": ignore_merges,
     }
 
 
@@ -198,6 +220,8 @@ def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>") -> Model:
             doc["pattern"],
             added_tokens=doc["added_tokens"],
             normalizer=doc["normalizer"],
+            splits=doc["splits"],
+            ignore_merges=doc["ignore_merges"],
         )
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
@@ -289,6 +313,8 @@ def _bpe_text(model: BPE) -> str:
         vocab,
         model.added_tokens,
         model.normalizer,
+        model.splits,
+        model.ignore_merges,
     )
 
 

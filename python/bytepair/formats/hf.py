@@ -1,4 +1,4 @@
-"""Hugging Face files: ``tokenizer.json`` for byte-level BPE models (read and
+r"""Hugging Face files: ``tokenizer.json`` for byte-level BPE models (read and
 write; the SentencePiece family is in ``hf_sentencepiece``), and the folder ``transformers.AutoTokenizer.from_pretrained`` loads
 (``tokenizer.json`` + ``tokenizer_config.json`` + ``special_tokens_map.json``).
 
@@ -6,6 +6,18 @@ A component bytepair cannot reproduce exactly (a Replace normalizer, ...) is ref
 never silently changed. Normalizers NFC, NFKC, NFD, NFKD and Lowercase (alone or in a
 Sequence: Qwen2, GPT-NeoX) and non-special added tokens matched on the raw text
 (Qwen2.5's ``<tool_call>``) are read, and written back.
+
+The pre-tokenizer may be a Sequence of steps before ``ByteLevel`` (DeepSeek V3: three
+Splits), each splitting every piece of the one before: ``Split`` (a regex or a string,
+every behavior, ``invert``), ``Digits``, ``Punctuation``, ``Whitespace`` and
+``WhitespaceSplit`` (read as Splits, ``bytepair.split``), and ``ByteLevel``'s own regex
+(``use_regex``). The first Isolated Split is the model's ``pattern``, the rest its
+``splits``. Refused by name: other pre-tokenizers, anything after ``ByteLevel``,
+``ByteLevel`` with ``add_prefix_space``, and Split regexes using ``\w``, ``\W``, ``\b``,
+``\B`` or POSIX classes (Oniguruma, tokenizers' engine, matches other characters with
+them). The BPE option ``ignore_merges`` (Llama 3: a pre-token that is a token is that
+token) is read and written back; ``dropout``, ``byte_fallback``,
+``continuing_subword_prefix`` and ``end_of_word_suffix`` are refused.
 """
 
 from __future__ import annotations
@@ -22,6 +34,8 @@ from bytepair.formats.errors import parse_json, short
 from bytepair.formats.gpt2 import json_bytes, token_strings
 from bytepair.models import BPE, Model, SentencePiece
 from bytepair.models.base import registered
+from bytepair.patterns import PATTERNS
+from bytepair.split import BEHAVIORS, Split
 
 SUFFIXES = (".json",)
 
@@ -52,8 +66,6 @@ def to_oniguruma(pattern: str) -> str:
 
 def from_oniguruma(pattern: str) -> str:
     """Undoes :func:`to_oniguruma` for the built-in patterns, so they round-trip."""
-    from bytepair.patterns import PATTERNS
-
     for builtin in PATTERNS.values():
         if pattern == to_oniguruma(builtin):
             return builtin
@@ -91,26 +103,31 @@ def tokenizer_json(model: BPE) -> dict:
         "trim_offsets": True,
         "use_regex": False,
     }
-    if model.pattern is None:
+    steps = [] if model.pattern is None else [Split(model.pattern)]
+    steps += model.splits
+    if not steps:
         pre_tokenizer = byte_level
     else:
-        split = {
-            "type": "Split",
-            "pattern": {"Regex": to_oniguruma(model.pattern)},
-            "behavior": "Isolated",
-            "invert": False,
-        }
-        pre_tokenizer = {"type": "Sequence", "pretokenizers": [split, byte_level]}
+        splits = [
+            {
+                "type": "Split",
+                "pattern": {"Regex": to_oniguruma(step.pattern)},
+                "behavior": step.behavior,
+                "invert": step.invert,
+            }
+            for step in steps
+        ]
+        pre_tokenizer = {"type": "Sequence", "pretokenizers": [*splits, byte_level]}
     entries = [(i, t, True) for t, i in special_tokens.items()]
     entries += [(i, t, False) for t, i in added_tokens.items()]
     added = [added_token(i, t, special) for i, t, special in sorted(entries)]
-    steps = [{"type": name} for name in model.normalizer]
+    normalizers = [{"type": name} for name in model.normalizer]
     normalizer = (
         None
-        if not steps
-        else steps[0]
-        if len(steps) == 1
-        else {"type": "Sequence", "normalizers": steps}
+        if not normalizers
+        else normalizers[0]
+        if len(normalizers) == 1
+        else {"type": "Sequence", "normalizers": normalizers}
     )
     return {
         "version": "1.0",
@@ -139,7 +156,7 @@ def tokenizer_json(model: BPE) -> dict:
             "end_of_word_suffix": None,
             "fuse_unk": False,
             "byte_fallback": False,
-            "ignore_merges": False,
+            "ignore_merges": model.ignore_merges,
             "vocab": strings,
             "merges": [[token_to_str(a), token_to_str(b)] for a, b in model.merges],
         },
@@ -242,6 +259,81 @@ def _components(node: dict | None, key: str) -> list[dict]:
     return [node]
 
 
+#: ``tokenizers``' Punctuation: ``char::is_ascii_punctuation`` or a Unicode P* category.
+PUNCTUATION = r"[\p{P}!-/:-@\[-`{-~]"
+
+#: Oniguruma's ``\w`` (tokenizers' regex engine) as bytepair's engine writes it: ours
+#: with ², ³, ¹, ¼, ½, ¾ and without the joiners U+200C and U+200D (checked on every
+#: character up to U+2FFFF).
+ONIGURUMA_WORD = r"\w\x{B2}\x{B3}\x{B9}\x{BC}-\x{BE}&&[^\x{200C}\x{200D}]"
+
+#: tokenizers' Whitespace pre-tokenizer: runs of word characters, runs of other
+#: non-space characters; spaces dropped (``\w+|[^\w\s]+``, inverted, Removed).
+WHITESPACE = rf"[{ONIGURUMA_WORD}]+|[^\s[{ONIGURUMA_WORD}]]+"
+
+#: Regex escapes whose characters differ between Oniguruma and bytepair's engine
+#: (``\w`` and what is made of it), and POSIX brackets (ASCII-only in ours).
+_ENGINE_DEPENDENT = re.compile(r"(?<!\\)(?:\\\\)*(\\[wWbB])|(\[:\^?[a-z]+:\])")
+
+
+def split_of(pre: dict, n: int, fail) -> Split:
+    """The Split a pre-tokenizer before ByteLevel is (``n``: its position), or the
+    error ``fail(message)`` naming it. ``Digits``, ``Punctuation``, ``WhitespaceSplit``
+    and ``Whitespace`` are Splits, as ``tokenizers`` defines them."""
+    component = pre.get("type")
+    if component == "Split":
+        spec = pre.get("pattern") or {}
+        if "Regex" in spec:
+            regex = spec["Regex"]
+            if not isinstance(regex, str) or not regex:
+                raise fail(f"pre-tokenizer Split has pattern {short(spec)}; expected a regex")
+            found = _ENGINE_DEPENDENT.search(regex)
+            if found:
+                raise fail(
+                    f"pre-tokenizer Split pattern {short(regex)} uses "
+                    f"{found.group(1) or found.group(2)}, which matches other characters in "
+                    "tokenizers' regex engine (Oniguruma) than in bytepair's: not supported"
+                )
+            if re.search(r"(?<!\\)\{\d+(?:,\d*)?\}\+", regex):
+                raise fail(
+                    f"pre-tokenizer Split pattern {short(regex)} uses {{n,m}}+, which "
+                    "tokenizers' regex engine (Oniguruma) reads as a repetition of {n,m}, "
+                    "not as a possessive quantifier: not supported (write (?:X{n,m})+ or "
+                    "X{n,m})"
+                )
+            regex = from_oniguruma(regex)
+        elif "String" in spec:
+            regex = re.escape(spec["String"])
+        else:
+            raise fail(f"pre-tokenizer Split has no pattern: {short(pre)}")
+        behavior = pre.get("behavior")
+        if behavior not in BEHAVIORS:
+            raise fail(
+                f"pre-tokenizer Split with behavior {short(behavior)} is not supported "
+                f"(only {', '.join(BEHAVIORS)})"
+            )
+        return Split(regex, behavior, bool(pre.get("invert")))
+    if component == "Digits":
+        # Each digit alone, or runs of them (char::is_numeric: \p{N}).
+        return Split(r"\p{N}", "Isolated" if pre.get("individual_digits") else "Contiguous")
+    if component == "Punctuation":
+        behavior = pre.get("behavior", "Isolated")
+        if behavior not in BEHAVIORS:
+            raise fail(
+                f"pre-tokenizer Punctuation with behavior {short(behavior)} is not supported"
+            )
+        return Split(PUNCTUATION, behavior)
+    if component == "WhitespaceSplit":
+        return Split(r"\s", "Removed")
+    if component == "Whitespace":
+        return Split(WHITESPACE, "Removed", invert=True)
+    raise fail(
+        f"pre-tokenizer {component} (at position {n}) is not supported; bytepair reads "
+        "byte-level BPE files: Split, Digits, Punctuation, Whitespace or WhitespaceSplit "
+        "steps, then ByteLevel"
+    )
+
+
 def load_doc(path: Path) -> dict:
     """The parsed ``tokenizer.json`` (ValueError naming the file when it is not one)."""
     doc = parse_json(path.read_bytes(), path, "tokenizer.json file")
@@ -262,27 +354,28 @@ def read_tokenizer_json(
     marked special become special tokens. A file with a normalizer or non-special added
     tokens is refused here (they have no place in the result): :func:`read` loads it.
     """
-    vocab, merges, specials, pattern, added, normalizer = read_parts(path, doc)
-    if added or normalizer:
-        what = f"normalizer {'+'.join(normalizer)}" if normalizer else "non-special added tokens"
-        raise ValueError(f"{path}: has {what}; load it with bytepair.load (formats.hf.read)")
+    vocab, merges, specials, pattern, options = read_parts(path, doc)
+    what = {
+        "normalizer": f"normalizer {'+'.join(options['normalizer'])}",
+        "added_tokens": "non-special added tokens",
+        "splits": "pre-tokenizer steps after the first Split",
+        "ignore_merges": "model.ignore_merges true",
+    }
+    for key, description in what.items():
+        if options[key]:
+            raise ValueError(
+                f"{path}: has {description}; load it with bytepair.load (formats.hf.read)"
+            )
     return vocab, merges, specials, pattern
 
 
 def read_parts(
     path: str | os.PathLike, doc: dict | None = None
-) -> tuple[
-    dict[int, bytes],
-    list[tuple[bytes, bytes]],
-    dict[str, int],
-    str | None,
-    dict[str, int],
-    tuple[str, ...],
-]:
-    """:func:`read_tokenizer_json` and also the non-special added tokens (text -> id)
-    and the normalizer's steps (``("NFC",)``...)."""
-    from bytepair.patterns import PATTERNS
-
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int], str | None, dict]:
+    """:func:`read_tokenizer_json` and also the options of :class:`~bytepair.models.BPE`
+    the file sets: ``added_tokens`` (the non-special ones, text -> id), ``normalizer``
+    (its steps: ``("NFC",)``...), ``splits`` (the pre-tokenizer steps after the first
+    Split) and ``ignore_merges``."""
     path = Path(path)
 
     def fail(message: str):
@@ -303,13 +396,6 @@ def read_parts(
         )
     if model.get("dropout") not in (None, 0, 0.0):
         raise fail(f"model.dropout {short(model['dropout'])} makes encoding random: not supported")
-    if model.get("ignore_merges"):
-        # tokenizers then looks a whole pre-token up before merging (Llama 3's file):
-        # other ids than merging alone, so never loaded as a plain BPE.
-        raise fail(
-            "model.ignore_merges is true (whole pre-tokens looked up before merges): not "
-            "supported in tokenizer.json yet; load the model's tiktoken-format file instead"
-        )
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(key):
             raise fail(f"model.{key} {short(model[key])} is not supported in a byte-level BPE")
@@ -328,40 +414,33 @@ def read_parts(
                 f"(only {', '.join(NORMALIZERS)} and Sequences of them are)"
             )
     normalizer = tuple(n["type"] for n in normalizers)
-    pattern: str | None = None
+    steps: list[Split] = []
     byte_level = None
     for n, pre in enumerate(pretokenizers):
         component = pre.get("type")
-        if component == "Split" and byte_level is None and pattern is None:
-            if pre.get("behavior") != "Isolated" or pre.get("invert"):
-                raise fail(
-                    f"pre-tokenizer Split with behavior {pre.get('behavior')!r} and invert "
-                    f"{pre.get('invert')!r} is not supported (only Isolated, not inverted)"
-                )
-            spec = pre.get("pattern") or {}
-            if "Regex" in spec:
-                pattern = from_oniguruma(spec["Regex"])
-            elif "String" in spec:
-                pattern = re.escape(spec["String"])
-            else:
-                raise fail(f"pre-tokenizer Split has no pattern: {short(pre)}")
-        elif component == "ByteLevel" and byte_level is None and n == len(pretokenizers) - 1:
+        if byte_level is not None:
+            raise fail(
+                f"pre-tokenizer {component} (at position {n}) after ByteLevel is not "
+                "supported; bytepair reads byte-level BPE files: Splits, then ByteLevel"
+            )
+        if component == "ByteLevel":
             byte_level = pre
         else:
-            raise fail(
-                f"pre-tokenizer {component} (at position {n}) is not supported; bytepair reads "
-                "byte-level BPE files: [Split] then ByteLevel"
-            )
+            steps.append(split_of(pre, n, fail))
     if byte_level is None:
         raise fail("no ByteLevel pre-tokenizer: not a byte-level BPE tokenizer")
     if byte_level.get("add_prefix_space"):
+        # tokenizers then puts a space before each piece that has none: text bytepair's
+        # ids would lack.
         raise fail("pre-tokenizer ByteLevel with add_prefix_space true is not supported")
     if byte_level.get("use_regex", True):
-        if pattern is not None:
-            raise fail(
-                "pre-tokenizer Split followed by ByteLevel with use_regex true is not supported"
-            )
-        pattern = PATTERNS["gpt2"]
+        # ByteLevel splits each piece by GPT-2's regex itself, after any Split.
+        steps.append(Split(PATTERNS["gpt2"]))
+    pattern: str | None = None
+    if steps and steps[0].behavior == "Isolated":
+        # The first Isolated Split is the pattern (the fast path); the rest split its
+        # pieces further.
+        pattern, steps = steps[0].pattern, steps[1:]
     for dec in decoders:
         if dec.get("type") != "ByteLevel":
             raise fail(f"decoder {dec.get('type')} is not supported; expected ByteLevel")
@@ -434,7 +513,13 @@ def read_parts(
             )
         where = f"{path}: model.merges[{n}]: "
         merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
-    return vocab, merges, specials, pattern, added, normalizer
+    options = {
+        "added_tokens": added,
+        "normalizer": normalizer,
+        "splits": tuple(steps),
+        "ignore_merges": bool(model.get("ignore_merges")),
+    }
+    return vocab, merges, specials, pattern, options
 
 
 #: What a token matched in normalized text may be made of, to be matched in the text
@@ -467,11 +552,9 @@ def read(path: str | os.PathLike) -> Model:
     doc = load_doc(path)
     if hf_sentencepiece.is_sentencepiece(doc):
         return hf_sentencepiece.from_doc(doc, path)
-    vocab, merges, special_tokens, pattern, added, normalizer = read_parts(path, doc)
+    vocab, merges, special_tokens, pattern, options = read_parts(path, doc)
     try:
-        return BPE(
-            vocab, merges, special_tokens, pattern, added_tokens=added, normalizer=normalizer
-        )
+        return BPE(vocab, merges, special_tokens, pattern, **options)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
 

@@ -15,6 +15,7 @@ from bytepair import _core
 from bytepair.models.base import Unsupported, ids_of_bytes
 from bytepair.patterns import pattern_name, resolve_pattern
 from bytepair.quoting import short
+from bytepair.split import Split, splits_of
 
 
 class ByteLevelBPE:
@@ -32,6 +33,12 @@ class ByteLevelBPE:
     #: Unicode normalizers applied, in order, to the text between special and added
     #: tokens before pre-tokenizing ("NFC", "NFKC", "NFD", "NFKD", "Lowercase").
     normalizer: tuple[str, ...] = ()
+    #: Splits applied after the pattern, in order, each to every piece of the one
+    #: before (a Hugging Face ``Sequence`` of Splits: DeepSeek V3); see ``bytepair.split``.
+    splits: tuple[Split, ...] = ()
+    #: A piece that is a token is that token, before any merge (Hugging Face's BPE
+    #: option ``ignore_merges``: Llama 3's ``tokenizer.json``).
+    ignore_merges: bool = False
 
     @classmethod
     def from_core(cls, core, special_tokens: dict[str, int], pattern: str | None):
@@ -112,6 +119,10 @@ class ByteLevelBPE:
             f"vocab_size={self.vocab_size} merges={self.merge_count} "
             f"pattern={pattern_name(self.pattern)}"
         )
+        if self.splits:
+            text += f" splits={len(self.splits)}"
+        if self.ignore_merges:
+            text += " ignore_merges=true"
         if self.normalizer:
             text += f" normalizer={'+'.join(self.normalizer)}"
         if self.added_tokens:
@@ -143,6 +154,11 @@ class BPE(ByteLevelBPE):
     Unicode normalizers applied in order to the text between those tokens before
     pre-tokenizing, as ``tokenizers`` does: ``"NFC"``, ``"NFKC"``, ``"NFD"``,
     ``"NFKD"``, ``"Lowercase"``. Decoding gives the normalized text back.
+
+    ``splits`` are Splits applied after the pattern, each to every piece of the one
+    before (``bytepair.split``: a Hugging Face ``Sequence`` of Splits, DeepSeek V3's);
+    with ``ignore_merges``, a piece that is a token is that token before any merge
+    (Hugging Face's BPE option: Llama 3's ``tokenizer.json``).
     """
 
     kind = "bpe"
@@ -156,8 +172,12 @@ class BPE(ByteLevelBPE):
         *,
         added_tokens: dict[str, int] | None = None,
         normalizer: Iterable[str] = (),
+        splits: Iterable[Split | tuple[str, str, bool]] = (),
+        ignore_merges: bool = False,
     ) -> None:
         vocab = {int(i): bytes(t) for i, t in vocab.items()}
+        self.splits = splits_of(splits)
+        self.ignore_merges = bool(ignore_merges)
         self.added_tokens = {}
         for t, i in (added_tokens or {}).items():
             if not isinstance(t, str) or not t or isinstance(i, bool) or not isinstance(i, int):
@@ -198,6 +218,8 @@ class BPE(ByteLevelBPE):
             self.pattern,
             self.added_tokens,
             list(self.normalizer),
+            list(self.splits),
+            self.ignore_merges,
         )
 
     def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> BPE:
@@ -213,6 +235,8 @@ class BPE(ByteLevelBPE):
             self.pattern,
             added_tokens=self.added_tokens,
             normalizer=self.normalizer,
+            splits=self.splits,
+            ignore_merges=self.ignore_merges,
         )
 
 
