@@ -1,14 +1,34 @@
-"""Reading ahead on a thread: what training and the shard writer use to overlap
-reading their inputs with the work in the Rust core."""
+"""Feeding the Rust core: inputs gathered into batches of about so many characters
+(``batched``), and read ahead on a thread (``read_ahead``) — what training and the
+shard writer use to overlap reading their inputs with the work in the core."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+def batched(items: Iterable[T], chars: int, size: Callable[[T], int] = len) -> Iterator[list[T]]:
+    """``items`` in lists of about ``chars`` characters (``size`` of each): a list
+    closes as soon as it reaches ``chars``; none is empty.
+
+    >>> list(batched(iter([("ab", True), ("c", True), ("d", True)]), 2, lambda i: len(i[0])))
+    [[('ab', True)], [('c', True), ('d', True)]]
+    """
+    batch: list[T] = []
+    total = 0
+    for item in items:
+        batch.append(item)
+        total += size(item)
+        if total >= chars:
+            yield batch
+            batch, total = [], 0
+    if batch:
+        yield batch
 
 
 def read_ahead(batches: Iterator[T], depth: int = 2) -> Iterator[T]:

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator
 from bytepair import _core
 from bytepair._files import atomic_write, check_writable
 from bytepair._progress import Progress, check_progress
+from bytepair._read_ahead import batched
 from bytepair.models.sentencepiece import SentencePiece
 from bytepair.options import threads, without_surrogates
 from bytepair.sources import open_sources
@@ -159,9 +160,8 @@ def train_sentencepiece(
             if doc_separator is None and getattr(src, "is_plain_file", False):
                 trainer.add_file(str(src.path), errors, bar.hook())
             else:
-                for batch in _batches(
-                    _whole_lines(_parts(src, doc_separator), max_sentence_length)
-                ):
+                lines = _whole_lines(_parts(src, doc_separator), max_sentence_length)
+                for batch in batched(lines, _BATCH_CHARS):
                     try:
                         trainer.add_texts(batch)
                     except UnicodeEncodeError:  # lone surrogates, from in-memory data
@@ -240,20 +240,6 @@ def _whole_lines(parts: Iterable[tuple[str, bool]], max_chars: int) -> Iterator[
             held += text
         if len(held) > max_chars:
             held, dropping = "", True
-
-
-def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
-    """Texts in batches of about ``_BATCH_CHARS`` characters."""
-    batch: list[str] = []
-    size = 0
-    for text in texts:
-        batch.append(text)
-        size += len(text)
-        if size >= _BATCH_CHARS:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
 
 
 def _normalizer_model(normalization: str, normalizer_model) -> bytes | None:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from bytepair._read_ahead import batched
 from bytepair.runners import feed as feeding
 from bytepair.runners.ray import (
     _cause,
@@ -104,15 +105,7 @@ def _encode_unit(tok, unit: tuple, dtype: str, allowed, disallowed, batch_chars:
         nbytes = np.fromiter(map(feeding.utf8_len, batch), np.int64, len(batch))
         return ids.astype(dtype), np.diff(offsets), chars, nbytes
 
-    batch: list[str] = []
-    size = 0
-    for doc in docs:
-        batch.append(doc)
-        size += len(doc)
-        if size >= batch_chars:
-            yield encoded(batch)
-            batch, size = [], 0
-    if batch:
+    for batch in batched(docs, batch_chars):
         yield encoded(batch)
     if skips is not None and skips.total:
         yield ("skips", skips.counts, skips.first)
