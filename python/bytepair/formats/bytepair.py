@@ -50,6 +50,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from bytepair._files import atomic_write
@@ -96,24 +97,28 @@ def dumps(
         head["splits"] = [list(split) for split in splits]
     if ignore_merges:
         head["ignore_merges"] = True
-    lines = ["{"]
-    for key, value in head.items():
-        lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},")
+    blocks = []
     if vocab is not None:
-        lines.append('  "vocab": {')
-        items = sorted(vocab.items())
-        for n, (i, token) in enumerate(items):
-            comma = "," if n + 1 < len(items) else ""
-            lines.append(f"    {json.dumps(token_to_str(token), ensure_ascii=False)}: {i}{comma}")
-        lines.append("  },")
-    lines.append('  "merges": [')
-    for n, (left, right) in enumerate(merges):
-        comma = "," if n + 1 < len(merges) else ""
-        text = token_to_str(left) + " " + token_to_str(right)
-        lines.append(f"    {json.dumps(text, ensure_ascii=False)}{comma}")
-    lines.append("  ]")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        entries = (f"{_json(token_to_str(token))}: {i}" for i, token in sorted(vocab.items()))
+        blocks.append(("vocab", "{}", entries))
+    entries = (_json(token_to_str(left) + " " + token_to_str(right)) for left, right in merges)
+    blocks.append(("merges", "[]", entries))
+    return _layout(head, blocks)
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _layout(head: dict, blocks: list[tuple[str, str, Iterable[str]]]) -> str:
+    """A file's text: the ``head`` fields one a line, then each block ``(key,
+    brackets, entries)`` — a list (``"[]"``) or an object (``"{}"``) — one entry a line,
+    so that the long parts stay readable and diffable."""
+    fields = [f"  {json.dumps(key)}: {_json(value)}" for key, value in head.items()]
+    for key, (open_, close), entries in blocks:
+        lines = [f"  {json.dumps(key)}: {open_}", ",\n".join(f"    {e}" for e in entries)]
+        fields.append("\n".join(line for line in lines if line) + f"\n  {close}")
+    return "{\n" + ",\n".join(fields) + "\n}\n"
 
 
 def loads(raw: bytes, path: str | os.PathLike) -> dict:
@@ -286,19 +291,8 @@ def _ranks_text(model: RankBPE) -> str:
         "pattern": model.pattern,
         "special_tokens": model.special_tokens,
     }
-    lines = ["{"]
-    for key, value in head.items():
-        lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},")
-    lines.append('  "ranks": [')
-    items = list(model.ranks().items())
-    for n, (token, rank) in enumerate(items):
-        comma = "," if n + 1 < len(items) else ""
-        lines.append(
-            f"    {json.dumps(f'{token_to_str(token)} {rank}', ensure_ascii=False)}{comma}"
-        )
-    lines.append("  ]")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    entries = (_json(f"{token_to_str(token)} {rank}") for token, rank in model.ranks().items())
+    return _layout(head, [("ranks", "[]", entries)])
 
 
 def _bpe_text(model: BPE) -> str:
