@@ -200,3 +200,30 @@ def corpus_sample(path: Path, lines: int = 400) -> list[str]:
     step = max(1, len(text) // lines)
     sample = text[:100] + text[100::step]
     return sample + [unicodedata.normalize("NFD", line) for line in sample]
+
+
+def assert_every_path_encodes_as(tok, text: str, ids_of, tmp_path: Path, rng) -> None:
+    """``encode``, ``encode_batch`` (with a prefix of ``text``), ``encode_to_numpy``,
+    ``encode_file`` in 16-byte blocks on two threads, and ``encode_iterable`` in a few
+    random chunks and a character at a time all give ``ids_of(text)``."""
+    from unittest import mock
+
+    import numpy as np
+
+    from bytepair.shards import one_file
+
+    want = ids_of(text)
+    assert tok.encode(text) == want
+    assert tok.encode_batch([text, text[:10]]) == [want, ids_of(text[:10])]
+    assert tok.encode_to_numpy(text).tolist() == want
+    src = tmp_path / "in.txt"
+    src.write_text(text, encoding="utf-8", newline="")
+    dst = tmp_path / "out.npy"
+    dst.unlink(missing_ok=True)
+    with mock.patch.object(one_file, "BLOCK_BYTES", 16):
+        assert tok.encode_file(src, dst, format="npy", num_threads=2) == len(want)
+    assert np.load(dst).tolist() == want
+    cuts = sorted(rng.sample(range(len(text) + 1), min(len(text), 6)))
+    chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    assert list(tok.encode_iterable(chunks)) == want
+    assert list(tok.encode_iterable(iter(text))) == want

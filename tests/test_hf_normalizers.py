@@ -24,7 +24,12 @@ from bytepair.formats.hf import added_token, to_oniguruma
 from bytepair.patterns import MODEL_PATTERNS
 from bytepair.shards import one_file
 
-from conftest import corpus_sample, needs_shared, shared_corpus_files
+from conftest import (
+    assert_every_path_encodes_as,
+    corpus_sample,
+    needs_shared,
+    shared_corpus_files,
+)
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -156,21 +161,7 @@ def test_every_path_gives_the_ids_of_encode(pairs, tmp_path, name):
     @given(st.lists(TEXT, min_size=1, max_size=30))
     def check(parts):
         text = "".join(p + rng.choice([" ", "\n", " a", "x ", "b\nc"]) for p in parts)
-        want = hf_ids(hf, text)
-        assert tok.encode(text) == want
-        assert tok.encode_batch([text, text[:10]]) == [want, hf_ids(hf, text[:10])]
-        assert tok.encode_to_numpy(text).tolist() == want
-        src = tmp_path / "in.txt"
-        src.write_text(text, encoding="utf-8", newline="")
-        dst = tmp_path / "out.npy"
-        dst.unlink(missing_ok=True)
-        with mock.patch.object(one_file, "BLOCK_BYTES", 16):
-            assert tok.encode_file(src, dst, format="npy", num_threads=2) == len(want)
-        assert np.load(dst).tolist() == want
-        cuts = sorted(rng.sample(range(len(text) + 1), min(len(text), 6)))
-        chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
-        assert list(tok.encode_iterable(chunks)) == want
-        assert list(tok.encode_iterable(iter(text))) == want
+        assert_every_path_encodes_as(tok, text, lambda t: hf_ids(hf, t), tmp_path, rng)
 
     check()
 

@@ -18,14 +18,11 @@ from __future__ import annotations
 import copy
 import json
 import lzma
-import os
 import pickle
 import random
 from importlib import resources
 from pathlib import Path
-from unittest import mock
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -34,13 +31,13 @@ import bytepair
 from bytepair.formats.hf import read_tokenizer_json, to_oniguruma
 from bytepair.models import BPE
 from bytepair.patterns import LLAMA3_PATTERN, PATTERNS
-from bytepair.shards import one_file
 from bytepair.split import Split
+
+from conftest import assert_every_path_encodes_as, needs_shared, shared_corpus_files
 
 tokenizers = pytest.importorskip("tokenizers")
 
 GPT2_JSON = Path(__file__).parent / "data" / "gpt2" / "tokenizer.json"
-SHARED = os.environ.get("BYTEPAIR_SHARED")
 
 #: DeepSeek V3's pre-tokenizer (tokenizer.json of deepseek-ai/DeepSeek-V3): digits by
 #: three, runs of CJK ideographs and kana, then words, punctuation and whitespace.
@@ -315,21 +312,7 @@ def test_every_path_gives_the_ids_of_tokenizers(files, tmp_path, name):
     @given(st.lists(TEXT, min_size=1, max_size=20))
     def check(parts):
         text = "".join(p + rng.choice([" ", "\n", " a", "x ", "12 ", "中 "]) for p in parts)
-        want = hf_ids(hf, text)
-        assert tok.encode(text) == want
-        assert tok.encode_batch([text, text[:10]]) == [want, hf_ids(hf, text[:10])]
-        assert tok.encode_to_numpy(text).tolist() == want
-        src = tmp_path / "in.txt"
-        src.write_text(text, encoding="utf-8", newline="")
-        dst = tmp_path / "out.npy"
-        dst.unlink(missing_ok=True)
-        with mock.patch.object(one_file, "BLOCK_BYTES", 16):
-            assert tok.encode_file(src, dst, format="npy", num_threads=2) == len(want)
-        assert np.load(dst).tolist() == want
-        cuts = sorted(rng.sample(range(len(text) + 1), min(len(text), 6)))
-        chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
-        assert list(tok.encode_iterable(chunks)) == want
-        assert list(tok.encode_iterable(iter(text))) == want
+        assert_every_path_encodes_as(tok, text, lambda t: hf_ids(hf, t), tmp_path, rng)
 
     check()
 
@@ -474,17 +457,14 @@ def test_a_split_after_the_pattern_keeps_merges_inside_its_pieces():
 
 
 def shared_lines(limit: int = 2_000_000) -> list[tuple[str, list[str]]]:
-    root = Path(SHARED or ".") / "corpora"
-    paths = [root / "english_gutenberg.txt.xz"]
-    paths += sorted(root.glob("code/*.txt.xz")) + sorted(root.glob("multilingual/*.txt.xz"))
     out = []
-    for path in paths:
+    for path in shared_corpus_files():
         with lzma.open(path, "rt", encoding="utf-8", newline="") as f:
             out.append((path.name, f.read(limit).splitlines()))
     return out
 
 
-@pytest.mark.skipif(not SHARED, reason="BYTEPAIR_SHARED is not set: no path to the shared corpora")
+@needs_shared
 @pytest.mark.parametrize("name", ["llama3", "deepseek_v3"])
 def test_no_line_of_the_shared_corpora_differs_from_tokenizers(files, name):
     tok, hf = pair(files, name)

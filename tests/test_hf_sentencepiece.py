@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import bytepair
 from bytepair.formats.hf_sentencepiece import EMBEDDED
 
-from conftest import DATA
+from conftest import DATA, shared_corpus_files
 
 spm = pytest.importorskip("sentencepiece", reason="sentencepiece is not installed")
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not installed")
@@ -94,21 +94,26 @@ def mismatches(ours, theirs, texts) -> list[str]:
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory) -> Path:
     """A tiny BPE model trained by sentencepiece: byte fallback, <s> and [INST]."""
-    folder = tmp_path_factory.mktemp("spm")
+    return train_tiny(tmp_path_factory.mktemp("spm"), "tiny", control_symbols=["[INST]"])
+
+
+def train_tiny(folder: Path, name: str, **symbols) -> Path:
+    """``folder/name.model``: a 400-piece BPE with byte fallback that sentencepiece
+    trains on tests/data/corpus.en, with the given control or user-defined symbols."""
     spm.SentencePieceTrainer.train(
         input=str(DATA / "corpus.en"),
-        model_prefix=str(folder / "tiny"),
+        model_prefix=str(folder / name),
         model_type="bpe",
         vocab_size=400,
         byte_fallback=True,
-        control_symbols=["[INST]"],
         character_coverage=1.0,
         normalization_rule_name="identity",
         remove_extra_whitespaces=False,
         num_threads=1,
         minloglevel=2,
+        **symbols,
     )
-    return folder / "tiny.model"
+    return folder / f"{name}.model"
 
 
 @pytest.fixture(scope="module")
@@ -414,20 +419,7 @@ def test_hypothesis_texts_of_a_saved_model_encode_as_in_tokenizers(
 
 def test_a_model_with_user_defined_pieces_is_not_saved_as_tokenizer_json(tmp_path):
     folder = tmp_path
-    spm.SentencePieceTrainer.train(
-        input=str(DATA / "corpus.en"),
-        model_prefix=str(folder / "user"),
-        model_type="bpe",
-        vocab_size=400,
-        byte_fallback=True,
-        user_defined_symbols=["<x>"],
-        character_coverage=1.0,
-        normalization_rule_name="identity",
-        remove_extra_whitespaces=False,
-        minloglevel=2,
-        num_threads=1,
-    )
-    tok = bytepair.load(folder / "user.model")
+    tok = bytepair.load(train_tiny(folder, "user", user_defined_symbols=["<x>"]))
     with pytest.raises(ValueError, match=r"user-defined piece '<x>'"):
         tok.save(folder / "tokenizer.json")
     assert not (folder / "tokenizer.json").exists()
@@ -448,10 +440,6 @@ def corpus_lines(path: Path) -> list[str]:
     return lines
 
 
-def corpus_files() -> list[Path]:
-    return sorted(Path(SHARED).joinpath("corpora").rglob("*.txt.xz")) if SHARED else []
-
-
 @pytest.fixture(scope="module")
 def mistral_pair():
     path = MISTRAL / "tokenizer.json"
@@ -459,7 +447,7 @@ def mistral_pair():
 
 
 @needs_shared
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_corpus_files(), ids=lambda p: p.name)
 def test_mistral_tokenizer_json_matches_tokenizers_on_every_corpus_line(mistral_pair, path):
     ours, theirs = mistral_pair
     lines = corpus_lines(path)

@@ -551,16 +551,7 @@ mod tests {
         pieces.extend(rights.iter().map(|r| format!("x{r}")));
         pieces.extend(rights[..40].iter().map(|r| format!("w{r}")));
         pieces.extend(rights[..3].iter().map(|r| format!("y{r}")));
-        let entries: Vec<Entry> = (pieces.iter().enumerate())
-            .map(|(i, p)| Entry {
-                piece: p.clone(),
-                score: -(i as f32),
-                kind: PieceType::Normal,
-            })
-            .collect();
-        let ids: FxHashMap<String, u32> = (pieces.iter().enumerate())
-            .map(|(i, p)| (p.clone(), i as u32))
-            .collect();
+        let (ids, entries) = normal(&pieces);
         let table = pair_table(&ids, &entries);
         const { assert!(300 > DENSE_ABOVE && 40 <= DENSE_ABOVE) };
         for left in ["w", "x", "y", "z"] {
