@@ -108,6 +108,41 @@ pub fn check_disallowed(text: &str, disallowed: &SpecialMatcher) -> Result<(), E
     }
 }
 
+/// Ids put around every text a model encodes: BOS before, EOS after (sentencepiece's
+/// `add_bos`/`add_eos`, a `tokenizer.json`'s `TemplateProcessing`). Around a *text*,
+/// never around a part of one: whoever cuts a text (a long text's blocks, a batch's
+/// parts, a file's blocks) puts `before` ahead of its first part and `after` behind
+/// its last, so the ids do not depend on where, or whether, the text was cut.
+/// [`Model::encode_cached`] never adds them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Frame {
+    pub before: Vec<u32>,
+    pub after: Vec<u32>,
+}
+
+impl Frame {
+    /// How many ids the frame adds to a text.
+    pub fn len(&self) -> usize {
+        self.before.len() + self.after.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends `before`, then what `body` appends, then `after` (not after a failure).
+    pub fn around<E>(
+        &self,
+        out: &mut Vec<u32>,
+        body: impl FnOnce(&mut Vec<u32>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        out.extend_from_slice(&self.before);
+        body(out)?;
+        out.extend_from_slice(&self.after);
+        Ok(())
+    }
+}
+
 /// Where a model's text may be cut so that encoding the parts gives the ids of
 /// encoding it whole (`io::chunking`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +156,7 @@ pub enum SafeCuts {
 }
 
 /// A model that encodes text to ids.
-pub trait Model: Sync {
+pub trait Model: Send + Sync {
     /// Per-thread state kept across the texts one thread encodes (BPE: the piece
     /// cache). Which cache a call gets never changes its result.
     type Cache: Send;

@@ -178,6 +178,28 @@ def test_bundled_encodings_work_wherever_a_tokenizer_is_taken():
     assert "[15339, 1917]" in r.stdout
 
 
+def test_bos_and_eos_are_asked_for_the_same_way_as_in_python(tmp_path):
+    r = run("show", "-t", "gpt2", "hi", "--color", "never", "--bos-token", EOT, "--add-bos")
+    assert r.returncode == 0, r.stderr
+    assert "[50256, 5303]" in r.stdout
+    src = tmp_path / "in.txt"
+    src.write_text("hi", encoding="utf-8")
+    args = ("--eos-token", EOT, "--add-eos", "--add-bos", "--bos-token", EOT)
+    r = run("encode", "-t", "gpt2", src, "-o", tmp_path / "out.bin", *args)
+    assert r.returncode == 0, r.stderr
+    assert np.fromfile(tmp_path / "out.bin", dtype="<u2").tolist() == [50256, 5303, 50256]
+    r = run("show", "-t", "gpt2", "hi", "--add-bos")
+    assert r.returncode != 0
+    assert (
+        r.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "add_bos=True: this model names no BOS token; name one of its special tokens with "
+            "--bos-token TOKEN"
+        )
+    )
+
+
 def test_count_prints_tokens_per_file_and_total():
     r = run("count", "-t", "o200k_base", DATA / "address.txt", DATA / "german.txt")
     assert r.returncode == 0, r.stderr

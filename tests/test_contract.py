@@ -12,6 +12,7 @@ library).
 from __future__ import annotations
 
 import pickle
+import random
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from bytepair import formats
 from bytepair.models import RankBPE, Unsupported
 from bytepair.models import ranks as ranks_models
 
-from conftest import DATA, EOT
+from conftest import DATA, EOT, assert_every_path_encodes_as
 
 TEXTS = [
     "",
@@ -247,13 +248,60 @@ def test_with_special_tokens_adds_them_or_says_why_not(tok, kind):
             tok.with_special_tokens(["<|new|>"])
 
 
-def test_options_exist_where_the_kind_has_them(tok, kind):
+def framed(tok: bytepair.Tokenizer) -> bytepair.Tokenizer:
+    """``tok`` putting a BOS and an EOS around every text: its own (SentencePiece), or
+    two of its special tokens named for it."""
+    model = tok.model
+    if model.bos_token is None:
+        first, *rest = model.special_tokens
+        model = model.with_options(bos_token=first, eos_token=(rest or [first])[-1])
+    return bytepair.Tokenizer.from_model(model.with_options(add_bos=True, add_eos=True))
+
+
+def test_add_bos_and_add_eos_need_a_named_token_and_frame_every_path_for_every_kind(
+    tok, kind, tmp_path
+):
     if kind not in SENTENCEPIECE:
-        with pytest.raises(Unsupported, match="add_bos"):
+        with pytest.raises(ValueError, match="names no BOS token.*bos_token="):
             tok.model.with_options(add_bos=True)
-    else:
-        with_bos = bytepair.Tokenizer.from_model(tok.model.with_options(add_bos=True))
-        assert with_bos.encode("Hello")[0] == tok.model.bos_id
+        with pytest.raises(ValueError, match="eos_token 'nope' is not a special token"):
+            tok.model.with_options(eos_token="nope", add_eos=True)
+    with_frame = framed(tok)
+    assert with_frame.model.add_bos and with_frame.model.add_eos
+    assert not tok.model.add_bos and not tok.model.add_eos  # the model it came from
+    bos = tok.special_tokens[with_frame.model.bos_token]
+    eos = tok.special_tokens[with_frame.model.eos_token]
+    assert (bos, eos) == (
+        (tok.model.bos_id, tok.model.eos_id) if kind in SENTENCEPIECE else (bos, eos)
+    )
+    rng = random.Random(5)
+    for text in [*TEXTS, ""]:
+        assert_every_path_encodes_as(
+            with_frame, text, lambda t: [bos, *tok.encode(t), eos], tmp_path, rng
+        )
+        assert with_frame.count_tokens(text) == len(tok.encode(text)) + 2
+        flat, offsets = with_frame.encode_batch_to_numpy([text, "x"], num_threads=2)
+        assert flat[offsets[0] : offsets[1]].tolist() == [bos, *tok.encode(text), eos]
+    off = with_frame.with_options(add_bos=False, add_eos=False)
+    assert off.encode("Hello") == tok.encode("Hello")
+
+
+@pytest.mark.parametrize("fmt", ["bytepair", "hf"])
+def test_the_frame_is_kept_by_formats_that_hold_it_and_by_pickle(tok, kind, fmt, tmp_path):
+    with_frame = framed(tok)
+    path = tmp_path / ("t.bytepair" if fmt == "bytepair" else "t.json")
+    if fmt == "hf" and kind == "rank-bpe":
+        with pytest.raises(Unsupported, match="cannot hold"):  # no merge list holds it
+            with_frame.save(path)
+        return
+    with_frame.save(path)
+    for back in (bytepair.load(path), pickle.loads(pickle.dumps(with_frame))):
+        assert (back.model.bos_token, back.model.eos_token) == (
+            with_frame.model.bos_token,
+            with_frame.model.eos_token,
+        )
+        assert back.encode("Hello world") == with_frame.encode("Hello world")
+        assert back.with_options(add_bos=False, add_eos=False).encode("Hi") == tok.encode("Hi")
 
 
 # -- files and pickles -------------------------------------------------------------------

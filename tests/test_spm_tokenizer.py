@@ -96,7 +96,7 @@ def test_add_bos_and_add_eos_are_model_options(small_model):
     assert tok.decode(tok.encode("ab")) == "ab"
     ids, offsets = tok.encode_batch_to_numpy(["ab", "c"])
     assert ids[offsets[1] : offsets[2]].tolist() == [1, *ids_of(tok, "\u2581c"), 2]
-    with pytest.raises(ValueError, match="options of SentencePiece models"):
+    with pytest.raises(ValueError, match="names no BOS token; name one of its special tokens"):
         bytepair.load("gpt2", add_bos=True)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import doctest
 import importlib
-import json
 import multiprocessing
 import pickle
 
@@ -112,6 +111,19 @@ def test_encode_with_unstable_stable_part_survives_any_continuation():
     assert [fox] in completions  # a single token that extends " fo"
 
 
+def test_encode_with_unstable_keeps_the_bos_and_refuses_an_eos_that_no_token_precedes():
+    tok = bytepair.get_encoding("cl100k_base")
+    eot = "<|endoftext|>"
+    with_bos = tok.with_options(bos_token=eot, add_bos=True)
+    stable, completions = with_bos.encode_with_unstable("The quick brown fo")
+    assert (stable, completions) == (
+        [tok.eot_token, *tok.encode_with_unstable("The quick brown fo")[0]],
+        tok.encode_with_unstable("The quick brown fo")[1],
+    )
+    with pytest.raises(ValueError, match="with add_eos the EOS moves"):
+        with_bos.with_options(eos_token=eot, add_eos=True).encode_with_unstable("fo")
+
+
 def test_hf_folder_loads_in_transformers_with_its_special_tokens(tmp_path, tinystories_tokenizer):
     from transformers import AutoTokenizer
 
@@ -126,15 +138,6 @@ def test_hf_folder_loads_in_transformers_with_its_special_tokens(tmp_path, tinys
     assert theirs.encode(text) == tok.encode(text, allowed_special="all")
     with pytest.raises(ValueError, match="not one of the special tokens"):
         tok.save_hf(tmp_path / "bad", bos_token="<s>")
-
-
-def test_hf_template_post_processor_is_not_silently_ignored(tmp_path, tinystories_tokenizer):
-    tinystories_tokenizer.save(tmp_path / "t.json")
-    doc = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
-    doc["post_processor"] = {"type": "TemplateProcessing", "single": [], "pair": []}
-    (tmp_path / "t.json").write_text(json.dumps(doc), encoding="utf-8")
-    with pytest.warns(UserWarning, match="TemplateProcessing adds special tokens"):
-        bytepair.load(tmp_path / "t.json")
 
 
 def test_load_recognises_content_not_the_suffix(tmp_path, tinystories_tokenizer):

@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import warnings
 
 try:
     import transformers  # noqa: F401
@@ -86,14 +85,6 @@ def from_pretrained(folder: str | os.PathLike, **options) -> BytepairTokenizerFa
     return BytepairTokenizerFast.from_pretrained(folder, **options)
 
 
-def _load_quietly(path: str) -> bytepair.Tokenizer:
-    """bytepair.load without the warning that the post-processor's BOS/EOS are not in
-    bytepair's ids: here they are (the drop-in adds what the post-processor says)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*post_processor .* adds special tokens")
-        return bytepair.load(path)
-
-
 class BytepairTokenizerFast(PreTrainedTokenizerFast):
     """A ``PreTrainedTokenizerFast`` that encodes text with bytepair (see the module
     docstring). Made by :func:`as_hf` or :func:`from_pretrained`."""
@@ -116,7 +107,7 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
                     "BytepairTokenizerFast needs a tokenizer.json (tokenizer_file=...) or a "
                     "bytepair tokenizer (bytepair_tokenizer=...)"
                 )
-            bytepair_tokenizer = _load_quietly(file)
+            bytepair_tokenizer = bytepair.load(file)
         super().__init__(*args, **kwargs)
         model = bytepair_tokenizer.model
         if getattr(model, "add_bos", False) or getattr(model, "add_eos", False):

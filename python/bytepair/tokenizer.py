@@ -258,6 +258,19 @@ class Tokenizer:
         name = f" name={self.name}" if self.name else ""
         return f"<Tokenizer{name} {self._model.describe()} special_tokens=[{specials}]>"
 
+    def with_options(self, **options) -> Tokenizer:
+        """The same tokenizer with other model options: ``add_bos`` / ``add_eos`` (put
+        the BOS / EOS token around every text's ids, or not) and, for a model that does
+        not name them, ``bos_token`` / ``eos_token`` — the same for every kind of model
+        (see :func:`load`).
+
+        >>> import bytepair
+        >>> tok = bytepair.load("gpt2").with_options(bos_token="<|endoftext|>", add_bos=True)
+        >>> tok.encode("hi"), tok.with_options(add_bos=False).encode("hi")
+        ([50256, 5303], [5303])
+        """
+        return Tokenizer.from_model(self._model.with_options(**options))
+
     def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> Tokenizer:
         """A new tokenizer with more special tokens, e.g. chat markers on cl100k_base:
 
@@ -378,10 +391,19 @@ class Tokenizer:
         from bytepair import unstable
 
         allowed, _ = self._specials(allowed_special, disallowed_special)
-        tokens = self.encode(
+        before, after = self._core.frame()
+        if after:
+            raise Unsupported(
+                "encode_with_unstable: with add_eos the EOS moves to the end of whatever "
+                "text follows, so no token before it is stable; use "
+                "tok.with_options(add_eos=False)"
+            )
+        bare = self.with_options(add_bos=False) if before else self
+        tokens = bare.encode(
             text, allowed_special=allowed_special, disallowed_special=disallowed_special
         )
-        return unstable.split(self._model, text, tokens, allowed)
+        stable, completions = unstable.split(bare._model, text, tokens, allowed)
+        return before + stable, completions  # BOS starts the stable part
 
     def encode_batch(
         self,
@@ -512,8 +534,8 @@ class Tokenizer:
 
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
 
-        def encode_prefix(text: str, last: bool) -> tuple[list[int], int]:
-            return self._run("encode_prefix", text, allowed, last, disallowed)
+        def encode_prefix(text: str, first: bool, last: bool) -> tuple[list[int], int]:
+            return self._run("encode_prefix", text, allowed, first, last, disallowed)
 
         return encode_chunks(encode_prefix, iterable)
 
@@ -597,16 +619,25 @@ def load(
     special_tokens=None,
     add_bos: bool | None = None,
     add_eos: bool | None = None,
+    bos_token: str | None = None,
+    eos_token: str | None = None,
 ) -> Tokenizer:
     """A tokenizer from a bundled encoding name (``"cl100k_base"``), a ``.bytepair``
     file, a ``tokenizer.json`` (or a folder holding one), a ``.tiktoken`` file (give
     ``pattern`` and ``special_tokens``: the format holds neither), a GPT-2 folder or a
-    SentencePiece ``.model``. ``add_bos`` / ``add_eos`` (SentencePiece models only) put
-    ``<s>`` / ``</s>`` around every text, overriding what the file says.
+    SentencePiece ``.model``.
+
+    ``add_bos`` / ``add_eos`` put the model's BOS / EOS token around every text's ids,
+    overriding what the file says (a ``tokenizer.json``'s ``TemplateProcessing``;
+    default: no). A SentencePiece model's are ``<s>`` and ``</s>``; other models name
+    them with ``bos_token`` / ``eos_token`` (one of their special tokens), unless the
+    file does.
 
     >>> import bytepair
     >>> bytepair.load("gpt2").encode("hello")
     [31373]
+    >>> bytepair.load("gpt2", eos_token="<|endoftext|>", add_eos=True).encode("hello")
+    [31373, 50256]
     """
     model = formats.read(
         path_or_name,
@@ -615,6 +646,8 @@ def load(
         special_tokens=special_tokens,
         add_bos=add_bos,
         add_eos=add_eos,
+        bos_token=bos_token,
+        eos_token=eos_token,
     )
     return Tokenizer.from_model(model)
 

@@ -14,6 +14,9 @@
 //! whole. A batch of a few unequal documents (a corpus of books, one shard batch)
 //! then keeps every core busy to its end.
 //!
+//! Each text's ids are framed ([`Frame`]: BOS/EOS): the first part of a cut text
+//! starts with the frame's `before`, its last part ends with `after`.
+//!
 //! Each text is first checked for disallowed special tokens, on its worker (a text cut
 //! in parts: whole, before it is cut). A failing text stops the workers from taking
 //! new texts; every text before it was already taken, so the error reported is always
@@ -25,7 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use super::chunking::find_cut;
-use crate::model::{check_disallowed, EncodeError, Model, SafeCuts};
+use crate::model::{check_disallowed, EncodeError, Frame, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
 /// Bytes of text one thread encodes between handing results over (see `encode_each`).
@@ -55,19 +58,22 @@ pub struct Specials<'a> {
     pub disallowed: &'a SpecialMatcher,
 }
 
-/// Checks one text and appends its ids to `out`.
+/// Checks one text and appends its ids to `out`, framed.
 fn encode_into<M: Model>(
     model: &M,
     text: &str,
     specials: Specials,
+    frame: &Frame,
     cache: &mut M::Cache,
     out: &mut Vec<u32>,
 ) -> Result<(), EncodeError> {
     check_disallowed(text, specials.disallowed)?;
-    model.encode_cached(text, specials.allowed, cache, out)
+    frame.around(out, |out| {
+        model.encode_cached(text, specials.allowed, cache, out)
+    })
 }
 
-/// Encodes every text on `threads` threads; `receive(index, ids)` runs on the calling
+/// Encodes every text on `threads` threads, each framed by `frame`; `receive(index, ids)` runs on the calling
 /// thread for each text as it finishes, in any order. Every wait for the next finished
 /// text goes through `wait(next)`, which must call `next` and return its result (the
 /// bindings release the GIL there); with one thread, `next` encodes a group of texts
@@ -76,6 +82,7 @@ pub fn encode_each<M: Model, E>(
     model: &M,
     texts: &[&str],
     specials: Specials,
+    frame: &Frame,
     threads: usize,
     mut wait: impl FnMut(&mut (dyn FnMut() -> Option<Done> + Send)) -> Option<Done>,
     mut receive: impl FnMut(usize, &[u32]) -> Result<(), E>,
@@ -103,7 +110,8 @@ pub fn encode_each<M: Model, E>(
                 let mut failure = None;
                 wait(&mut || {
                     for &text in &texts[start..end] {
-                        if let Err(e) = encode_into(model, text, specials, cache, &mut flat) {
+                        if let Err(e) = encode_into(model, text, specials, frame, cache, &mut flat)
+                        {
                             failure = Some(e); // the texts after it are never received
                             break;
                         }
@@ -142,9 +150,18 @@ pub fn encode_each<M: Model, E>(
                     let text = &texts[part.text][part.start..part.end];
                     let mut ids = Vec::with_capacity(text.len() / 3);
                     let ids = if part.whole {
-                        encode_into(model, text, specials, cache, &mut ids)
+                        encode_into(model, text, specials, frame, cache, &mut ids)
                     } else {
-                        model.encode_cached(text, specials.allowed, cache, &mut ids)
+                        // The frame around the whole text: before its first part,
+                        // after its last.
+                        if part.nth == 0 {
+                            ids.extend_from_slice(&frame.before);
+                        }
+                        let done = model.encode_cached(text, specials.allowed, cache, &mut ids);
+                        if part.nth + 1 == part.of {
+                            ids.extend_from_slice(&frame.after);
+                        }
+                        done
                     }
                     .map(|()| ids);
                     if ids.is_err() {
@@ -277,6 +294,11 @@ fn plan_parts<M: Model>(model: &M, texts: &[&str], specials: Specials, unit: usi
     parts
 }
 
+/// At least as many ids as `texts` encode to, framed (sizes [`encode_flat`]'s output).
+pub fn most_ids<M: Model>(model: &M, texts: &[&str], frame: &Frame) -> usize {
+    texts.iter().map(|t| model.most_ids(t) + frame.len()).sum()
+}
+
 /// Writes `ids` into `dst` (4 bytes each) as little-endian uint32.
 pub fn put_le(dst: &mut [u8], ids: &[u32]) {
     for (d, id) in dst.chunks_exact_mut(4).zip(ids) {
@@ -288,7 +310,7 @@ pub fn put_le(dst: &mut [u8], ids: &[u32]) {
 /// one after another into `out` as little-endian uint32. Returns the `texts.len() + 1`
 /// offsets (in ids) where each text's ids start and the last ends.
 ///
-/// `out` must hold 4 bytes per byte of text (a token has at least one byte). It may be
+/// `out` must hold 4 bytes per id [`most_ids`] allows. It may be
 /// uninitialised: only the bytes before the last offset are written, so pages never
 /// written cost no memory, and nothing is reallocated while the workers run (moving a
 /// large buffer unmaps pages, which interrupts the other cores to flush their TLBs).
@@ -297,12 +319,12 @@ pub fn encode_flat<M: Model>(
     model: &M,
     texts: &[&str],
     specials: Specials,
+    frame: &Frame,
     threads: usize,
     out: &mut [MaybeUninit<u8>],
 ) -> Result<Vec<u64>, EncodeError> {
-    let most_ids: usize = texts.iter().map(|t| model.most_ids(t)).sum();
     assert!(
-        out.len() >= most_ids * 4,
+        out.len() >= most_ids(model, texts, frame) * 4,
         "the output holds 4 bytes per id the model may give"
     );
     let mut offsets = Vec::with_capacity(texts.len() + 1);
@@ -323,6 +345,7 @@ pub fn encode_flat<M: Model>(
         model,
         texts,
         specials,
+        frame,
         threads,
         |next| next(),
         |i, ids| {
@@ -372,17 +395,36 @@ mod tests {
             .collect()
     }
 
+    /// A frame of a BOS and a two-id EOS.
+    fn framing() -> Frame {
+        Frame {
+            before: vec![7],
+            after: vec![8, 9],
+        }
+    }
+
+    /// `ids` inside `frame`.
+    fn framed(frame: &Frame, ids: &[u32]) -> Vec<u32> {
+        [&frame.before[..], ids, &frame.after[..]].concat()
+    }
+
     #[test]
     fn flat_output_is_every_text_in_order_whatever_the_threads() {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
         let texts = texts();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let specials = allowing_all(&e);
-        let want = each_whole(&e, &texts);
-        for threads in [1, 2, 5] {
-            let bytes: usize = texts.iter().map(|t| t.len()).sum();
-            let mut out = vec![MaybeUninit::new(0u8); bytes * 4];
-            let offsets = encode_flat(&e, &texts, specials, threads, &mut out).unwrap();
+        let frames = [Frame::default(), framing()];
+        for (threads, frame) in [1, 2, 5]
+            .into_iter()
+            .flat_map(|t| frames.iter().map(move |f| (t, f)))
+        {
+            let want: Vec<Vec<u32>> = each_whole(&e, &texts)
+                .iter()
+                .map(|w| framed(frame, w))
+                .collect();
+            let mut out = vec![MaybeUninit::new(0u8); most_ids(&e, &texts, frame) * 4];
+            let offsets = encode_flat(&e, &texts, specials, frame, threads, &mut out).unwrap();
             assert_eq!(offsets.len(), texts.len() + 1);
             // SAFETY: every byte was initialised above.
             let bytes: Vec<u8> = out.iter().map(|b| unsafe { b.assume_init() }).collect();
@@ -413,6 +455,7 @@ mod tests {
                 &e,
                 &texts,
                 specials,
+                &Frame::default(),
                 threads,
                 |next| next(),
                 |i, _| {
@@ -504,12 +547,14 @@ mod tests {
         let unit = (total / (2 * 8)).clamp(MIN_UNIT, MAX_UNIT);
         let parts = plan_parts(&e, &texts, specials, unit);
         assert!(parts.len() >= texts.len() + 4, "the long texts are cut");
-        for threads in [2, 3] {
+        for (threads, frame) in [(2, Frame::default()), (3, Frame::default()), (2, framing())] {
+            let want: Vec<Vec<u32>> = want.iter().map(|w| framed(&frame, w)).collect();
             let mut got = vec![None; texts.len()];
             encode_each(
                 &e,
                 &texts,
                 specials,
+                &frame,
                 threads,
                 |next| next(),
                 |i, ids| {
@@ -520,7 +565,7 @@ mod tests {
             )
             .unwrap();
             let got: Vec<Vec<u32>> = got.into_iter().map(Option::unwrap).collect();
-            assert_eq!(got, want, "{threads} threads");
+            assert_eq!(got, want, "{threads} threads, {frame:?}");
         }
     }
 
@@ -544,6 +589,7 @@ mod tests {
             &e,
             &texts[2..4],
             specials,
+            &Frame::default(),
             2,
             |next| next(),
             |_, _| Ok::<(), ()>(()),
@@ -568,6 +614,7 @@ mod tests {
             &e,
             &texts,
             specials,
+            &Frame::default(),
             1,
             |next| next(),
             |i, ids| {

@@ -14,7 +14,7 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use super::blocks::{for_each_block, ReadError, Utf8Errors};
 use super::chunking::{split_evenly, TextCuts};
-use crate::model::{Model, SafeCuts};
+use crate::model::{Frame, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
 /// What to do with special tokens found in the file.
@@ -41,6 +41,7 @@ struct Pending {
 
 /// Encodes the file at `path` into `out` as `width`-byte ids (2 or 4). Returns the
 /// number of tokens written. `progress(bytes_done)` after each block; false stops.
+/// The file is one text: `frame` goes around the whole of it.
 ///
 /// A pipeline: this thread reads a block, hands its parts to the pool's workers and,
 /// while they encode, reads the next block and writes finished parts in file order.
@@ -52,6 +53,7 @@ pub fn encode_file<M: Model>(
     out: &mut impl Write,
     width: usize,
     specials: Specials,
+    frame: &Frame,
     errors: Utf8Errors,
     pool: &rayon::ThreadPool,
     block_bytes: usize,
@@ -79,6 +81,7 @@ pub fn encode_file<M: Model>(
         bytes: Vec::new(),
         written: 0,
     };
+    writer.write(&frame.before)?;
     let mut pending: VecDeque<Pending> = VecDeque::new();
     pool.in_place_scope(|s| {
         for_each_block(
@@ -136,6 +139,7 @@ pub fn encode_file<M: Model>(
     for cache in owned_caches {
         enc.give_back_cache(cache.into_inner().expect("no panics while held"));
     }
+    writer.write(&frame.after)?;
     writer.out.flush().map_err(ReadError::Write)?;
     Ok(writer.written)
 }

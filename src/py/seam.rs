@@ -15,12 +15,12 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
-use crate::io::batch::{encode_each, encode_flat, put_le, Specials};
+use crate::io::batch::{encode_each, encode_flat, most_ids, put_le, Specials};
 use crate::io::blocks::ReadError;
 use crate::io::chunking::find_cut;
 use crate::io::shards;
 use crate::io::stream;
-use crate::model::{check_disallowed, try_reserve, EncodeError, Model, SafeCuts};
+use crate::model::{check_disallowed, try_reserve, EncodeError, Frame, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
 /// `disallowed_special` as the binding takes it: None or a list of strings (these
@@ -54,7 +54,10 @@ const SIGNAL_BLOCK: usize = 4 << 20;
 
 /// A model and what its binding keeps between calls.
 pub struct Seam<M> {
-    pub core: M,
+    /// Shared by the seams of the same model with other frames ([`Seam::framed`]).
+    pub core: Arc<M>,
+    /// Put around every text (BOS/EOS; see [`Frame`]).
+    pub frame: Frame,
     /// What `allowed_special=None` allows (the model's default).
     all: Arc<SpecialMatcher>,
     /// The model's special tokens: what `disallowed_special="all"` refuses (less the
@@ -67,6 +70,8 @@ pub struct Seam<M> {
     always: Vec<String>,
     /// How many ids, from 0, have a shared Python int in `ints`.
     dense_ids: usize,
+    /// The model's largest id.
+    max_id: u32,
     matchers: Mutex<FxHashMap<Vec<String>, Arc<SpecialMatcher>>>,
     /// One Python int per id below `dense_ids`, made once: results share them instead
     /// of allocating an int per token, which took a third of `encode`'s time. Bounded
@@ -98,12 +103,14 @@ impl<M: Model> Seam<M> {
         max_id: u32,
     ) -> PyResult<Self> {
         Ok(Self {
-            core,
+            core: Arc::new(core),
+            frame: Frame::default(),
             all: Arc::new(all),
             registered: Arc::new(registered),
             none: Arc::new(SpecialMatcher::new(&[]).map_err(value_error)?),
             always: Vec::new(),
             dense_ids: tokens.min(max_id as usize + 1),
+            max_id,
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
         })
@@ -117,6 +124,30 @@ impl<M: Model> Seam<M> {
             self.always = tokens;
         }
         Ok(self)
+    }
+
+    /// The same model (shared, not copied) putting `frame` around every text; an id
+    /// of the frame that is no id of the model is a ValueError.
+    pub fn framed(&self, frame: Frame) -> PyResult<Self> {
+        let ids = frame.before.iter().chain(&frame.after);
+        if let Some(id) = ids.copied().find(|&id| id > self.max_id) {
+            return Err(value_error(format!(
+                "BOS/EOS id {id} is not an id of this model (its largest is {})",
+                self.max_id
+            )));
+        }
+        Ok(Self {
+            core: Arc::clone(&self.core),
+            frame,
+            all: Arc::clone(&self.all),
+            registered: Arc::clone(&self.registered),
+            none: Arc::clone(&self.none),
+            always: self.always.clone(),
+            dense_ids: self.dense_ids,
+            max_id: self.max_id,
+            matchers: Mutex::new(FxHashMap::default()),
+            ints: OnceLock::new(),
+        })
     }
 
     /// The shared ints, made on first use.
@@ -287,13 +318,17 @@ impl<M: Model> Seam<M> {
         if text.len() <= SIGNAL_BLOCK {
             // A short text crosses once: the check and the encoding in one release of
             // the GIL (most calls; a long one is encoded in blocks, below).
-            let core = &self.core;
+            let (core, frame) = (&*self.core, &self.frame);
             return py
                 .detach(|| {
                     check_disallowed(text, &disallowed)?;
                     let mut ids = Vec::new();
-                    try_reserve(&mut ids, text.len() / 3 + 1)?;
-                    core.with_cache(|cache| core.encode_cached(text, &allowed, cache, &mut ids))?;
+                    try_reserve(&mut ids, text.len() / 3 + 1 + frame.len())?;
+                    core.with_cache(|cache| {
+                        frame.around(&mut ids, |ids| {
+                            core.encode_cached(text, &allowed, cache, ids)
+                        })
+                    })?;
                     Ok(ids)
                 })
                 .map_err(|e| encode_error(py, e));
@@ -304,10 +339,12 @@ impl<M: Model> Seam<M> {
         ids.try_reserve(text.len() / 3).map_err(|_| {
             PyMemoryError::new_err(format!("no memory for the ids of {} bytes", text.len()))
         })?;
-        let core = &self.core;
+        ids.extend_from_slice(&self.frame.before);
+        let core = &*self.core;
         self.for_each_block(py, text, &allowed, |block, cache| {
             core.encode_cached(block, &allowed, cache, &mut ids)
         })?;
+        ids.extend_from_slice(&self.frame.after);
         Ok(ids)
     }
 
@@ -362,7 +399,7 @@ impl<M: Model> Seam<M> {
         let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
         py.detach(|| check_disallowed(text, &disallowed))
             .map_err(|e| encode_error(py, e))?;
-        let (core, mut count) = (&self.core, 0);
+        let (core, mut count) = (&*self.core, self.frame.len());
         self.for_each_block(py, text, &allowed, |block, cache| {
             count += core.count_cached(block, &allowed, cache)?;
             Ok(())
@@ -389,9 +426,10 @@ impl<M: Model> Seam<M> {
         };
         let mut lists: Vec<Option<Bound<'py, PyList>>> = texts.iter().map(|_| None).collect();
         encode_each(
-            &self.core,
+            &*self.core,
             &texts,
             specials,
+            &self.frame,
             num_threads,
             |next| py.detach(next), // wait without the GIL
             |i, ids| {
@@ -433,7 +471,7 @@ impl<M: Model> Seam<M> {
             allowed: &allowed,
             disallowed: &disallowed,
         };
-        let size: usize = texts.iter().map(|t| self.core.most_ids(t)).sum::<usize>() * 4;
+        let size = most_ids(&*self.core, &texts, &self.frame) * 4;
         let py_size =
             ffi::Py_ssize_t::try_from(size).map_err(|_| value_error("batch too large"))?;
         // SAFETY: a new bytearray of `size` uninitialised bytes (not zeroed: its pages
@@ -449,7 +487,7 @@ impl<M: Model> Seam<M> {
             (out, std::slice::from_raw_parts_mut(ptr, size))
         };
         let offsets = py
-            .detach(|| encode_flat(&self.core, &texts, specials, num_threads, buf))
+            .detach(|| encode_flat(&*self.core, &texts, specials, &self.frame, num_threads, buf))
             .map_err(|e| encode_error(py, e))?;
         let written = offsets.last().map_or(0, |&n| n as ffi::Py_ssize_t * 4);
         // SAFETY: shrinking our own bytearray to the bytes written.
@@ -462,17 +500,28 @@ impl<M: Model> Seam<M> {
 
     /// Streaming (`io::stream`): encodes the part of `text` later text cannot change.
     /// Returns the ids and how many characters (code points) of `text` were consumed.
+    /// The frame's `before` comes with the `first` call's ids, its `after` with the
+    /// `last` call's.
     pub fn encode_prefix(
         &self,
         py: Python<'_>,
         text: &str,
         allowed_special: Option<Vec<String>>,
+        first: bool,
         last: bool,
         disallowed_special: Disallowed,
     ) -> PyResult<(Vec<u32>, usize)> {
         let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
+        let frame = &self.frame;
         py.detach(|| {
-            let (ids, used) = stream::encode_prefix(&self.core, text, &allowed, &disallowed, last)?;
+            let core = &*self.core;
+            let (mut ids, used) = stream::encode_prefix(core, text, &allowed, &disallowed, last)?;
+            if first && !frame.before.is_empty() {
+                ids.splice(0..0, frame.before.iter().copied());
+            }
+            if last {
+                ids.extend_from_slice(&frame.after);
+            }
             Ok::<_, EncodeError>((ids, text[..used].chars().count()))
         })
         .map_err(|e| encode_error(py, e))
@@ -523,11 +572,12 @@ impl<M: Model> Seam<M> {
         };
         let result = py.detach(|| {
             shards::encode_file(
-                &self.core,
+                &*self.core,
                 path,
                 &mut out,
                 width,
                 specials,
+                &self.frame,
                 errors,
                 &pool,
                 block_bytes,
@@ -653,19 +703,33 @@ macro_rules! pymethods_with_seam {
         }
 
         /// Streaming: the ids of the part of `text` later text cannot change, and how
-        /// many characters that part is (see `py::seam`).
-        #[pyo3(signature = (text, allowed_special, last, disallowed_special=None))]
+        /// many characters that part is (see `py::seam`); `first` / `last`: the
+        /// stream's first / last call.
+        #[pyo3(signature = (text, allowed_special, first, last, disallowed_special=None))]
         fn encode_prefix(
             &self,
             py: ::pyo3::Python<'_>,
             text: &str,
             allowed_special: Option<Vec<String>>,
+            first: bool,
             last: bool,
             disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<(Vec<u32>, usize)> {
             let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             let seam = &self.seam;
-            seam.encode_prefix(py, text, allowed_special, last, disallowed)
+            seam.encode_prefix(py, text, allowed_special, first, last, disallowed)
+        }
+
+        /// The same model putting `before` ahead of every text's ids and `after`
+        /// behind them (BOS/EOS; `model::Frame`); shares this one's data.
+        fn with_frame(&self, before: Vec<u32>, after: Vec<u32>) -> ::pyo3::PyResult<Self> {
+            let frame = $crate::model::Frame { before, after };
+            Ok(Self { seam: self.seam.framed(frame)? })
+        }
+
+        /// The ids put before and after every text (`with_frame`).
+        fn frame(&self) -> (Vec<u32>, Vec<u32>) {
+            (self.seam.frame.before.clone(), self.seam.frame.after.clone())
         }
 
         /// Encodes the UTF-8 file at `path` into `out_path` as ids of `width` bytes

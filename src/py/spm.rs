@@ -63,12 +63,13 @@ pymethods_with_seam!(SentencePieceModel {
         let scheme = Prefix::from_name(prefix)
             .ok_or_else(|| PyValueError::new_err(format!("{path}: unknown prefix scheme {prefix:?}")))?;
         let core = py.detach(|| {
-            SpmModel::from_bytes(data)?
-                .with_options(add_bos, add_eos)?
+            let core = SpmModel::from_bytes(data)?
                 .with_metaspace(scheme, split)?
-                .with_normalized_tokens(normalized)
+                .with_normalized_tokens(normalized)?;
+            let frame = core.frame(add_bos, add_eos)?;
+            Ok::<_, SpmError>((core, frame))
         });
-        let core = core.map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
+        let (core, frame) = core.map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
         // `allowed_special=None` matches nothing, as sentencepiece does (but the
         // added tokens, matched always); the special tokens (what "all" disallows)
         // are the control pieces.
@@ -76,8 +77,9 @@ pymethods_with_seam!(SentencePieceModel {
         let specials = specials.unwrap_or_else(|| core.control_pieces());
         let controls = SpecialMatcher::new(&specials).map_err(PyValueError::new_err)?;
         let (tokens, max_id) = (core.len(), core.len().saturating_sub(1) as u32);
+        let seam = Seam::new(core, all, controls, tokens, max_id)?.with_always(added)?;
         Ok(Self {
-            seam: Seam::new(core, all, controls, tokens, max_id)?.with_always(added)?,
+            seam: seam.framed(frame)?,
         })
     }
 
@@ -160,14 +162,16 @@ pymethods_with_seam!(SentencePieceModel {
         Ok(d)
     }
 
+    /// Whether every text starts with `<s>` (the frame has ids before).
     #[getter]
     fn add_bos(&self) -> bool {
-        self.core().add_bos
+        !self.seam.frame.before.is_empty()
     }
 
+    /// Whether every text ends with `</s>`.
     #[getter]
     fn add_eos(&self) -> bool {
-        self.core().add_eos
+        !self.seam.frame.after.is_empty()
     }
 
     fn id_to_piece(&self, id: usize) -> PyResult<String> {

@@ -9,6 +9,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cache_pool::CachePool;
+use crate::model::Frame;
 
 use super::chars::CharTable;
 use super::encode::WordCache;
@@ -71,10 +72,6 @@ pub struct SpmModel {
     pub reserved_shadows_mergeable: bool,
     /// Warm word caches for encoding.
     pub caches: CachePool<WordCache>,
-    /// Whether each text encoded through the model seam ([`crate::model::Model`])
-    /// starts with `<s>` / ends with `</s>` (see [`SpmModel::with_options`]).
-    pub add_bos: bool,
-    pub add_eos: bool,
     /// Which texts between special tokens get the dummy prefix (see [`Prefix`]).
     pub prefix: Prefix,
     /// Hugging Face's Metaspace `split: true`: every `▁` starts a word of its own,
@@ -252,8 +249,6 @@ impl SpmModel {
             add_dummy_prefix: spec.add_dummy_prefix(),
             remove_extra_whitespaces: spec.remove_extra_whitespaces(),
             caches: CachePool::default(),
-            add_bos: false,
-            add_eos: false,
             prefix: Prefix::Spm,
             split: false,
             normalized_tokens: Vec::new(),
@@ -261,17 +256,18 @@ impl SpmModel {
         })
     }
 
-    /// The model with `<s>` before / `</s>` after every text it encodes through the
-    /// model seam; an error when the model has no such control piece.
-    pub fn with_options(mut self, add_bos: bool, add_eos: bool) -> Result<SpmModel, SpmError> {
-        if add_bos && self.bos_id.is_none() {
-            return Err(super::encode::no_control("<s> (bos)"));
-        }
-        if add_eos && self.eos_id.is_none() {
-            return Err(super::encode::no_control("</s> (eos)"));
-        }
-        (self.add_bos, self.add_eos) = (add_bos, add_eos);
-        Ok(self)
+    /// The frame of sentencepiece's `add_bos` / `add_eos`: `<s>` before / `</s>`
+    /// after every text; an error when the model has no such control piece.
+    pub fn frame(&self, add_bos: bool, add_eos: bool) -> Result<Frame, SpmError> {
+        let id = |add: bool, id: Option<u32>, name: &str| match (add, id) {
+            (false, _) => Ok(Vec::new()),
+            (true, Some(id)) => Ok(vec![id]),
+            (true, None) => Err(super::encode::no_control(name)),
+        };
+        Ok(Frame {
+            before: id(add_bos, self.bos_id, "<s> (bos)")?,
+            after: id(add_eos, self.eos_id, "</s> (eos)")?,
+        })
     }
 
     /// The model with Hugging Face's rules for the dummy prefix and words

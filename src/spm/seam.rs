@@ -11,8 +11,9 @@
 //!   Hugging Face's Metaspace or `Prepend` normalizer puts it.
 //!   USER_DEFINED pieces are not special tokens: they are always matched, as in
 //!   sentencepiece.
-//! - `<s>` before and `</s>` after each text, when the model says so
-//!   ([`SpmModel::with_options`]).
+//!
+//! `<s>` before and `</s>` after each text (sentencepiece's `add_bos`/`add_eos`) are
+//! the seam's [`crate::model::Frame`] ([`SpmModel::frame`]), as for every kind.
 //!
 //! Where text may be cut: nowhere. The dummy prefix goes at the start of a text, and
 //! `remove_extra_whitespaces` drops spaces at both ends, so a text cut in two encodes
@@ -34,9 +35,6 @@ impl SpmModel {
         cache: &mut WordCache,
         out: &mut Vec<u32>,
     ) {
-        if let (true, Some(bos)) = (self.add_bos, self.bos_id) {
-            out.push(bos);
-        }
         // Tokens Hugging Face matches only after its normalizer ran (see
         // `normalized_tokens`): those the call allows, found per segment.
         let after: Vec<&str> = if self.normalized_tokens.is_empty() {
@@ -63,9 +61,6 @@ impl SpmModel {
         }
         if at < text.len() {
             self.encode_between(&text[at..], at == 0, &after, cache, out);
-        }
-        if let (true, Some(eos)) = (self.add_eos, self.eos_id) {
-            out.push(eos);
         }
     }
 }
@@ -154,8 +149,7 @@ impl Model for SpmModel {
         self.caches.give_back(cache)
     }
 
-    /// At most an id per byte of the normalized text ("▁" is one id for one space),
-    /// plus `<s>` and `</s>`. Without normalization rules that is one per byte of
+    /// At most an id per byte of the normalized text ("▁" is one id for one space). Without normalization rules that is one per byte of
     /// `text` and one for the dummy prefix; rules can lengthen text ("½" -> "1⁄2"),
     /// so then the text is normalized to count.
     fn most_ids(&self, text: &str) -> usize {
@@ -166,7 +160,7 @@ impl Model for SpmModel {
         };
         // A prefix on every segment: one more id per special token (of a byte or more).
         let per_segment = matches!(self.prefix, Prefix::Always | Prefix::Each);
-        body * (1 + per_segment as usize) + 2
+        body * (1 + per_segment as usize)
     }
 
     fn safe_cuts(&self) -> SafeCuts {
@@ -200,6 +194,7 @@ impl Model for SpmModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Frame;
     use crate::spm::tests::model;
     use crate::spm::PieceType::Normal;
 
@@ -327,10 +322,15 @@ mod tests {
     }
 
     #[test]
-    fn options_put_bos_and_eos_around_each_text() {
+    fn the_frame_of_add_bos_and_add_eos_is_what_sentencepiece_puts_around_a_text() {
         let m = small();
-        let plain = m.encode("a b", true, true).unwrap();
-        let m = m.with_options(true, true).unwrap();
-        assert_eq!(encode(&m, "a b", &matcher(&[])), plain);
+        let plain = m.encode("a b", false, false).unwrap();
+        let framed = m.encode("a b", true, true).unwrap();
+        let frame = m.frame(true, true).unwrap();
+        assert_eq!(
+            framed,
+            [&frame.before[..], &plain, &frame.after[..]].concat()
+        );
+        assert_eq!(m.frame(false, false).unwrap(), Frame::default());
     }
 }

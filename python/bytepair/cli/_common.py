@@ -52,6 +52,26 @@ def add_tokenizer_options(
     p.add_argument(
         "--pattern", help="pre-tokenizer of a .tiktoken input: gpt2, cl100k, o200k or a regex"
     )
+    p.add_argument(
+        "--add-bos",
+        action=argparse.BooleanOptionalAction,
+        help="put the BOS token before every text, or not (default: as the file says)",
+    )
+    p.add_argument(
+        "--add-eos",
+        action=argparse.BooleanOptionalAction,
+        help="put the EOS token after every text, or not (default: as the file says)",
+    )
+    p.add_argument(
+        "--bos-token",
+        metavar="TOKEN",
+        help="the special token --add-bos puts (if the file names none)",
+    )
+    p.add_argument(
+        "--eos-token",
+        metavar="TOKEN",
+        help="the special token --add-eos puts (if the file names none)",
+    )
 
 
 def add_threads_option(p: argparse.ArgumentParser) -> None:
@@ -141,11 +161,25 @@ def load_tokenizer(args, spec: str | None = None):
                 f"{spec}: a .tiktoken file holds no pre-tokenizer pattern; pass --pattern "
                 "(gpt2, cl100k, o200k or a regex) and its special tokens with --special TOKEN=ID"
             )
-        return load(spec, format=fmt, pattern=pattern, special_tokens=specials)
+        tok = load(spec, format=fmt, pattern=pattern, special_tokens=specials)
+        return with_frame_options(args, tok)
     tok = load(spec, format=fmt, pattern=pattern if path.is_dir() else None)
     if specials:
         tok = tok.with_special_tokens(specials)
-    return tok
+    return with_frame_options(args, tok)
+
+
+def with_frame_options(args, tok):
+    """``tok`` with the BOS/EOS options given (``--add-bos``, ``--bos-token``...)."""
+    names = ("add_bos", "add_eos", "bos_token", "eos_token")
+    options = {n: getattr(args, n, None) for n in names if getattr(args, n, None) is not None}
+    if not options:
+        return tok
+    try:
+        return tok.with_options(**options)
+    except ValueError as e:
+        message = str(e).replace("bos_token=...", "--bos-token TOKEN")
+        raise ValueError(message.replace("eos_token=...", "--eos-token TOKEN")) from None
 
 
 def show_progress(args) -> bool | None:

@@ -96,12 +96,15 @@ def read(
     special_tokens=None,
     add_bos: bool | None = None,
     add_eos: bool | None = None,
+    bos_token: str | None = None,
+    eos_token: str | None = None,
 ) -> Model:
     """The model in a bundled encoding (by name), a file or a folder (see
     :func:`bytepair.load`, which wraps it in a ``Tokenizer``)."""
     _check_format(format)
     path = Path(path_or_name)
-    options = {k: v for k, v in (("add_bos", add_bos), ("add_eos", add_eos)) if v is not None}
+    given = {"add_bos": add_bos, "add_eos": add_eos, "bos_token": bos_token, "eos_token": eos_token}
+    options = {k: v for k, v in given.items() if v is not None}
     if isinstance(path_or_name, str) and path_or_name in bundled.names() and not path.exists():
         model = bundled.model(path_or_name)
         where = path_or_name

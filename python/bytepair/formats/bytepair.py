@@ -22,6 +22,9 @@ loads as before. So are, from a Hugging Face file whose pre-tokenizer splits the
 pattern's pieces further (DeepSeek V3) or whose BPE looks whole pieces up first (Llama
 3), ``"splits": [["<regex>", "Isolated", false], ...]`` (``bytepair.split``: pattern,
 behavior, invert; applied in order after ``"pattern"``) and ``"ignore_merges": true``.
+A model that puts a BOS or EOS token around every text (a Hugging Face file's
+``TemplateProcessing``, or ``with_options``) has ``"bos_token"`` / ``"eos_token"``
+(special tokens) and ``"add_bos"`` / ``"add_eos"`` (true or false).
 
 Merges are ``"left right"`` in GPT-2's byte-to-unicode notation, in rank order: merge
 *i* is token 256 + *i*. A ``"vocab"`` object (``{token: id}``) is written only when the
@@ -81,6 +84,7 @@ def dumps(
     normalizer: tuple[str, ...] = (),
     splits: tuple = (),
     ignore_merges: bool = False,
+    frame: dict | None = None,
 ) -> str:
     """The text of a ``.bytepair`` file (see the module docstring for the layout)."""
     head = {
@@ -97,6 +101,7 @@ def dumps(
         head["splits"] = [list(split) for split in splits]
     if ignore_merges:
         head["ignore_merges"] = True
+    head.update(frame or {})
     blocks = []
     if vocab is not None:
         entries = (f"{_json(token_to_str(token))}: {i}" for i, token in sorted(vocab.items()))
@@ -176,7 +181,46 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
         "normalizer": tuple(normalizer),
         "splits": splits,
         "ignore_merges": ignore_merges,
+        "frame": _frame_of(doc, path),
     }
+
+
+def _frame_of(doc: dict, path) -> dict:
+    """The frame fields of a byte-level model's file (``with_options``'s), checked."""
+    frame = {}
+    for key in ("bos_token", "eos_token"):
+        if key in doc:
+            if not isinstance(doc[key], str):
+                raise ValueError(f'{path}: "{key}" must be a special token')
+            frame[key] = doc[key]
+    for key in ("add_bos", "add_eos"):
+        if key in doc:
+            if not isinstance(doc[key], bool):
+                raise ValueError(f'{path}: "{key}" must be true or false')
+            frame[key] = doc[key]
+    return frame
+
+
+def _frame_fields(model) -> dict:
+    """What :func:`_frame_of` reads back: the model's frame, when it names a token."""
+    fields: dict = {}
+    for which in ("bos", "eos"):
+        token = getattr(model, f"{which}_token")
+        if token is not None:
+            fields[f"{which}_token"] = token
+            fields[f"add_{which}"] = getattr(model, f"add_{which}")
+    return fields
+
+
+def _framed(model, frame: dict, path):
+    """``model`` with the frame a file gives it; a bad token is a ValueError naming
+    the file."""
+    if not frame:
+        return model
+    try:
+        return model.with_options(**frame)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
 
 
 def _document(raw: bytes, path, keys: tuple[str, ...]) -> dict:
@@ -218,7 +262,7 @@ def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>") -> Model:
     doc = loads(raw, path)
     vocab = doc["vocab"] if doc["vocab"] is not None else canonical_vocab(doc["merges"])
     try:
-        return BPE(
+        model = BPE(
             vocab,
             doc["merges"],
             doc["special_tokens"],
@@ -230,6 +274,7 @@ def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>") -> Model:
         )
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
+    return _framed(model, doc["frame"], path)
 
 
 def _sentencepiece_from_text(raw: bytes, path) -> SentencePiece:
@@ -280,7 +325,8 @@ def _ranks_from_text(raw: bytes, path) -> Model:
         if token in ranks:
             raise ValueError(f"{path}: rank #{n}: token {short(token)} was already given")
         ranks[token] = int(parts[1])
-    return ranks_models.from_ranks(ranks, specials, pattern, where=str(path))
+    model = ranks_models.from_ranks(ranks, specials, pattern, where=str(path))
+    return _framed(model, _frame_of(doc, path), path)
 
 
 def _ranks_text(model: RankBPE) -> str:
@@ -290,6 +336,7 @@ def _ranks_text(model: RankBPE) -> str:
         "model": "tiktoken_ranks",
         "pattern": model.pattern,
         "special_tokens": model.special_tokens,
+        **_frame_fields(model),
     }
     entries = (_json(f"{token_to_str(token)} {rank}") for token, rank in model.ranks().items())
     return _layout(head, [("ranks", "[]", entries)])
@@ -309,6 +356,7 @@ def _bpe_text(model: BPE) -> str:
         model.normalizer,
         model.splits,
         model.ignore_merges,
+        _frame_fields(model),
     )
 
 

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from pathlib import Path
 
 from bytepair._files import atomic_write
-from bytepair.formats import hf_sentencepiece
+from bytepair.formats import hf_post, hf_sentencepiece
 from bytepair.formats.byte_table import str_to_token, token_to_str
 from bytepair.formats.errors import parse_json, short
 from bytepair.formats.gpt2 import json_bytes, token_strings
@@ -136,12 +135,7 @@ def tokenizer_json(model: BPE) -> dict:
         "added_tokens": added,
         "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer,
-        "post_processor": {
-            "type": "ByteLevel",
-            "add_prefix_space": False,
-            "trim_offsets": False,
-            "use_regex": False,
-        },
+        "post_processor": _post_processor(model),
         "decoder": {
             "type": "ByteLevel",
             "add_prefix_space": False,
@@ -161,6 +155,24 @@ def tokenizer_json(model: BPE) -> dict:
             "merges": [[token_to_str(a), token_to_str(b)] for a, b in model.merges],
         },
     }
+
+
+def _post_processor(model: Model) -> dict:
+    """ByteLevel (offsets only), then the template of the model's BOS/EOS, if any."""
+    byte_level = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": False,
+        "use_regex": False,
+    }
+    frame = hf_post.template(
+        model.bos_token if model.add_bos else None,
+        model.eos_token if model.add_eos else None,
+        model.special_tokens.__getitem__,
+    )
+    if frame is None:
+        return byte_level
+    return {"type": "Sequence", "processors": [byte_level, frame]}
 
 
 def config_files(
@@ -360,6 +372,7 @@ def read_tokenizer_json(
         "added_tokens": "non-special added tokens",
         "splits": "pre-tokenizer steps after the first Split",
         "ignore_merges": "model.ignore_merges true",
+        "frame": "a post-processor that adds BOS/EOS",
     }
     for key, description in what.items():
         if options[key]:
@@ -389,11 +402,6 @@ def read_parts(
         raise fail(
             f"model type {short(model_type)} is not supported; only byte-level BPE models are"
         )
-    if model.get("byte_fallback"):
-        raise fail(
-            "model.byte_fallback is true (a SentencePiece-style BPE): not supported; only "
-            "byte-level BPE models are"
-        )
     if model.get("dropout") not in (None, 0, 0.0):
         raise fail(f"model.dropout {short(model['dropout'])} makes encoding random: not supported")
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
@@ -404,7 +412,6 @@ def read_parts(
         normalizers = _components(doc.get("normalizer"), "normalizers")
         pretokenizers = _components(doc.get("pre_tokenizer"), "pretokenizers")
         decoders = _components(doc.get("decoder"), "decoders")
-        processors = _components(doc.get("post_processor"), "processors")
     except ValueError as e:
         raise fail(str(e)) from None
     for n in normalizers:
@@ -444,14 +451,6 @@ def read_parts(
     for dec in decoders:
         if dec.get("type") != "ByteLevel":
             raise fail(f"decoder {dec.get('type')} is not supported; expected ByteLevel")
-    for proc in processors:
-        if proc.get("type") in ("TemplateProcessing", "BertProcessing", "RobertaProcessing"):
-            # Not silently: the ids bytepair gives lack what this step adds (a BOS...).
-            warnings.warn(
-                f"{path}: post_processor {proc.get('type')} adds special tokens around each "
-                "encoding in transformers; bytepair encodes the text alone (add them yourself)",
-                stacklevel=3,
-            )
 
     specials: dict[str, int] = {}
     added: dict[str, int] = {}
@@ -518,6 +517,8 @@ def read_parts(
         "normalizer": normalizer,
         "splits": tuple(steps),
         "ignore_merges": bool(model.get("ignore_merges")),
+        # BOS/EOS the post-processor puts around each text (hf_post), for with_options.
+        "frame": hf_post.read_frame(doc, lambda t: specials.get(t, added.get(t)), fail),
     }
     return vocab, merges, specials, pattern, options
 
@@ -553,8 +554,9 @@ def read(path: str | os.PathLike) -> Model:
     if hf_sentencepiece.is_sentencepiece(doc):
         return hf_sentencepiece.from_doc(doc, path)
     vocab, merges, special_tokens, pattern, options = read_parts(path, doc)
+    frame = options.pop("frame")
     try:
-        return BPE(vocab, merges, special_tokens, pattern, **options)
+        return BPE(vocab, merges, special_tokens, pattern, **options).with_options(**frame)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
 
@@ -563,7 +565,11 @@ def read(path: str | os.PathLike) -> Model:
 # get by default, and the special tokens they list.
 JSON = {BPE: tokenizer_json, SentencePiece: hf_sentencepiece.tokenizer_json}
 ROLE_DEFAULTS = {
-    BPE: lambda model: {},
+    BPE: lambda model: {
+        f"{which}_token": getattr(model, f"{which}_token")
+        for which in ("bos", "eos")
+        if getattr(model, f"{which}_token") is not None
+    },
     SentencePiece: lambda model: {"eos_token": None, **hf_sentencepiece.config_roles(model)},
 }
 CONFIG_SPECIALS = {

@@ -48,6 +48,7 @@ from __future__ import annotations
 import base64
 import os
 
+from bytepair.formats import hf_post
 from bytepair.formats.errors import short
 from bytepair.formats.sentencepiece import build
 from bytepair.models import SentencePiece
@@ -67,11 +68,11 @@ SPM_NORMALIZER = [
 def is_sentencepiece(doc: dict) -> bool:
     """True for a ``tokenizer.json`` of the SentencePiece family."""
     model = doc.get("model") or {}
-    if model.get("byte_fallback") or EMBEDDED in model:
-        return True
     pre = doc.get("pre_tokenizer") or {}
     kinds = [pre.get("type")] + [p.get("type") for p in pre.get("pretokenizers") or []]
-    return "Metaspace" in kinds
+    # byte_fallback in a byte-level file never applies (every byte is a token).
+    byte_fallback = model.get("byte_fallback") and "ByteLevel" not in kinds
+    return bool(byte_fallback) or EMBEDDED in model or "Metaspace" in kinds
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -91,24 +92,11 @@ def _merges(pieces: list[tuple[str, float, str]]) -> list[list[str]]:
 
 def _template(model) -> dict | None:
     """The post-processor that puts ``<s>`` / ``</s>`` around texts, as the model does."""
-    bos = [model.id_to_piece(model.bos_id)] if model.add_bos else []
-    eos = [model.id_to_piece(model.eos_id)] if model.add_eos else []
-    if not bos and not eos:
-        return None
-
-    def seq(name: str, type_id: int) -> list[dict]:
-        specials = [{"SpecialToken": {"id": t, "type_id": type_id}} for t in bos]
-        tail = [{"SpecialToken": {"id": t, "type_id": type_id}} for t in eos]
-        return [*specials, {"Sequence": {"id": name, "type_id": type_id}}, *tail]
-
-    return {
-        "type": "TemplateProcessing",
-        "single": seq("A", 0),
-        "pair": seq("A", 0) + seq("B", 1),
-        "special_tokens": {
-            t: {"id": t, "ids": [model.piece_to_id(t)], "tokens": [t]} for t in bos + eos
-        },
-    }
+    return hf_post.template(
+        model.bos_token if model.add_bos else None,
+        model.eos_token if model.add_eos else None,
+        model.piece_to_id,
+    )
 
 
 def tokenizer_json(model: SentencePiece) -> dict:
@@ -230,20 +218,6 @@ def config_roles(model: SentencePiece) -> dict[str, str | None]:
 
 
 # -- reading ------------------------------------------------------------------------------
-
-
-def _options(doc: dict) -> tuple[bool, bool, str, str]:
-    """(add_bos, add_eos, bos piece, eos piece) from a TemplateProcessing post-processor."""
-    post = doc.get("post_processor") or {}
-    if post.get("type") == "Sequence":
-        post = next(
-            (p for p in post.get("processors") or [] if p.get("type") == "TemplateProcessing"), {}
-        )
-    single = post.get("single") or [] if post.get("type") == "TemplateProcessing" else []
-    names = [item.get("SpecialToken", {}).get("id") for item in single]
-    bos = names[0] if names and names[0] else None
-    eos = names[-1] if len(names) > 1 and names[-1] else None
-    return bos is not None, eos is not None, bos or "<s>", eos or "</s>"
 
 
 def _is_replace(norm: dict, pattern: dict, content: str) -> bool:
@@ -424,7 +398,10 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
     if not isinstance(vocab, dict) or sorted(vocab.values()) != list(range(len(vocab))):
         raise fail("model.vocab must give the ids 0..n-1, each once")
     by_id = sorted(vocab, key=vocab.__getitem__)
-    add_bos, add_eos, bos, eos = _options(doc)
+    # The template's BOS/EOS (hf_post) are the model's <s> / </s>.
+    frame = hf_post.read_frame(doc, vocab.get, fail)
+    add_bos, add_eos = frame.get("add_bos", False), frame.get("add_eos", False)
+    bos, eos = frame.get("bos_token", "<s>"), frame.get("eos_token", "</s>")
     dummy, prefix, split, shape = _rules(doc, fail)
     added = _added_tokens(doc, shape, fail)
     # Under Prepend("▁"), tokenizers matches a normalized token as "▁" + the token.
@@ -447,7 +424,10 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
     }
     if EMBEDDED in model:
         embedded = SentencePiece.from_bytes(base64.b64decode(model[EMBEDDED]), str(path), **options)
-        if [p for p, _, _ in embedded.pieces] == by_id:
+        same_frame = (not add_bos or embedded.bos_token == bos) and (
+            not add_eos or embedded.eos_token == eos
+        )
+        if [p for p, _, _ in embedded.pieces] == by_id and same_frame:
             return embedded
     unk = model.get("unk_token") or "<unk>"
     byte_fallback = bool(model.get("byte_fallback"))

@@ -11,8 +11,11 @@ through its data (``merges`` is None for a kind that merges by score) or raises
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
+
+from bytepair.quoting import short
 
 
 class Unsupported(ValueError):
@@ -79,8 +82,24 @@ class Model(Protocol):
         """The same model with more special tokens, or :class:`Unsupported`."""
         ...
 
+    #: The special tokens ``add_bos`` / ``add_eos`` put before / after every text
+    #: (None: the model names none; a SentencePiece model's are ``<s>`` and ``</s>``).
+    bos_token: str | None
+    eos_token: str | None
+
+    @property
+    def add_bos(self) -> bool:
+        """Whether every text's ids start with ``bos_token``'s."""
+        ...
+
+    @property
+    def add_eos(self) -> bool:
+        """Whether every text's ids end with ``eos_token``'s."""
+        ...
+
     def with_options(self, **options) -> Model:
-        """The same model with other options (``add_bos``, ``add_eos``), or
+        """The same model with other options — ``add_bos``, ``add_eos`` (and for a
+        kind without its own, ``bos_token`` / ``eos_token``) for every kind — or
         :class:`Unsupported` naming the option this kind does not have."""
         ...
 
@@ -91,6 +110,57 @@ class Model(Protocol):
     def why_not(self, what: str) -> str:
         """Why this kind cannot do ``what`` (e.g. ``"merges"``), for error messages."""
         ...
+
+
+#: The options every kind takes (:meth:`Model.with_options`): the frame of each text.
+FRAME_OPTIONS = ("add_bos", "add_eos", "bos_token", "eos_token")
+
+
+def frame_options(model: Model) -> dict:
+    """``model``'s frame as :meth:`Model.with_options` takes it (to carry it over to a
+    model rebuilt from this one)."""
+    return {name: getattr(model, name) for name in FRAME_OPTIONS}
+
+
+def with_frame(
+    model,
+    *,
+    add_bos: bool | None = None,
+    add_eos: bool | None = None,
+    bos_token: str | None = None,
+    eos_token: str | None = None,
+    id_of=None,
+):
+    """A copy of ``model`` whose core puts ``bos_token`` before / ``eos_token`` after
+    every text as ``add_bos`` / ``add_eos`` say (None: as ``model`` does). The tokens
+    must be special tokens of the model (``id_of``: how else to find their ids). The
+    copy shares the model's data (the core's ``with_frame``): nothing is rebuilt."""
+    bos = model.bos_token if bos_token is None else bos_token
+    eos = model.eos_token if eos_token is None else eos_token
+    add_bos = model.add_bos if add_bos is None else bool(add_bos)
+    add_eos = model.add_eos if add_eos is None else bool(add_eos)
+
+    def ids(add: bool, token: str | None, which: str) -> list[int]:
+        if id_of is not None:
+            return [id_of(token)] if add else []
+        if token is not None and token not in model.special_tokens:
+            raise ValueError(f"{which}_token {short(token)} is not a special token of this model")
+        if not add:
+            return []
+        if token is None:
+            raise ValueError(
+                f"add_{which}=True: this model names no {which.upper()} token; name one of "
+                f"its special tokens with {which}_token=..."
+            )
+        return [model.special_tokens[token]]
+
+    before, after = ids(add_bos, bos, "bos"), ids(add_eos, eos, "eos")
+    framed = copy.copy(model)
+    # No longer the bundled encoding of that name (which pickles as its name alone).
+    framed.__dict__.pop("name", None)
+    framed.core = model.core.with_frame(before, after)
+    framed.bos_token, framed.eos_token = bos, eos
+    return framed
 
 
 def registered(table: dict, model):

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from functools import cached_property
 
 from bytepair import _core
-from bytepair.models.base import Unsupported, ids_of_bytes
+from bytepair.models.base import FRAME_OPTIONS, Unsupported, frame_options, ids_of_bytes, with_frame
 from bytepair.patterns import pattern_name, resolve_pattern
 from bytepair.quoting import short
 from bytepair.split import Split, splits_of
@@ -39,6 +39,20 @@ class ByteLevelBPE:
     #: A piece that is a token is that token, before any merge (Hugging Face's BPE
     #: option ``ignore_merges``: Llama 3's ``tokenizer.json``).
     ignore_merges: bool = False
+    #: The special tokens ``add_bos`` / ``add_eos`` put around every text (a Hugging
+    #: Face file's ``TemplateProcessing``; set with :meth:`with_options`).
+    bos_token: str | None = None
+    eos_token: str | None = None
+
+    @property
+    def add_bos(self) -> bool:
+        """Whether every text's ids start with ``bos_token``'s."""
+        return bool(self.core.frame()[0])
+
+    @property
+    def add_eos(self) -> bool:
+        """Whether every text's ids end with ``eos_token``'s."""
+        return bool(self.core.frame()[1])
 
     @classmethod
     def from_core(cls, core, special_tokens: dict[str, int], pattern: str | None):
@@ -110,9 +124,20 @@ class ByteLevelBPE:
         return ordinary == canonical_vocab(self.merges)
 
     def with_options(self, **options):
-        if not options:
+        """The same model with other ``add_bos`` / ``add_eos`` / ``bos_token`` /
+        ``eos_token`` (a new model sharing this one's data)."""
+        unknown = [name for name in options if name not in FRAME_OPTIONS]
+        if unknown:
+            raise Unsupported(f"{', '.join(unknown)}: {self.why_not('options')}")
+        if all(value is None for value in options.values()):
             return self
-        raise Unsupported(f"{', '.join(options)}: {self.why_not('options')}")
+        return with_frame(self, **options)
+
+    def reframed(self, model):
+        """``model`` (rebuilt from this one) with this one's frame."""
+        if self.bos_token is None and self.eos_token is None:
+            return model
+        return model.with_options(**frame_options(self))
 
     def describe(self) -> str:
         text = (
@@ -127,14 +152,11 @@ class ByteLevelBPE:
             text += f" normalizer={'+'.join(self.normalizer)}"
         if self.added_tokens:
             text += f" added_tokens={len(self.added_tokens)}"
-        return text
+        return text + describe_frame(self)
 
     def why_not(self, what: str) -> str:
         if what == "options":
-            return (
-                "a byte-level BPE model has no such option (add_bos and add_eos are "
-                "options of SentencePiece models)"
-            )
+            return f"a byte-level BPE model has no such option (it has {', '.join(FRAME_OPTIONS)})"
         return f"a byte-level BPE model cannot give {what}"
 
 
@@ -228,7 +250,7 @@ class BPE(ByteLevelBPE):
         specials = with_more_specials(self, special_tokens)
         special_ids = {*self.special_tokens.values(), *self.added_tokens.values()}
         ordinary = {i: t for i, t in self.vocab.items() if i not in special_ids}
-        return BPE(
+        model = BPE(
             ordinary,
             self.merges,
             specials,
@@ -238,6 +260,17 @@ class BPE(ByteLevelBPE):
             splits=self.splits,
             ignore_merges=self.ignore_merges,
         )
+        return self.reframed(model)
+
+
+def describe_frame(model) -> str:
+    """The frame in ``describe``'s words (empty when there is none)."""
+    text = ""
+    if model.add_bos:
+        text += f" bos={model.bos_token}"
+    if model.add_eos:
+        text += f" eos={model.eos_token}"
+    return text
 
 
 #: The largest token id (the core's ``model::MAX_ID``).

@@ -21,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bytepair import _core
-from bytepair.models.bpe import BPE, MAX_ID, ByteLevelBPE, special_items, with_more_specials
+from bytepair.models.bpe import (
+    BPE,
+    MAX_ID,
+    ByteLevelBPE,
+    describe_frame,
+    special_items,
+    with_more_specials,
+)
 from bytepair.patterns import pattern_name, resolve_pattern
 from bytepair.quoting import short
 
@@ -70,7 +77,7 @@ class RankBPE(ByteLevelBPE):
         """The same model with more special tokens (a new model; this one is unchanged).
         A token given without an id gets the next free one."""
         specials = with_more_specials(self, special_tokens)
-        return from_ranks(self.ranks(), specials, self.pattern)
+        return self.reframed(from_ranks(self.ranks(), specials, self.pattern))
 
     def has_canonical_ids(self) -> bool:
         return False
@@ -78,7 +85,7 @@ class RankBPE(ByteLevelBPE):
     def describe(self) -> str:
         return (
             f"kind={self.kind} vocab_size={self.vocab_size} pattern={pattern_name(self.pattern)} "
-            f"unbuildable={len(self.core.unbuildable())}"
+            f"unbuildable={len(self.core.unbuildable())}" + describe_frame(self)
         )
 
     def why_not(self, what: str) -> str:

@@ -35,7 +35,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from bytepair import _core
-from bytepair.models.base import Unsupported, ids_of_bytes
+from bytepair.models.base import Unsupported, ids_of_bytes, with_frame
 
 #: The whitespace mark of normalized text.
 SPACE = "\u2581"
@@ -118,14 +118,53 @@ class SentencePiece:
         return self.core.to_bytes()
 
     def with_options(
-        self, *, add_bos: bool | None = None, add_eos: bool | None = None
+        self,
+        *,
+        add_bos: bool | None = None,
+        add_eos: bool | None = None,
+        bos_token: str | None = None,
+        eos_token: str | None = None,
     ) -> SentencePiece:
-        """The same model with other ``add_bos`` / ``add_eos`` (a new model)."""
+        """The same model with other ``add_bos`` / ``add_eos`` (a new model sharing
+        this one's data). Its BOS and EOS are its ``<s>`` and ``</s>`` pieces: other
+        ``bos_token`` / ``eos_token`` are :class:`Unsupported`."""
+        for name, given, own in (
+            ("bos_token", bos_token, self.bos_token),
+            ("eos_token", eos_token, self.eos_token),
+        ):
+            if given is not None and given != own:
+                raise Unsupported(
+                    f"{name} {given!r}: a SentencePiece model's is its own piece ({own!r})"
+                )
         if add_bos is None and add_eos is None:
             return self
-        bos = self.add_bos if add_bos is None else add_bos
-        eos = self.add_eos if add_eos is None else add_eos
-        return SentencePiece.from_bytes(self.to_bytes(), add_bos=bos, add_eos=eos, **self.hf)
+        for add, token, which in (
+            (add_bos, self.bos_token, "bos"),
+            (add_eos, self.eos_token, "eos"),
+        ):
+            if add and token is None:
+                raise ValueError(f"add_{which}=True: this model has no {which} piece")
+        return with_frame(self, add_bos=add_bos, add_eos=add_eos, id_of=self.piece_to_id)
+
+    @property
+    def bos_token(self) -> str | None:
+        """The ``<s>`` piece (``add_bos`` puts it before every text), if the model has one."""
+        return None if self.bos_id is None else self.id_to_piece(self.bos_id)
+
+    @bos_token.setter
+    def bos_token(self, value) -> None:
+        if value != self.bos_token:
+            raise Unsupported(f"a SentencePiece model's BOS is its own piece ({self.bos_token!r})")
+
+    @property
+    def eos_token(self) -> str | None:
+        """The ``</s>`` piece (``add_eos`` puts it after every text), if the model has one."""
+        return None if self.eos_id is None else self.id_to_piece(self.eos_id)
+
+    @eos_token.setter
+    def eos_token(self, value) -> None:
+        if value != self.eos_token:
+            raise Unsupported(f"a SentencePiece model's EOS is its own piece ({self.eos_token!r})")
 
     @property
     def prefix(self) -> str:
