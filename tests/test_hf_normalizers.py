@@ -263,15 +263,12 @@ def test_a_bytepair_file_without_the_new_fields_loads_as_before(tmp_path):
 @pytest.mark.parametrize(
     ("normalizer", "named"),
     [
-        ({"type": "Replace", "pattern": {"String": "a"}, "content": "b"}, "Replace"),
-        ({"type": "Prepend", "prepend": "▁"}, "Prepend"),
-        ({"type": "Strip", "strip_left": True, "strip_right": True}, "Strip"),
         ({"type": "StripAccents"}, "StripAccents"),
         ({"type": "BertNormalizer", "lowercase": True}, "BertNormalizer"),
         ({"type": "Precompiled", "precompiled_charsmap": ""}, "Precompiled"),
         (
-            {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Replace"}]},
-            "Replace",
+            {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Nmt"}]},
+            "Nmt",
         ),
     ],
 )

@@ -52,6 +52,7 @@ except ImportError as e:  # pragma: no cover - the extra is part of the test ins
     ) from e
 
 import bytepair
+from bytepair import normalizers
 
 #: Options of ``save_hf`` (the roles written into the config files); the rest of
 #: ``as_hf``'s options go to the transformers tokenizer.
@@ -129,10 +130,14 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
         spm = isinstance(self._bytepair.model, bytepair.models.SentencePiece)
         if backend.normalizer is not None and not spm:
             node = json.loads(backend.normalizer.__getstate__())
-            steps = tuple(n.get("type") for n in node.get("normalizers", [node]))
+            nodes = node.get("normalizers", [node])
+            try:
+                steps = tuple(normalizers.from_json(n) for n in nodes)
+            except ValueError:
+                steps = tuple(str(n.get("type")) for n in nodes)
             if steps != tuple(getattr(self._bytepair.model, "normalizer", ())):
                 raise ValueError(
-                    f"{where}: normalizer {'+'.join(map(str, steps))}: bytepair's model "
+                    f"{where}: normalizer {normalizers.describe(steps)}: bytepair's model "
                     "does not normalize the text this way; use transformers.AutoTokenizer"
                 )
         if backend.pre_tokenizer is not None and not spm:

@@ -149,12 +149,13 @@ impl Encoder {
             return self.for_each_raw_ids(text, allowed, cache, limit, emit);
         }
         // As `tokenizers` does: tokens matched in the text as it is, the text between
-        // them normalized, then pre-tokenized. A piece's end is that of its segment
+        // them normalized, each segment on its own (Prepend and Strip act at its
+        // edges), then pre-tokenized. A piece's end is that of its segment
         // (`encode_until` of a normalized model cuts at safe cuts instead).
         let mut from = 0;
         for (start, end, index) in allowed.find_all(text.as_bytes()) {
             if from < start {
-                let segment = self.normalizer.normalize(&text[from..start]);
+                let segment = self.normalizer.normalize(&text[from..start])?;
                 let to = |_, ids: &[u32]| emit(start, ids);
                 self.for_each_raw_ids(&segment, &self.no_specials, cache, usize::MAX, to)?;
             }
@@ -162,7 +163,7 @@ impl Encoder {
             from = end;
         }
         if from < text.len() {
-            let segment = self.normalizer.normalize(&text[from..]);
+            let segment = self.normalizer.normalize(&text[from..])?;
             let to = |_, ids: &[u32]| emit(text.len(), ids);
             self.for_each_raw_ids(&segment, &self.no_specials, cache, usize::MAX, to)?;
         }
@@ -332,6 +333,17 @@ impl<'t> Lookups<'t, '_> {
 }
 
 impl Encoder {
+    /// The cuts besides special tokens where text may be cut: the pattern's, unless
+    /// the normalizer acts at the edges of the text between special tokens (Prepend,
+    /// Strip) or may join text across a cut (Replace): then none.
+    fn text_cuts(&self) -> TextCuts {
+        if self.normalizer.keeps_text_cuts() {
+            TextCuts::of(&self.pre)
+        } else {
+            TextCuts::None
+        }
+    }
+
     /// The last offset by `limit` where encoding may start over (0: none): the edge of
     /// a special token, or a restart of the pre-tokenizer between them.
     fn last_restart(
@@ -377,7 +389,7 @@ impl Model for Encoder {
 
     fn safe_cuts(&self) -> SafeCuts {
         SafeCuts::AtSpecials {
-            text: TextCuts::of(&self.pre),
+            text: self.text_cuts(),
         }
     }
 
@@ -419,7 +431,7 @@ impl Model for Encoder {
             // Normalizing joins characters, so a piece of the normalized text has no
             // end in `text`: encode up to the last safe cut before `limit` instead.
             let matches = specials.find_all(text.as_bytes());
-            let cuts = TextCuts::of(&self.pre);
+            let cuts = self.text_cuts();
             let Some(cut) = find_cut(text.as_bytes(), 0, limit, &matches, cuts) else {
                 return Ok(0);
             };
@@ -588,5 +600,39 @@ pub(crate) mod tests {
         assert_eq!(&text[used..], " aab");
         out.extend(nfd.encode(&text[used..], nfd.all_specials()).unwrap());
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn a_normalizer_at_the_edges_cuts_text_only_at_special_tokens() {
+        use crate::bpe::normalizer::{Normalizer, Step};
+        let plain = minbpe_encoder(Some(GPT2_PATTERN));
+        assert_eq!(
+            plain.safe_cuts(),
+            SafeCuts::AtSpecials {
+                text: TextCuts::Pattern
+            }
+        );
+        let prepend = minbpe_encoder(Some(GPT2_PATTERN))
+            .with_normalizer(Normalizer::new(vec![Step::Nfc, Step::Prepend("b".into())]));
+        assert_eq!(
+            prepend.safe_cuts(),
+            SafeCuts::AtSpecials {
+                text: TextCuts::None
+            }
+        );
+        // Each text between special tokens gets its "b".
+        let text = "aa aa<|e|>aa aa";
+        let mut want = plain.encode("baa aa", plain.no_specials()).unwrap();
+        want.push(259);
+        want.extend(plain.encode("baa aa", plain.no_specials()).unwrap());
+        assert_eq!(prepend.encode(text, prepend.all_specials()).unwrap(), want);
+        // Streaming holds back everything after the last special token.
+        let mut out = Vec::new();
+        let used = prepend
+            .with_cache(|c| {
+                prepend.encode_until(text, prepend.all_specials(), text.len() - 1, c, &mut out)
+            })
+            .unwrap();
+        assert_eq!(&text[used..], "aa aa");
     }
 }

@@ -1,12 +1,16 @@
-//! The Unicode normalizers of Hugging Face `tokenizer.json` files that bytepair
-//! applies exactly as `tokenizers` does: NFC, NFKC, NFD, NFKD and Lowercase, alone or
-//! in a sequence. `tokenizers` normalizes the text between added tokens, then
-//! pre-tokenizes the result; so does [`crate::bpe::Encoder`].
+//! The normalizers of Hugging Face `tokenizer.json` files that bytepair applies
+//! exactly as `tokenizers` does: NFC, NFKC, NFD, NFKD, Lowercase, Replace, Prepend and
+//! Strip, alone or in a sequence. `tokenizers` normalizes the text between added
+//! tokens, each such segment on its own, then pre-tokenizes the result; so does
+//! [`crate::bpe::Encoder`].
 //!
-//! Every safe cut of `io::chunking` stays exact under these: a cut is next to ASCII
-//! characters on both sides, which never decompose, never compose with a neighbour
-//! and never follow a combining mark's reordering; and Lowercase maps each character
-//! alone (`char::to_lowercase`, as `tokenizers` does: no final-sigma rule).
+//! Every safe cut of `io::chunking` stays exact under the Unicode forms and Lowercase:
+//! a cut is next to ASCII characters on both sides, which never decompose, never
+//! compose with a neighbour and never follow a combining mark's reordering; and
+//! Lowercase maps each character alone (`char::to_lowercase`, as `tokenizers` does:
+//! no final-sigma rule). Replace, Prepend and Strip do not keep them (Prepend and Strip
+//! act at a segment's edges, a Replace match may span a cut or join what it separates):
+//! with them text is cut only at special tokens ([`Normalizer::keeps_text_cuts`]).
 //!
 //! The tables are those `tokenizers` uses (the `unicode-normalization-alignments`
 //! crate, Unicode 9.0): a character Unicode assigned later (U+1F16C RAISED MR SIGN,
@@ -15,23 +19,37 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
+use fancy_regex::{Error, Regex, RegexBuilder, RuntimeError};
 use unicode_normalization_alignments::char::canonical_combining_class;
 use unicode_normalization_alignments::{
     is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization,
 };
 
+use crate::pretok::patterns::{backtrack_limit, BACKTRACK_LIMIT_VAR};
+
 /// One normalizer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     Nfc,
     Nfkc,
     Nfd,
     Nfkd,
     Lowercase,
+    /// Every match of a literal or a regex replaced by a text (`Replace`).
+    Replace(Replace),
+    /// A text put before the segment, unless it is empty (`Prepend`).
+    Prepend(String),
+    /// Whitespace (`char::is_whitespace`) taken off the segment's start and/or end
+    /// (`Strip`).
+    Strip {
+        left: bool,
+        right: bool,
+    },
 }
 
 impl Step {
-    /// The step named as in `tokenizer.json` (`"NFC"`, ..., `"Lowercase"`).
+    /// The step named as in `tokenizer.json` (`"NFC"`, ..., `"Lowercase"`): those
+    /// without settings.
     pub fn from_name(name: &str) -> Result<Step, String> {
         Ok(match name {
             "NFC" => Step::Nfc,
@@ -41,41 +59,57 @@ impl Step {
             "Lowercase" => Step::Lowercase,
             other => {
                 return Err(format!(
-                    "normalizer {other:?} is not supported (NFC, NFKC, NFD, NFKD and Lowercase are)"
+                    "normalizer {other:?} is not supported (NFC, NFKC, NFD, NFKD and Lowercase \
+                     are, and Replace, Prepend and Strip with their settings)"
                 ))
             }
         })
     }
 
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Step::Nfc => "NFC",
             Step::Nfkc => "NFKC",
             Step::Nfd => "NFD",
             Step::Nfkd => "NFKD",
             Step::Lowercase => "Lowercase",
+            Step::Replace(_) => "Replace",
+            Step::Prepend(_) => "Prepend",
+            Step::Strip { .. } => "Strip",
         }
     }
 
+    /// Is this a Unicode normal form or Lowercase (which keep the text cuts)?
+    fn keeps_text_cuts(&self) -> bool {
+        !matches!(
+            self,
+            Step::Replace(_) | Step::Prepend(_) | Step::Strip { .. }
+        )
+    }
+
     /// `text` normalized, borrowed when it already is (ASCII text, most often).
-    fn apply<'a>(self, text: Cow<'a, str>) -> Cow<'a, str> {
-        if self == Step::Lowercase {
-            return lowercase(text);
+    fn apply<'a>(&self, text: Cow<'a, str>) -> Result<Cow<'a, str>, String> {
+        match self {
+            Step::Lowercase => return Ok(lowercase(text)),
+            Step::Replace(replace) => return replace.apply(text),
+            Step::Prepend(prepend) => return Ok(self::prepend(prepend, text)),
+            &Step::Strip { left, right } => return Ok(strip(left, right, text)),
+            _ => {}
         }
         if text.is_ascii() {
-            return text;
+            return Ok(text);
         }
-        match self.by_spans(&text) {
+        Ok(match self.by_spans(&text) {
             Some(normalized) => Cow::Owned(normalized),
             None => text,
-        }
+        })
     }
 
     /// Is `c` a *stable* character for this form: unchanged by it (quick check Yes on
     /// its own), a starter (combining class 0), so that nothing before it composes or
     /// reorders with it or anything after it? The form of a text is then the forms
     /// of the pieces between stable characters (each piece starting at one), joined.
-    fn stable(self, c: char) -> bool {
+    fn stable(&self, c: char) -> bool {
         if c.is_ascii() {
             return true;
         }
@@ -88,21 +122,21 @@ impl Step {
     }
 
     /// [`Step::stable`] from Unicode's tables (two lookups).
-    fn stable_lookup(self, c: char) -> bool {
+    fn stable_lookup(&self, c: char) -> bool {
         let one = std::iter::once(c);
         let quick = match self {
             Step::Nfc => is_nfc_quick(one),
             Step::Nfkc => is_nfkc_quick(one),
             Step::Nfd => is_nfd_quick(one),
             Step::Nfkd => is_nfkd_quick(one),
-            Step::Lowercase => unreachable!("not a normal form"),
+            _ => unreachable!("not a normal form"),
         };
         quick == IsNormalized::Yes && canonical_combining_class(c) == 0
     }
 
     /// [`Step::stable`] for every character below U+10000, a bit each (8 KB a form,
     /// made on first use): one load per character instead of two table searches.
-    fn stable_bmp(self) -> &'static [u64; 1024] {
+    fn stable_bmp(&self) -> &'static [u64; 1024] {
         static TABLES: [OnceLock<Box<[u64; 1024]>>; 4] = [
             OnceLock::new(),
             OnceLock::new(),
@@ -114,7 +148,7 @@ impl Step {
             Step::Nfkc => 1,
             Step::Nfd => 2,
             Step::Nfkd => 3,
-            Step::Lowercase => unreachable!("not a normal form"),
+            _ => unreachable!("not a normal form"),
         };
         TABLES[slot].get_or_init(|| {
             let mut bits = Box::new([0u64; 1024]);
@@ -133,7 +167,7 @@ impl Step {
     /// passes the quick check is kept as it is). Most of a text that is not all
     /// normalized is (a decomposed accent in a page of prose), and copying it costs
     /// less than running it through the form.
-    fn by_spans(self, text: &str) -> Option<String> {
+    fn by_spans(&self, text: &str) -> Option<String> {
         let mut out: Option<String> = None;
         let mut copied = 0; // `out` holds the form of text[..copied]
         let mut span: Option<usize> = None; // where the span being gathered starts
@@ -164,7 +198,7 @@ impl Step {
     /// `text[copied..start]` and the span's form to `out` (made on the first such
     /// span) and returns true.
     fn normalize_span(
-        self,
+        &self,
         out: &mut Option<String>,
         text: &str,
         copied: usize,
@@ -177,7 +211,7 @@ impl Step {
             Step::Nfkc => is_nfkc_quick(piece.chars()),
             Step::Nfd => is_nfd_quick(piece.chars()),
             Step::Nfkd => is_nfkd_quick(piece.chars()),
-            Step::Lowercase => unreachable!("not a normal form"),
+            _ => unreachable!("not a normal form"),
         };
         if quick == IsNormalized::Yes {
             return false;
@@ -189,13 +223,13 @@ impl Step {
     }
 
     /// Appends `piece` in this normal form to `out`.
-    fn extend(self, out: &mut String, piece: &str) {
+    fn extend(&self, out: &mut String, piece: &str) {
         match self {
             Step::Nfc => out.extend(piece.nfc().map(|(c, _)| c)),
             Step::Nfkc => out.extend(piece.nfkc().map(|(c, _)| c)),
             Step::Nfd => out.extend(piece.nfd().map(|(c, _)| c)),
             Step::Nfkd => out.extend(piece.nfkd().map(|(c, _)| c)),
-            Step::Lowercase => unreachable!("not a normal form"),
+            _ => unreachable!("not a normal form"),
         }
     }
 }
@@ -226,6 +260,167 @@ fn lowercase(text: Cow<'_, str>) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `prepend` before `text`, unless `text` is empty (`tokenizers`' `Prepend`).
+fn prepend<'a>(prepend: &str, text: Cow<'a, str>) -> Cow<'a, str> {
+    if text.is_empty() || prepend.is_empty() {
+        return text;
+    }
+    Cow::Owned(format!("{prepend}{text}"))
+}
+
+/// `text` without the whitespace at its start (`left`) and end (`right`), whitespace
+/// as `char::is_whitespace` says (`tokenizers`' `Strip`; `str::trim` uses the same
+/// property).
+fn strip(left: bool, right: bool, text: Cow<'_, str>) -> Cow<'_, str> {
+    let trim = |t: &str| -> (usize, usize) {
+        let start = if left {
+            t.len() - t.trim_start().len()
+        } else {
+            0
+        };
+        let end = if right { t.trim_end().len() } else { t.len() };
+        (start, end.max(start))
+    };
+    match text {
+        Cow::Borrowed(t) => {
+            let (start, end) = trim(t);
+            Cow::Borrowed(&t[start..end])
+        }
+        Cow::Owned(mut t) => {
+            let (start, end) = trim(&t);
+            t.truncate(end);
+            t.drain(..start);
+            Cow::Owned(t)
+        }
+    }
+}
+
+/// `tokenizers`' `Replace`: every match of the pattern, leftmost first and not
+/// overlapping ("aa" in "aaa" is the first two), replaced by `content`. A regex runs on
+/// bytepair's engine (the formats refuse regexes whose matches differ from
+/// Oniguruma's, `tokenizers`' engine). A pattern that matches the empty string is
+/// refused: `tokenizers` misplaces the text after an empty match (and may panic), so
+/// no ids are its. The empty literal and regexes that can match nothing are refused
+/// when made; an empty match of another regex (a lookahead) fails the encode.
+#[derive(Debug, Clone)]
+pub struct Replace {
+    pattern: String,
+    content: String,
+    /// The compiled pattern and its backtracking budget, when the pattern is a regex.
+    regex: Option<(Regex, usize)>,
+}
+
+impl PartialEq for Replace {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.pattern, &self.content, self.regex.is_some())
+            == (&other.pattern, &other.content, other.regex.is_some())
+    }
+}
+
+impl Eq for Replace {}
+
+impl Replace {
+    /// Replaces `pattern` (a regex when `regex`, else a literal) by `content`.
+    pub fn new(pattern: &str, content: &str, regex: bool) -> Result<Self, String> {
+        let empty = || {
+            format!(
+                "normalizer Replace pattern {pattern:?} matches the empty string: not \
+                 supported (tokenizers misplaces the text around an empty match)"
+            )
+        };
+        let regex = if regex {
+            // What the plain engine can read, it can tell whether it matches nothing.
+            if let Ok(hir) = regex_syntax::parse(pattern) {
+                if hir.properties().minimum_len() == Some(0) {
+                    return Err(empty());
+                }
+            }
+            let limit = backtrack_limit()?;
+            let compiled = RegexBuilder::new(pattern)
+                .backtrack_limit(limit)
+                .build()
+                .map_err(|e| format!("normalizer Replace: invalid regex {pattern:?}: {e}"))?;
+            Some((compiled, limit))
+        } else if pattern.is_empty() {
+            return Err(empty());
+        } else {
+            None
+        };
+        Ok(Self {
+            pattern: pattern.to_owned(),
+            content: content.to_owned(),
+            regex,
+        })
+    }
+
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+
+    pub fn is_regex(&self) -> bool {
+        self.regex.is_some()
+    }
+
+    fn apply<'a>(&self, text: Cow<'a, str>) -> Result<Cow<'a, str>, String> {
+        if text.is_empty() {
+            return Ok(text);
+        }
+        let mut matches: Vec<(usize, usize)> = Vec::new();
+        match &self.regex {
+            Some((regex, limit)) => {
+                for m in regex.find_iter(&text[..]) {
+                    let m = m.map_err(|e| self.search_error(e, *limit))?;
+                    if m.start() == m.end() {
+                        return Err(format!(
+                            "the normalizer Replace regex {:?} matched the empty string at \
+                             byte {} of a text between special tokens: not supported \
+                             (tokenizers misplaces the text around an empty match)",
+                            self.pattern,
+                            m.start()
+                        ));
+                    }
+                    matches.push((m.start(), m.end()));
+                }
+            }
+            None => {
+                let n = self.pattern.len();
+                matches.extend(
+                    text.match_indices(&self.pattern[..])
+                        .map(|(i, _)| (i, i + n)),
+                );
+            }
+        }
+        if matches.is_empty() {
+            return Ok(text);
+        }
+        let mut out = String::with_capacity(text.len() + matches.len() * self.content.len());
+        let mut done = 0;
+        for (start, end) in matches {
+            out.push_str(&text[done..start]);
+            out.push_str(&self.content);
+            done = end;
+        }
+        out.push_str(&text[done..]);
+        Ok(Cow::Owned(out))
+    }
+
+    fn search_error(&self, e: Error, limit: usize) -> String {
+        match e {
+            Error::RuntimeError(RuntimeError::BacktrackLimitExceeded) => format!(
+                "the normalizer Replace regex {:?} needs more backtracking than the limit of \
+                 {limit} steps; simplify it or raise the limit with the environment variable \
+                 {BACKTRACK_LIMIT_VAR}",
+                self.pattern
+            ),
+            e => format!("normalizer Replace failed: {e}"),
+        }
+    }
+}
+
 /// The normalizers of a model, applied in order (none: the text as it is).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Normalizer {
@@ -233,6 +428,10 @@ pub struct Normalizer {
 }
 
 impl Normalizer {
+    pub fn new(steps: Vec<Step>) -> Self {
+        Self { steps }
+    }
+
     /// The normalizer of the steps named (an empty list: none).
     pub fn from_names<S: AsRef<str>>(names: &[S]) -> Result<Self, String> {
         let steps = names
@@ -240,6 +439,10 @@ impl Normalizer {
             .map(|n| Step::from_name(n.as_ref()))
             .collect::<Result<_, _>>()?;
         Ok(Self { steps })
+    }
+
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -250,11 +453,19 @@ impl Normalizer {
         self.steps.is_empty()
     }
 
-    /// `text` after every step.
-    pub fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    /// May text be cut at the pattern's text cuts (`io::chunking`) and its parts
+    /// normalized apart? Yes for the Unicode forms and Lowercase; not with Replace,
+    /// Prepend or Strip (see the module docs).
+    pub fn keeps_text_cuts(&self) -> bool {
+        self.steps.iter().all(Step::keeps_text_cuts)
+    }
+
+    /// `text` (one segment between added tokens) after every step; an error only
+    /// from a Replace regex that runs out of backtracking budget.
+    pub fn normalize<'a>(&self, text: &'a str) -> Result<Cow<'a, str>, String> {
         self.steps
             .iter()
-            .fold(Cow::Borrowed(text), |text, step| step.apply(text))
+            .try_fold(Cow::Borrowed(text), |text, step| step.apply(text))
     }
 }
 
@@ -266,6 +477,7 @@ mod tests {
         Normalizer::from_names(names)
             .unwrap()
             .normalize(text)
+            .unwrap()
             .into_owned()
     }
 
@@ -349,13 +561,74 @@ mod tests {
     #[test]
     fn normalized_text_is_borrowed() {
         let n = Normalizer::from_names(&["NFC", "Lowercase"]).unwrap();
-        assert!(matches!(n.normalize("plain text"), Cow::Borrowed(_)));
-        assert!(matches!(n.normalize("d\u{e9}j\u{e0}"), Cow::Borrowed(_)));
+        assert!(matches!(
+            n.normalize("plain text").unwrap(),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(
+            n.normalize("d\u{e9}j\u{e0}").unwrap(),
+            Cow::Borrowed(_)
+        ));
         // Marks in canonical order (a virama, Thai tone marks) are in form: borrowed.
         let marks = "\u{928}\u{92e}\u{938}\u{94d}\u{924}\u{947} \u{e44}\u{e21}\u{e48}";
-        assert!(matches!(n.normalize(marks), Cow::Borrowed(_)));
+        assert!(matches!(n.normalize(marks).unwrap(), Cow::Borrowed(_)));
         let nfd = Normalizer::from_names(&["NFD"]).unwrap();
-        assert_eq!(nfd.normalize("ab\u{e9}cd"), "abe\u{301}cd");
+        assert_eq!(nfd.normalize("ab\u{e9}cd").unwrap(), "abe\u{301}cd");
+    }
+
+    fn apply(step: Step, text: &str) -> String {
+        Normalizer::new(vec![step])
+            .normalize(text)
+            .unwrap()
+            .into_owned()
+    }
+
+    #[test]
+    fn replace_prepend_and_strip_rewrite_as_tokenizers_does() {
+        let replace = |p: &str, c: &str, regex| Step::Replace(Replace::new(p, c, regex).unwrap());
+        // Leftmost matches, not overlapping; content may be empty or longer.
+        assert_eq!(apply(replace("aa", "b", false), "aaaaa"), "bba");
+        assert_eq!(apply(replace(" ", "", false), " a b "), "ab");
+        assert_eq!(apply(replace(r"\s{2,}", " ", true), "a   b\n\nc"), "a b c");
+        assert_eq!(apply(replace("x", "yy", false), ""), "");
+        // Prepend: only before text that is there.
+        assert_eq!(
+            apply(Step::Prepend("\u{2581}".into()), "a b"),
+            "\u{2581}a b"
+        );
+        assert_eq!(apply(Step::Prepend("\u{2581}".into()), ""), "");
+        // Strip: char::is_whitespace (U+3000, U+0085 yes; U+200B no).
+        let strip = |left, right| Step::Strip { left, right };
+        assert_eq!(apply(strip(true, true), "\u{3000} a \u{85}"), "a");
+        assert_eq!(apply(strip(true, false), " a "), "a ");
+        assert_eq!(apply(strip(false, true), " a\u{200b} "), " a\u{200b}");
+        assert_eq!(apply(strip(true, true), " \t\n "), "");
+        // In order, each on what the one before left.
+        let n = Normalizer::new(vec![
+            replace("a", "", false),
+            Step::Prepend("_".into()),
+            Step::Lowercase,
+        ]);
+        assert_eq!(n.normalize("aa").unwrap(), "");
+        assert_eq!(n.normalize("aBa").unwrap(), "_b");
+        assert!(!n.keeps_text_cuts());
+        assert!(Normalizer::from_names(&["NFC", "Lowercase"])
+            .unwrap()
+            .keeps_text_cuts());
+    }
+
+    #[test]
+    fn replace_patterns_that_match_nothing_are_refused() {
+        for (pattern, regex) in [("", false), ("x*", true), ("a|", true), ("^", true)] {
+            let err = Replace::new(pattern, "y", regex).unwrap_err();
+            assert!(err.contains("matches the empty string"), "{pattern}: {err}");
+        }
+        let lookahead = Normalizer::new(vec![Step::Replace(
+            Replace::new("(?=b)", "x", true).unwrap(),
+        )]);
+        assert_eq!(lookahead.normalize("aa").unwrap(), "aa");
+        let err = lookahead.normalize("ab").unwrap_err();
+        assert!(err.contains("matched the empty string at byte 1"), "{err}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use super::errors::{load_error, repr, token_id, value_error};
 use super::seam::{pymethods_with_seam, Seam};
 use super::vocab_by_id;
-use crate::bpe::normalizer::Normalizer;
+use crate::bpe::normalizer::{Normalizer, Replace, Step};
 use crate::bpe::{BpeModel, Encoder as CoreEncoder};
 use crate::pretok::split::{Behavior, Split};
 use crate::pretok::SpecialMatcher;
@@ -44,6 +44,37 @@ impl Encoder {
     }
 }
 
+/// A normalizer step as Python gives it (`bytepair.normalizers.core_steps`): a name,
+/// or a tuple of the step's name and settings.
+#[derive(FromPyObject)]
+enum StepArg {
+    Name(String),
+    /// ("Prepend", text)
+    Text(String, String),
+    /// ("Strip", left, right)
+    Flags(String, bool, bool),
+    /// ("Replace", pattern, content, regex)
+    Replace(String, String, String, bool),
+}
+
+impl StepArg {
+    fn step(self) -> Result<Step, String> {
+        Ok(match self {
+            StepArg::Name(name) => Step::from_name(&name)?,
+            StepArg::Text(name, text) if name == "Prepend" => Step::Prepend(text),
+            StepArg::Flags(name, left, right) if name == "Strip" => Step::Strip { left, right },
+            StepArg::Replace(name, pattern, content, regex) if name == "Replace" => {
+                Step::Replace(Replace::new(&pattern, &content, regex)?)
+            }
+            StepArg::Text(name, _) | StepArg::Flags(name, ..) | StepArg::Replace(name, ..) => {
+                return Err(format!(
+                    "normalizer {name:?} with these settings is not supported"
+                ))
+            }
+        })
+    }
+}
+
 pymethods_with_seam!(Encoder {
     /// `vocab`: {id: bytes}; `merges`: (left id, right id, merged id) in rank order;
     /// `special_tokens`: {token: id}. An id that is no valid id (negative, or past
@@ -51,7 +82,9 @@ pymethods_with_seam!(Encoder {
     /// `added_tokens`: {token: id}, matched in the text as special tokens are, but
     /// whatever a call allows and never refused (a Hugging Face file's non-special
     /// added tokens); `normalizer`: the steps applied to the text between them
-    /// (`bpe::normalizer`: "NFC", "NFKC", "NFD", "NFKD", "Lowercase"); `splits`:
+    /// (`bpe::normalizer`: "NFC", "NFKC", "NFD", "NFKD", "Lowercase", or the tuples
+    /// ("Replace", pattern, content, regex), ("Prepend", text), ("Strip", left,
+    /// right): `bytepair.normalizers`); `splits`:
     /// `(pattern, behavior, invert)` of the Splits applied after the pattern, in order
     /// (`pretok::split`); `ignore_merges`: a piece that is a token is that token,
     /// before any merge (Hugging Face's BPE option).
@@ -64,7 +97,7 @@ pymethods_with_seam!(Encoder {
         special_tokens: FxHashMap<String, Bound<'_, PyAny>>,
         pattern: Option<&str>,
         added_tokens: Option<FxHashMap<String, Bound<'_, PyAny>>>,
-        normalizer: Vec<String>,
+        normalizer: Vec<StepArg>,
         splits: Vec<(String, String, bool)>,
         ignore_merges: bool,
     ) -> PyResult<Self> {
@@ -90,7 +123,12 @@ pymethods_with_seam!(Encoder {
             added.push(t.clone());
         }
         added.sort();
-        let normalizer = Normalizer::from_names(&normalizer).map_err(value_error)?;
+        let normalizer = normalizer
+            .into_iter()
+            .map(StepArg::step)
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(value_error)?;
+        let normalizer = Normalizer::new(normalizer);
         let steps = splits
             .iter()
             .map(|(p, behavior, invert)| Split::new(p, Behavior::from_name(behavior)?, *invert))

@@ -15,7 +15,9 @@ loading it runs no code. Layout::
 
 A model that normalizes its text or has non-special added tokens (loaded from a Hugging
 Face file: Qwen2's NFC, Qwen2.5's ``<tool_call>``) also has, after
-``"special_tokens"``, ``"normalizer": ["NFC", ...]`` (the steps in order) and
+``"special_tokens"``, ``"normalizer": ["NFC", ...]`` (the steps in order: a name, or
+a Replace, Prepend or Strip as ``tokenizer.json`` writes it, ``{"type": "Prepend",
+"prepend": "▁"}``; ``bytepair.normalizers``) and
 ``"added_tokens": {"<tool_call>": 151657}`` (matched whatever ``allowed_special``
 says, never refused). Both are written only when not empty; a file without them
 loads as before. So are, from a Hugging Face file whose pre-tokenizer splits the
@@ -56,6 +58,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from bytepair import normalizers
 from bytepair._files import atomic_write
 from bytepair.formats.byte_table import str_to_token, token_to_str
 from bytepair.formats.errors import parse_json, short
@@ -81,7 +84,7 @@ def dumps(
     pattern: str | None,
     vocab: dict[int, bytes] | None,
     added_tokens: dict[str, int] | None = None,
-    normalizer: tuple[str, ...] = (),
+    normalizer: tuple[normalizers.Step, ...] = (),
     splits: tuple = (),
     ignore_merges: bool = False,
     frame: dict | None = None,
@@ -94,7 +97,9 @@ def dumps(
         "special_tokens": special_tokens,
     }
     if normalizer:
-        head["normalizer"] = list(normalizer)
+        head["normalizer"] = [
+            n if isinstance(n, str) else normalizers.to_json(n) for n in normalizer
+        ]
     if added_tokens:
         head["added_tokens"] = added_tokens
     if splits:
@@ -160,8 +165,12 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
     ):
         raise ValueError(f'{path}: "added_tokens" must map token strings to non-negative ids')
     normalizer = doc.get("normalizer", [])
-    if not isinstance(normalizer, list) or not all(isinstance(n, str) for n in normalizer):
-        raise ValueError(f'{path}: "normalizer" must be a list of names')
+    if not isinstance(normalizer, list) or not all(isinstance(n, (str, dict)) for n in normalizer):
+        raise ValueError(f'{path}: "normalizer" must be a list of names and steps')
+    try:
+        normalizer = [n if isinstance(n, str) else normalizers.from_json(n) for n in normalizer]
+    except ValueError as e:
+        raise ValueError(f'{path}: "normalizer": {e}') from None
     raw_splits = doc.get("splits", [])
     if not isinstance(raw_splits, list):
         raise ValueError(f'{path}: "splits" must be a list of [pattern, behavior, invert]')

@@ -2,10 +2,11 @@ r"""Hugging Face files: ``tokenizer.json`` for byte-level BPE models (read and
 write; the SentencePiece family is in ``hf_sentencepiece``), and the folder ``transformers.AutoTokenizer.from_pretrained`` loads
 (``tokenizer.json`` + ``tokenizer_config.json`` + ``special_tokens_map.json``).
 
-A component bytepair cannot reproduce exactly (a Replace normalizer, ...) is refused with an error naming the file and component,
-never silently changed. Normalizers NFC, NFKC, NFD, NFKD and Lowercase (alone or in a
-Sequence: Qwen2, GPT-NeoX) and non-special added tokens matched on the raw text
-(Qwen2.5's ``<tool_call>``) are read, and written back.
+A component bytepair cannot reproduce exactly (a StripAccents normalizer, ...) is refused with an error naming the file and component,
+never silently changed. Normalizers NFC, NFKC, NFD, NFKD, Lowercase (Qwen2, GPT-NeoX),
+Replace, Prepend and Strip, alone or in a Sequence (``bytepair.normalizers``), and
+non-special added tokens matched on the raw text (Qwen2.5's ``<tool_call>``) are read,
+and written back. A Replace regex is held to the same rules as a Split regex (below).
 
 The pre-tokenizer may be a Sequence of steps before ``ByteLevel`` (DeepSeek V3: three
 Splits), each splitting every piece of the one before: ``Split`` (a regex or a string,
@@ -26,6 +27,7 @@ import os
 import re
 from pathlib import Path
 
+from bytepair import normalizers
 from bytepair._files import atomic_write
 from bytepair.formats import hf_post, hf_sentencepiece
 from bytepair.formats.byte_table import str_to_token, token_to_str
@@ -44,8 +46,6 @@ SUFFIXES = (".json",)
 # and greedy `{1,3}` match the same, so exports use the greedy form.
 _ONIG_REWRITES = [(r"\p{N}{1,3}+|", r"\p{N}{1,3}|")]
 
-#: The normalizers bytepair applies exactly as tokenizers does (``bpe::normalizer``).
-NORMALIZERS = ("NFC", "NFKC", "NFD", "NFKD", "Lowercase")
 
 #: The special-token roles transformers knows, and their config keys.
 ROLES = ("bos_token", "eos_token", "unk_token", "pad_token")
@@ -120,13 +120,13 @@ def tokenizer_json(model: BPE) -> dict:
     entries = [(i, t, True) for t, i in special_tokens.items()]
     entries += [(i, t, False) for t, i in added_tokens.items()]
     added = [added_token(i, t, special) for i, t, special in sorted(entries)]
-    normalizers = [{"type": name} for name in model.normalizer]
+    nodes = [normalizers.to_json(step) for step in model.normalizer]
     normalizer = (
         None
-        if not normalizers
-        else normalizers[0]
-        if len(normalizers) == 1
-        else {"type": "Sequence", "normalizers": normalizers}
+        if not nodes
+        else nodes[0]
+        if len(nodes) == 1
+        else {"type": "Sequence", "normalizers": nodes}
     )
     return {
         "version": "1.0",
@@ -288,6 +288,59 @@ WHITESPACE = rf"[{ONIGURUMA_WORD}]+|[^\s[{ONIGURUMA_WORD}]]+"
 _ENGINE_DEPENDENT = re.compile(r"(?<!\\)(?:\\\\)*(\\[wWbB])|(\[:\^?[a-z]+:\])")
 
 
+#: Oniguruma's ``\h`` is a hex digit, ``\R`` a line break, ``\X`` a grapheme cluster;
+#: ``\K`` and ``\Z`` have no equal in bytepair's engine.
+_ONIGURUMA_ONLY = re.compile(r"(?<!\\)(?:\\\\)*(\\[hHRXKZG])")
+
+
+def oniguruma_difference(regex: str, anchors: bool = True) -> str | None:
+    r"""What in ``regex`` Oniguruma (``tokenizers``' regex engine, Ruby syntax) reads
+    otherwise than bytepair's engine, in words; None when nothing is. With ``anchors``,
+    also ``^`` and ``$`` (Oniguruma: at every line's start and end) and the flags m, s, x.
+
+    >>> oniguruma_difference(r"\s+"), oniguruma_difference(r"^ +")
+    (None, '^, which Oniguruma matches at the start of every line')
+    """
+    found = _ENGINE_DEPENDENT.search(regex)
+    if found:
+        return (
+            f"{found.group(1) or found.group(2)}, which matches other characters in "
+            "tokenizers' regex engine (Oniguruma) than in bytepair's"
+        )
+    if re.search(r"(?<!\\)\{\d+(?:,\d*)?\}\+", regex):
+        return (
+            "{n,m}+, which tokenizers' regex engine (Oniguruma) reads as a repetition of "
+            "{n,m}, not as a possessive quantifier (write (?:X{n,m})+ or X{n,m})"
+        )
+    found = _ONIGURUMA_ONLY.search(regex)
+    if found:
+        return f"{found.group(1)}, which Oniguruma reads otherwise than bytepair's engine"
+    if not anchors:
+        return None
+    escaped, depth, class_start = False, 0, -1
+    for n, c in enumerate(regex):
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif depth:
+            # Inside a class (they nest: [a-z&&[^aeiou]]); a "]" first in one is literal.
+            if c == "^" and n == class_start:
+                class_start += 1
+            elif c == "[":
+                depth, class_start = depth + 1, n + 1
+            elif c == "]" and n != class_start:
+                depth -= 1
+        elif c == "[":
+            depth, class_start = 1, n + 1
+        elif c in "^$":
+            where = "start" if c == "^" else "end"
+            return f"{c}, which Oniguruma matches at the {where} of every line"
+        elif c == "(" and re.match(r"\(\?[a-zA-Z-]*[msx]", regex[n:]):
+            return "the flag m, s or x, which Oniguruma (Ruby syntax) reads otherwise"
+    return None
+
+
 def split_of(pre: dict, n: int, fail) -> Split:
     """The Split a pre-tokenizer before ByteLevel is (``n``: its position), or the
     error ``fail(message)`` naming it. ``Digits``, ``Punctuation``, ``WhitespaceSplit``
@@ -299,19 +352,12 @@ def split_of(pre: dict, n: int, fail) -> Split:
             regex = spec["Regex"]
             if not isinstance(regex, str) or not regex:
                 raise fail(f"pre-tokenizer Split has pattern {short(spec)}; expected a regex")
-            found = _ENGINE_DEPENDENT.search(regex)
-            if found:
+            # Not the anchors: GPT-2's and cl100k's "\s++$" is at the end of the text in
+            # both engines (what \s++ leaves is no newline).
+            difference = oniguruma_difference(regex, anchors=False)
+            if difference:
                 raise fail(
-                    f"pre-tokenizer Split pattern {short(regex)} uses "
-                    f"{found.group(1) or found.group(2)}, which matches other characters in "
-                    "tokenizers' regex engine (Oniguruma) than in bytepair's: not supported"
-                )
-            if re.search(r"(?<!\\)\{\d+(?:,\d*)?\}\+", regex):
-                raise fail(
-                    f"pre-tokenizer Split pattern {short(regex)} uses {{n,m}}+, which "
-                    "tokenizers' regex engine (Oniguruma) reads as a repetition of {n,m}, "
-                    "not as a possessive quantifier: not supported (write (?:X{n,m})+ or "
-                    "X{n,m})"
+                    f"pre-tokenizer Split pattern {short(regex)} uses {difference}: not supported"
                 )
             regex = from_oniguruma(regex)
         elif "String" in spec:
@@ -368,7 +414,7 @@ def read_tokenizer_json(
     """
     vocab, merges, specials, pattern, options = read_parts(path, doc)
     what = {
-        "normalizer": f"normalizer {'+'.join(options['normalizer'])}",
+        "normalizer": f"normalizer {normalizers.describe(options['normalizer'])}",
         "added_tokens": "non-special added tokens",
         "splits": "pre-tokenizer steps after the first Split",
         "ignore_merges": "model.ignore_merges true",
@@ -387,7 +433,7 @@ def read_parts(
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int], str | None, dict]:
     """:func:`read_tokenizer_json` and also the options of :class:`~bytepair.models.BPE`
     the file sets: ``added_tokens`` (the non-special ones, text -> id), ``normalizer``
-    (its steps: ``("NFC",)``...), ``splits`` (the pre-tokenizer steps after the first
+    (its steps: ``("NFC",)``..., ``bytepair.normalizers``), ``splits`` (the pre-tokenizer steps after the first
     Split) and ``ignore_merges``."""
     path = Path(path)
 
@@ -409,18 +455,26 @@ def read_parts(
             raise fail(f"model.{key} {short(model[key])} is not supported in a byte-level BPE")
 
     try:
-        normalizers = _components(doc.get("normalizer"), "normalizers")
+        nodes = _components(doc.get("normalizer"), "normalizers")
         pretokenizers = _components(doc.get("pre_tokenizer"), "pretokenizers")
         decoders = _components(doc.get("decoder"), "decoders")
     except ValueError as e:
         raise fail(str(e)) from None
-    for n in normalizers:
-        if n.get("type") not in NORMALIZERS:
-            raise fail(
-                f"normalizer {n.get('type')} changes the text before encoding: not supported "
-                f"(only {', '.join(NORMALIZERS)} and Sequences of them are)"
-            )
-    normalizer = tuple(n["type"] for n in normalizers)
+    normalizer = []
+    for node in nodes:
+        try:
+            step = normalizers.from_json(node)
+        except ValueError as e:
+            raise fail(str(e)) from None
+        if isinstance(step, normalizers.Replace) and step.regex:
+            difference = oniguruma_difference(step.pattern)
+            if difference:
+                raise fail(
+                    f"normalizer Replace pattern {short(step.pattern)} uses {difference}: "
+                    "not supported"
+                )
+        normalizer.append(step)
+    normalizer = tuple(normalizer)
     steps: list[Split] = []
     byte_level = None
     for n, pre in enumerate(pretokenizers):
@@ -474,8 +528,8 @@ def read_parts(
         if not found_alike(content, normalizer, raw_tokens):
             raise fail(
                 f"added token {short(content)} has normalized true with normalizer "
-                f"{'+'.join(normalizer)}: not supported (tokens matched on the raw text, and "
-                "runs of ASCII whitespace under NFC, NFD or Lowercase, are)"
+                f"{normalizers.describe(normalizer)}: not supported (tokens matched on the raw "
+                "text, and runs of ASCII whitespace under NFC, NFD or Lowercase, are)"
             )
 
     special_ids = {*specials.values(), *added.values()}
@@ -528,18 +582,21 @@ def read_parts(
 ASCII_WHITESPACE = frozenset(" \t\n\r")
 
 
-def found_alike(token: str, normalizer: tuple[str, ...], raw_tokens: list[str]) -> bool:
+def found_alike(token: str, normalizer: tuple, raw_tokens: list[str]) -> bool:
     """Is an added token that ``tokenizers`` matches in the normalized text (``normalized:
     true``) found at the same places in the text as given? So for a run of ASCII
     whitespace (GPT-NeoX's indentation tokens) under NFC, NFD and Lowercase: they never
     make, remove or move such a character (NFKC does: U+3000 becomes a space) — as long
-    as no token matched first, on the raw text, holds whitespace too.
+    as no token matched first, on the raw text, holds whitespace too. Never under
+    Replace, Prepend or Strip: tokenizers applies them to the text around such a token
+    before finding it, so they see other segment edges than bytepair would.
 
     >>> found_alike("    ", ("NFC",), ["<|endoftext|>"]), found_alike("    ", ("NFKC",), [])
     (True, False)
     """
     return (
         set(token) <= ASCII_WHITESPACE
+        and normalizers.keeps_text_cuts(normalizer)
         and not {"NFKC", "NFKD"} & set(normalizer)
         and not any(ASCII_WHITESPACE & set(t) for t in raw_tokens)
     )

@@ -31,6 +31,9 @@ class Model(Protocol):
     core: Any
     #: The pre-tokenization regex (None: none, or the kind splits text its own way).
     pattern: str | None
+    #: Whether long text may be cut at the pattern's newline and space cuts without
+    #: changing its ids (``sources.part_chars_for``; the core asks ``safe_cuts``).
+    keeps_text_cuts: bool
 
     @property
     def kind(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cached_property
 
-from bytepair import _core
+from bytepair import _core, normalizers
 from bytepair.models.base import FRAME_OPTIONS, Unsupported, frame_options, ids_of_bytes, with_frame
 from bytepair.patterns import pattern_name, resolve_pattern
 from bytepair.quoting import short
@@ -30,9 +30,10 @@ class ByteLevelBPE:
     #: Tokens matched in the text like special tokens, whatever ``allowed_special``
     #: says, and never refused: a Hugging Face file's non-special added tokens.
     added_tokens: dict[str, int] = {}  # noqa: RUF012 (never mutated; instances set their own)
-    #: Unicode normalizers applied, in order, to the text between special and added
-    #: tokens before pre-tokenizing ("NFC", "NFKC", "NFD", "NFKD", "Lowercase").
-    normalizer: tuple[str, ...] = ()
+    #: Normalizers applied, in order, to each text between special and added tokens
+    #: before pre-tokenizing ("NFC", "NFKC", "NFD", "NFKD", "Lowercase", Replace,
+    #: Prepend, Strip: ``bytepair.normalizers``).
+    normalizer: tuple[normalizers.Step, ...] = ()
     #: Splits applied after the pattern, in order, each to every piece of the one
     #: before (a Hugging Face ``Sequence`` of Splits: DeepSeek V3); see ``bytepair.split``.
     splits: tuple[Split, ...] = ()
@@ -64,6 +65,13 @@ class ByteLevelBPE:
         model.special_tokens = special_tokens
         model.core = core
         return model
+
+    @property
+    def keeps_text_cuts(self) -> bool:
+        """Can long text be cut at the pattern's newline and space cuts without changing
+        its ids? Not under a normalizer acting at the edges of the text (Prepend,
+        Strip) or across cuts (Replace)."""
+        return normalizers.keeps_text_cuts(self.normalizer)
 
     @property
     def vocab(self) -> dict[int, bytes]:
@@ -149,7 +157,7 @@ class ByteLevelBPE:
         if self.ignore_merges:
             text += " ignore_merges=true"
         if self.normalizer:
-            text += f" normalizer={'+'.join(self.normalizer)}"
+            text += f" normalizer={normalizers.describe(self.normalizer)}"
         if self.added_tokens:
             text += f" added_tokens={len(self.added_tokens)}"
         return text + describe_frame(self)
@@ -172,10 +180,11 @@ class BPE(ByteLevelBPE):
 
     ``added_tokens`` (``{token: id}``) are matched in the text like special tokens but
     always, whatever ``allowed_special`` says, and never refused (Hugging Face's
-    non-special added tokens, such as Qwen2.5's ``<tool_call>``). ``normalizer`` names
-    Unicode normalizers applied in order to the text between those tokens before
+    non-special added tokens, such as Qwen2.5's ``<tool_call>``). ``normalizer`` is the
+    normalizers applied in order to each text between those tokens before
     pre-tokenizing, as ``tokenizers`` does: ``"NFC"``, ``"NFKC"``, ``"NFD"``,
-    ``"NFKD"``, ``"Lowercase"``. Decoding gives the normalized text back.
+    ``"NFKD"``, ``"Lowercase"``, ``Replace``, ``Prepend``, ``Strip``
+    (``bytepair.normalizers``). Decoding gives the normalized text back.
 
     ``splits`` are Splits applied after the pattern, each to every piece of the one
     before (``bytepair.split``: a Hugging Face ``Sequence`` of Splits, DeepSeek V3's);
@@ -193,7 +202,7 @@ class BPE(ByteLevelBPE):
         pattern: str | None = "gpt2",
         *,
         added_tokens: dict[str, int] | None = None,
-        normalizer: Iterable[str] = (),
+        normalizer: str | Iterable[normalizers.Step] = (),
         splits: Iterable[Split | tuple[str, str, bool]] = (),
         ignore_merges: bool = False,
     ) -> None:
@@ -207,9 +216,7 @@ class BPE(ByteLevelBPE):
                     f"added token {short(t)} with id {short(i)}: expected text and an int id"
                 )
             self.added_tokens[t] = i
-        if isinstance(normalizer, str):
-            normalizer = (normalizer,)
-        self.normalizer = tuple(normalizer)
+        self.normalizer = normalizers.steps_of(normalizer)
         self._merges: list[tuple[bytes, bytes]] | None = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern = resolve_pattern(pattern)
         self.special_tokens = dict(
@@ -239,7 +246,7 @@ class BPE(ByteLevelBPE):
             self.special_tokens,
             self.pattern,
             self.added_tokens,
-            list(self.normalizer),
+            normalizers.core_steps(self.normalizer),
             list(self.splits),
             self.ignore_merges,
         )

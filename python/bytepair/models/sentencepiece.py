@@ -60,6 +60,8 @@ class SentencePiece:
 
     kind = "sentencepiece"
     pattern = None
+    #: Text is never cut (the dummy prefix and whitespace rules see its edges).
+    keeps_text_cuts = False
     merge_count = None
 
     def __init__(self, core: _core.SentencePieceModel, hf: dict | None = None) -> None:

@@ -124,7 +124,8 @@ class Corpus:
 def part_chars_for(tok) -> int | None:
     """``part_chars`` for documents a tokenizer will encode: long documents in parts
     when cutting them cannot change its ids (a built-in pattern, no special token
-    spanning a newline); None (documents whole) otherwise, e.g. SentencePiece.
+    spanning a newline, no normalizer acting at a text's edges); None (documents
+    whole) otherwise, e.g. SentencePiece.
 
     >>> import bytepair
     >>> part_chars_for(bytepair.get_encoding("gpt2")) == Options.part_chars
@@ -133,6 +134,7 @@ def part_chars_for(tok) -> int | None:
     from bytepair.runners.plan import can_cut
 
     cuttable = can_cut(getattr(tok, "pattern", None), list(tok.special_tokens))
+    cuttable = cuttable and tok.model.keeps_text_cuts
     return Options.part_chars if cuttable else None
 
 
