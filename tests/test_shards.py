@@ -459,6 +459,27 @@ def test_documents_in_parts_give_the_folder_of_whole_documents(
     assert shards.manifest["splits"] == bytepair.open_shards(tmp_path / "whole").manifest["splits"]
 
 
+def test_a_tokenizers_bos_and_eos_frame_each_whole_document_inside_bos_and_eot(
+    gpt2_tok, tmp_path, small_reads
+):
+    # The model's frame (add_bos/add_eos) goes around the document once, however many
+    # parts it came in, inside the writer's own bos and eot.
+    framed = gpt2_tok.with_special_tokens(["<|b|>", "<|e|>"]).with_options(
+        bos_token="<|b|>", eos_token="<|e|>", add_bos=True, add_eos=True
+    )
+    b, e = framed.special_tokens["<|b|>"], framed.special_tokens["<|e|>"]
+    path = long_documents_file(tmp_path, n=6)
+    parted = Parts(path, 600)
+    bytepair.write_shards(framed, parted, tmp_path / "o", bos=EOT, progress=False)
+    assert sum(not last for _, last in parted.seen) > 20
+    shards = bytepair.open_shards(tmp_path / "o")
+    docs = path.read_text(encoding="utf-8").split(EOT)
+    assert [shards[i].tolist() for i in range(len(docs))] == [
+        [GPT2_EOT, b, *gpt2_tok.encode(d), e, GPT2_EOT] for d in docs
+    ]
+    assert shards.tokenizer.model.add_bos and shards.tokenizer.model.bos_token == "<|b|>"
+
+
 @pytest.mark.parametrize("options", SHARD_OPTIONS, ids=["train", "val_fraction", "val_tokens"])
 def test_a_run_interrupted_inside_a_long_document_resumes_to_the_same_bytes(
     gpt2_tok, tmp_path, small_reads, options

@@ -100,13 +100,13 @@ def write_shards(
             return {**writer.finished, "seconds": seconds, "resumed": False, "complete": True}
         if engine == "ray":
             n_docs = ray_encode.encode_into(
-                writer, tok, documents, address=ray_address, progress=progress, total=total
+                writer, writer.tok, documents, address=ray_address, progress=progress, total=total
             )
         else:
             from bytepair.runners import local
 
             n_docs = local.encode_into(
-                writer, tok, documents, num_threads=threads, progress=progress, total=total
+                writer, writer.tok, documents, num_threads=threads, progress=progress, total=total
             )
         manifest = writer.finish(n_docs)
     seconds = time.perf_counter() - start

@@ -84,36 +84,38 @@ def in_val(index: int, fraction: float, seed: int) -> bool:
     return int.from_bytes(digest, "little") < fraction * 2.0**64
 
 
-def framed(ids: np.ndarray, offsets: np.ndarray, firsts, lasts, bos, eot, dtype):
-    """The batch's ids with ``bos`` before each item that begins a document (``firsts``)
-    and ``eot`` after each that ends one (``lasts``), and the items' new lengths.
-    Memory: the output and one byte per token.
+def framed(ids: np.ndarray, offsets: np.ndarray, firsts, lasts, before, after, dtype):
+    """The batch's ids with the ids ``before`` ahead of each item that begins a
+    document (``firsts``) and ``after`` behind each that ends one (``lasts``), and the
+    items' new lengths. Memory: the output and one byte per token.
 
     >>> ids, lengths = framed(np.array([5, 6, 7]), np.array([0, 2, 2, 3]),
-    ...                       [True] * 3, [True] * 3, 1, 0, "<u2")
+    ...                       [True] * 3, [True] * 3, [1], [0], "<u2")
     >>> ids.tolist(), lengths.tolist()
     ([1, 5, 6, 0, 1, 0, 1, 7, 0], [4, 2, 3])
     >>> ids, lengths = framed(np.array([5, 6, 7]), np.array([0, 2, 3]),
-    ...                       [True, False], [False, True], 1, 0, "<u2")
+    ...                       [True, False], [False, True], [1, 2], [0], "<u2")
     >>> ids.tolist(), lengths.tolist()
-    ([1, 5, 6, 7, 0], [3, 2])
+    ([1, 2, 5, 6, 7, 0], [4, 2])
     """
-    with_bos = np.asarray(firsts, dtype=bool) & (bos is not None)
-    with_eot = np.asarray(lasts, dtype=bool) & (eot is not None)
-    lengths = np.diff(offsets) + with_bos + with_eot
+    n_before, n_after = len(before), len(after)
+    with_bos = np.asarray(firsts, dtype=bool) & (n_before > 0)
+    with_eot = np.asarray(lasts, dtype=bool) & (n_after > 0)
+    lengths = np.diff(offsets) + with_bos * n_before + with_eot * n_after
     if not (with_bos.any() or with_eot.any()):
         return ids.astype(dtype, copy=False), lengths
     ends = np.cumsum(lengths)
-    bos_at, eot_at = (ends - lengths)[with_bos], (ends - 1)[with_eot]
     out = np.empty(int(ends[-1]), dtype=dtype)
     text = np.ones(len(out), dtype=bool)
-    text[bos_at] = False
-    text[eot_at] = False
+    starts = (ends - lengths)[with_bos]
+    for k, token in enumerate(before):
+        text[starts + k] = False
+        out[starts + k] = token
+    stops = ends[with_eot] - n_after
+    for k, token in enumerate(after):
+        text[stops + k] = False
+        out[stops + k] = token
     out[text] = ids
-    if bos is not None:
-        out[bos_at] = bos
-    if eot is not None:
-        out[eot_at] = eot
     return out, lengths
 
 
@@ -360,8 +362,15 @@ class ShardWriter:
             raise ValueError(f"val_tokens must be >= 0, not {val_tokens!r}")
         if val_fraction is not None and not 0.0 <= val_fraction <= 1.0:
             raise ValueError(f"val_fraction must be between 0 and 1, not {val_fraction!r}")
-        self.tok = tok
         self.eot_id, self.bos_id = _check_special(tok, eot, "eot"), _check_special(tok, bos, "bos")
+        # The model's own BOS/EOS (its frame) go around each whole document, inside
+        # ``bos`` / ``eot``; the documents' parts are encoded without them (``self.tok``).
+        frame_before, frame_after = tok.model.core.frame()
+        self.before = ([] if self.bos_id is None else [self.bos_id]) + list(frame_before)
+        self.after = list(frame_after) + ([] if self.eot_id is None else [self.eot_id])
+        self.tok = (
+            tok.with_options(add_bos=False, add_eos=False) if frame_before or frame_after else tok
+        )
         self.allowed, self.disallowed = resolve(
             allowed_special, disallowed_special, tok.special_tokens
         )
@@ -506,7 +515,7 @@ class ShardWriter:
         splits = self.splits
         train, val = splits["train"], splits["val"]
         shards_before = len(train.shards) + len(val.shards)
-        ids, lengths = framed(ids, offsets, firsts, lasts, self.bos_id, self.eot_id, self.dtype)
+        ids, lengths = framed(ids, offsets, firsts, lasts, self.before, self.after, self.dtype)
         to_val = np.empty(len(index), dtype=bool)
         val_before = val.tokens
         by_count = self.val_tokens is not None
