@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import copy
 import json
+import lzma
 import random
+import unicodedata
 from importlib import resources
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from hypothesis import strategies as st
 
 import bytepair
 
-from conftest import DATA, assert_every_path_encodes_as
+from conftest import DATA, assert_every_path_encodes_as, needs_shared, shared_corpus_files
 
 BOS, EOS = "<|bos|>", "<|eos|>"
 BOS_ID, EOS_ID = 50257, 50258
@@ -249,3 +251,23 @@ def test_llama3_as_meta_publishes_it_starts_every_text_with_begin_of_text(tmp_pa
         tok.with_options(add_bos=False).encode("Hello")
         == hf.encode("Hello", add_special_tokens=False).ids
     )
+
+
+@needs_shared
+def test_llama3_as_meta_publishes_it_frames_every_shared_corpus_line_as_tokenizers(tmp_path):
+    path = meta_llama3_json(tmp_path)
+    if path is None:
+        pytest.skip("llama-models or transformers is not installed: no Llama 3 file to build")
+    tok = bytepair.load(path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    mismatches = {}
+    for corpus in shared_corpus_files():
+        with lzma.open(corpus, "rt", encoding="utf-8", newline="") as f:
+            lines = f.read(1_000_000).splitlines()
+        lines += [unicodedata.normalize("NFD", line) for line in lines[:2000]]
+        ours = tok.encode_batch(lines, allowed_special="all", num_threads=2)
+        theirs = [e.ids for e in hf.encode_batch(lines)]  # add_special_tokens=True
+        bad = [line for line, a, b in zip(lines, ours, theirs) if a != b]
+        if bad:
+            mismatches[corpus.name] = (len(bad), bad[0][:80])
+    assert mismatches == {}
