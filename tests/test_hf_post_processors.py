@@ -237,12 +237,16 @@ def meta_llama3_json(tmp_path: Path) -> Path | None:
     return write(path, doc)
 
 
-def test_llama3_as_meta_publishes_it_starts_every_text_with_begin_of_text(tmp_path):
-    path = meta_llama3_json(tmp_path)
+@pytest.fixture(scope="module")
+def meta_llama3(tmp_path_factory) -> tuple[bytepair.Tokenizer, tokenizers.Tokenizer]:
+    path = meta_llama3_json(tmp_path_factory.mktemp("llama3"))
     if path is None:
         pytest.skip("llama-models or transformers is not installed: no Llama 3 file to build")
-    tok = bytepair.load(path)
-    hf = tokenizers.Tokenizer.from_file(str(path))
+    return bytepair.load(path), tokenizers.Tokenizer.from_file(str(path))
+
+
+def test_llama3_as_meta_publishes_it_starts_every_text_with_begin_of_text(meta_llama3):
+    tok, hf = meta_llama3
     assert tok.model.bos_token == "<|begin_of_text|>" and not tok.model.add_eos
     for t in [*TEXTS[:3], "việc làm ở Hà Nội"]:
         assert tok.encode(t) == hf.encode(t).ids
@@ -254,12 +258,8 @@ def test_llama3_as_meta_publishes_it_starts_every_text_with_begin_of_text(tmp_pa
 
 
 @needs_shared
-def test_llama3_as_meta_publishes_it_frames_every_shared_corpus_line_as_tokenizers(tmp_path):
-    path = meta_llama3_json(tmp_path)
-    if path is None:
-        pytest.skip("llama-models or transformers is not installed: no Llama 3 file to build")
-    tok = bytepair.load(path)
-    hf = tokenizers.Tokenizer.from_file(str(path))
+def test_llama3_as_meta_publishes_it_frames_every_shared_corpus_line_as_tokenizers(meta_llama3):
+    tok, hf = meta_llama3
     mismatches = {}
     for corpus in shared_corpus_files():
         with lzma.open(corpus, "rt", encoding="utf-8", newline="") as f:

@@ -98,6 +98,11 @@ def test_add_bos_and_add_eos_are_model_options(small_model):
     assert ids[offsets[1] : offsets[2]].tolist() == [1, *ids_of(tok, "\u2581c"), 2]
     with pytest.raises(ValueError, match="names no BOS token; name one of its special tokens"):
         bytepair.load("gpt2", add_bos=True)
+    # A SentencePiece model's BOS / EOS are its own <s> / </s>: no other may be named.
+    assert (tok.model.bos_token, tok.model.eos_token) == ("<s>", "</s>")
+    with pytest.raises(ValueError, match="bos_token '</s>': a SentencePiece model's is its own"):
+        tok.model.with_options(bos_token="</s>", add_bos=True)
+    assert tok.with_options(bos_token="<s>", add_eos=False).encode("ab")[-1] != 2
 
 
 def test_every_encode_entry_point_gives_the_ids_of_encode(small_model, tmp_path):

@@ -54,6 +54,12 @@ def piece_bytes(piece: str, kind: str) -> bytes:
     return piece.replace(SPACE, " ").encode("utf-8")
 
 
+def _own_piece(name: str, given: str | None, own: str | None) -> None:
+    """A SentencePiece model's BOS / EOS is its own piece: another is Unsupported."""
+    if given is not None and given != own:
+        raise Unsupported(f"{name} {given!r}: a SentencePiece model's is its own piece ({own!r})")
+
+
 class SentencePiece:
     """A SentencePiece BPE model: ``SentencePiece.from_bytes(open("tokenizer.model",
     "rb").read())``."""
@@ -130,14 +136,8 @@ class SentencePiece:
         """The same model with other ``add_bos`` / ``add_eos`` (a new model sharing
         this one's data). Its BOS and EOS are its ``<s>`` and ``</s>`` pieces: other
         ``bos_token`` / ``eos_token`` are :class:`Unsupported`."""
-        for name, given, own in (
-            ("bos_token", bos_token, self.bos_token),
-            ("eos_token", eos_token, self.eos_token),
-        ):
-            if given is not None and given != own:
-                raise Unsupported(
-                    f"{name} {given!r}: a SentencePiece model's is its own piece ({own!r})"
-                )
+        _own_piece("bos_token", bos_token, self.bos_token)
+        _own_piece("eos_token", eos_token, self.eos_token)
         if add_bos is None and add_eos is None:
             return self
         for add, token, which in (
@@ -155,8 +155,7 @@ class SentencePiece:
 
     @bos_token.setter
     def bos_token(self, value) -> None:
-        if value != self.bos_token:
-            raise Unsupported(f"a SentencePiece model's BOS is its own piece ({self.bos_token!r})")
+        _own_piece("bos_token", value, self.bos_token)
 
     @property
     def eos_token(self) -> str | None:
@@ -165,8 +164,7 @@ class SentencePiece:
 
     @eos_token.setter
     def eos_token(self, value) -> None:
-        if value != self.eos_token:
-            raise Unsupported(f"a SentencePiece model's EOS is its own piece ({self.eos_token!r})")
+        _own_piece("eos_token", value, self.eos_token)
 
     @property
     def prefix(self) -> str:
