@@ -13,7 +13,8 @@ character is scanned a bounded number of times (at most about three), not once p
 chunk.
 
 Decoding: :class:`StreamDecoder` holds back the bytes of a UTF-8 character until it is
-complete, so a model's output can be printed token by token.
+complete (and ids whose text a later id can change, ``model.open_tail``), so a model's
+output can be printed token by token.
 """
 
 from __future__ import annotations
@@ -72,19 +73,35 @@ class StreamDecoder:
         # been written (SentencePiece drops the first piece's dummy-prefix space): the
         # ids so far while they wrote nothing, then the last id that wrote something.
         self._context: list[int] = []
+        self._wrote = False
+        # Ids whose text a later id can still change (``model.open_tail``: under a
+        # tokenizer.json's ByteFallback, a run of byte pieces is UTF-8 or U+FFFD per
+        # byte as a whole): held back until they are settled or the stream ends.
+        self._open: list[int] = []
 
     def step(self, token: int) -> str:
         """Adds one token; returns the text completed by it (maybe empty)."""
-        surface = self._model.surfaces([*self._context, token])[-1]
-        if surface:
-            self._context = [token]
-        elif not self._context or not self._model.surfaces(self._context)[-1]:
-            self._context.append(token)
-        return self._decoder.decode(surface)
+        ids = [*self._context, *self._open, token]
+        surfaces = self._model.surfaces(ids)
+        settled = len(ids) - self._model.open_tail(ids)
+        done = surfaces[len(self._context) : settled]
+        writers = [n for n in range(len(self._context), settled) if surfaces[n]]
+        if writers:
+            self._context, self._wrote = [ids[writers[-1]]], True
+        elif not self._wrote:
+            self._context = ids[:settled]
+        self._open = ids[settled:]
+        return self._decoder.decode(b"".join(done))
 
     def flush(self) -> str:
-        """Ends the stream: bytes of an unfinished character come out as U+FFFD."""
-        return self._decoder.decode(b"", final=True)
+        """Ends the stream: held-back ids give their text, and bytes of an unfinished
+        character come out as U+FFFD."""
+        held = b""
+        if self._open:
+            ids = [*self._context, *self._open]
+            held = b"".join(self._model.surfaces(ids)[len(self._context) :])
+            self._open = []
+        return self._decoder.decode(held, final=True)
 
 
 def decode_stream(tok, ids: Iterable[int], errors: str = "replace") -> Iterator[str]:

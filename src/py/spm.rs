@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use super::seam::{pymethods_with_seam, Seam};
 use crate::pretok::SpecialMatcher;
-use crate::spm::{PieceType, Prefix, SpmError, SpmModel};
+use crate::spm::{DecodeStep, HfDecoder, PieceType, Prefix, SpmError, SpmModel};
 
 /// A SentencePiece BPE model (`tokenizer.model`), encoding and decoding as the
 /// `sentencepiece` library does; its CONTROL pieces are its special tokens.
@@ -43,10 +43,13 @@ pymethods_with_seam!(SentencePieceModel {
     /// `added` (non-special added tokens: matched in every text, never refused) and
     /// `specials` (its special tokens, when not only the control pieces) and
     /// `normalized` (those of them and `added` matched as the legacy `Prepend`
-    /// normalizer makes Hugging Face match `normalized: true` tokens).
+    /// normalizer makes Hugging Face match `normalized: true` tokens). With
+    /// `hf_decode`, ids decode as `tokenizers` decodes them with the decoder whose
+    /// steps are `decoder` (`tokenizer.json` objects, a `Sequence` flattened; None: the
+    /// file has no decoder), else as sentencepiece decodes them.
     /// Raises ValueError naming the path and, for a corrupt file, the byte offset.
     #[staticmethod]
-    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false, prefix = "spm", split = false, added = Vec::new(), specials = None, normalized = Vec::new()))]
+    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false, prefix = "spm", split = false, added = Vec::new(), specials = None, normalized = Vec::new(), hf_decode = false, decoder = None))]
     #[allow(clippy::too_many_arguments)]
     fn from_bytes(
         py: Python<'_>,
@@ -59,13 +62,26 @@ pymethods_with_seam!(SentencePieceModel {
         added: Vec<String>,
         specials: Option<Vec<String>>,
         normalized: Vec<String>,
+        hf_decode: bool,
+        decoder: Option<Vec<Bound<'_, PyDict>>>,
     ) -> PyResult<Self> {
         let scheme = Prefix::from_name(prefix)
             .ok_or_else(|| PyValueError::new_err(format!("{path}: unknown prefix scheme {prefix:?}")))?;
+        let steps = decoder
+            .map(|steps| steps.iter().map(decode_step).collect::<PyResult<Vec<_>>>())
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
+        let hf_decoder = match hf_decode {
+            true => Some(HfDecoder::new(steps).map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?),
+            false => None,
+        };
         let core = py.detach(|| {
-            let core = SpmModel::from_bytes(data)?
+            let mut core = SpmModel::from_bytes(data)?
                 .with_metaspace(scheme, split)?
                 .with_normalized_tokens(normalized)?;
+            if let Some(decoder) = hf_decoder {
+                core = core.with_hf_decoder(decoder);
+            }
             let frame = core.frame(add_bos, add_eos)?;
             Ok::<_, SpmError>((core, frame))
         });
@@ -114,6 +130,20 @@ pymethods_with_seam!(SentencePieceModel {
     fn decode(&self, py: Python<'_>, ids: Vec<i64>) -> PyResult<String> {
         let ids = self.checked_ids(&ids)?;
         py.detach(|| self.core().decode(&ids)).map_err(error)
+    }
+
+    /// How many of the last ids a later id can still change the surfaces of
+    /// (`SpmModel::open_tail`).
+    fn open_tail(&self, ids: Vec<i64>) -> PyResult<usize> {
+        let ids = self.checked_ids(&ids)?;
+        self.core().open_tail(&ids).map_err(error)
+    }
+
+    /// Whether ids decode as `tokenizers` decodes them (a `tokenizer.json`'s decoder)
+    /// rather than as sentencepiece does.
+    #[getter]
+    fn hf_decode(&self) -> bool {
+        self.core().hf_decoder.is_some()
     }
 
     /// The largest id.
@@ -229,6 +259,58 @@ pymethods_with_seam!(SentencePieceModel {
         self.core().len()
     }
 });
+
+/// One decoder step from its `tokenizer.json` object (as `formats.hf_sentencepiece`
+/// checked it).
+fn decode_step(step: &Bound<'_, PyDict>) -> PyResult<DecodeStep> {
+    let item = |key: &str| -> PyResult<Bound<'_, PyAny>> {
+        step.get_item(key)?
+            .ok_or_else(|| PyValueError::new_err(format!("decoder step without {key:?}: {step}")))
+    };
+    let one_char = |key: &str| -> PyResult<char> {
+        let text: String = item(key)?.extract()?;
+        let mut chars = text.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) => Ok(c),
+            _ => Err(PyValueError::new_err(format!(
+                "decoder {key} {text:?} is not one character"
+            ))),
+        }
+    };
+    let kind: String = item("type")?.extract()?;
+    Ok(match kind.as_str() {
+        "Replace" => DecodeStep::Replace {
+            pattern: item("pattern")?.get_item("String")?.extract()?,
+            content: item("content")?.extract()?,
+        },
+        "ByteFallback" => DecodeStep::ByteFallback,
+        "Fuse" => DecodeStep::Fuse,
+        "Strip" => {
+            let stop: usize = item("stop")?.extract()?;
+            if stop != 0 {
+                return Err(PyValueError::new_err(format!(
+                    "decoder Strip stop {stop} is not supported"
+                )));
+            }
+            DecodeStep::Strip {
+                content: one_char("content")?,
+                start: item("start")?.extract()?,
+            }
+        }
+        "Metaspace" => {
+            let scheme: String = item("prepend_scheme")?.extract()?;
+            DecodeStep::Metaspace {
+                replacement: one_char("replacement")?,
+                prepend: scheme != "never",
+            }
+        }
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "decoder {other} is not supported"
+            )))
+        }
+    })
+}
 
 impl SentencePieceModel {
     fn core(&self) -> &SpmModel {

@@ -15,6 +15,9 @@
 //! `Tokenizer.decode_bytes` returns; a model with a denormalizer gives the UTF-8 of
 //! `decode`, since its rules rewrite text).
 //!
+//! A model read from a `tokenizer.json` decodes as `tokenizers` does instead, by the
+//! file's decoder (`hf_decode.rs`); there `decode_bytes` is the UTF-8 of `decode`.
+//!
 //! ```text
 //! ["▁Hello", "▁world", "<0xE2>", "<0x9C>", "<0x93>"] -> "Hello world✓"
 //! ```
@@ -27,6 +30,10 @@ use super::SpmError;
 impl SpmModel {
     /// Decodes ids to text; an id outside the vocabulary is an error.
     pub fn decode(&self, ids: &[u32]) -> Result<String, SpmError> {
+        if let Some(decoder) = &self.hf_decoder {
+            self.check_ids(ids)?;
+            return Ok(self.hf_decode(decoder, ids).0);
+        }
         let text = self.decode_with(ids, push_chars, None)?;
         let text = String::from_utf8(text).expect("push_chars writes UTF-8");
         Ok(match &self.denormalizer {
@@ -37,7 +44,7 @@ impl SpmModel {
 
     /// Decodes ids to bytes, byte pieces as they are (see the module header).
     pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>, SpmError> {
-        if self.denormalizer.is_some() {
+        if self.denormalizer.is_some() || self.hf_decoder.is_some() {
             return self.decode(ids).map(String::into_bytes);
         }
         self.decode_with(ids, |text, bytes| text.append(bytes), None)
@@ -46,12 +53,22 @@ impl SpmModel {
     /// What each id adds to [`decode_bytes`](Self::decode_bytes)`(ids)`, so that the
     /// surfaces joined are exactly those bytes: a control piece adds nothing, the first
     /// piece no dummy-prefix space. None for a model with a denormalizer, whose rules
-    /// rewrite the joined text as a whole.
+    /// rewrite the joined text as a whole. Under a `tokenizer.json`'s decoder, the
+    /// bytes of the text each id owns (`hf_decode.rs`).
     ///
     /// ```text
     /// ["<s>", "▁Hello", "▁world"] -> ["", "Hello", " world"]
     /// ```
     pub fn surfaces(&self, ids: &[u32]) -> Result<Option<Vec<Vec<u8>>>, SpmError> {
+        if let Some(decoder) = &self.hf_decoder {
+            self.check_ids(ids)?;
+            let (text, owners) = self.hf_decode(decoder, ids);
+            let mut surfaces = vec![Vec::new(); ids.len()];
+            for (&byte, &owner) in text.as_bytes().iter().zip(&owners) {
+                surfaces[owner as usize].push(byte);
+            }
+            return Ok(Some(surfaces));
+        }
         if self.denormalizer.is_some() {
             return Ok(None);
         }
@@ -67,6 +84,17 @@ impl SpmModel {
                 })
                 .collect(),
         ))
+    }
+
+    /// An error naming the first id outside the vocabulary.
+    pub(super) fn check_ids(&self, ids: &[u32]) -> Result<(), SpmError> {
+        match ids.iter().find(|&&id| id as usize >= self.entries.len()) {
+            Some(id) => Err(SpmError::OutOfRange(format!(
+                "id {id} is not in the vocabulary of {}",
+                self.len()
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The pieces' surfaces joined; runs of byte pieces go through `push_bytes`.

@@ -14,7 +14,8 @@
 //! - [`normalizer`]: sentencepiece's normalization (dummy prefix, `▁`, whitespace);
 //! - [`model`]: the checked vocabulary; [`chars`]: what it says about each character;
 //! - [`encode`]: the merge loop, with a word cache where it is provably exact;
-//! - [`decode`]: ids back to text;
+//! - [`decode`]: ids back to text; [`hf_decode`]: as `tokenizers` decodes a
+//!   `tokenizer.json` of the family;
 //! - [`train`], [`train_merge`]: training, compatibly with sentencepiece's BPE trainer;
 //! - [`seam`]: the model seam ([`crate::model::Model`]): special tokens, `<s>`/`</s>`
 //!   options, batches, streaming and files.
@@ -23,6 +24,7 @@ pub mod chars;
 pub mod charsmap;
 pub mod decode;
 pub mod encode;
+pub mod hf_decode;
 pub mod model;
 pub mod normalizer;
 pub mod proto;
@@ -34,6 +36,7 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use hf_decode::{DecodeStep, HfDecoder};
 pub use model::{Prefix, SpmModel};
 pub use proto::{ModelProto, Piece, PieceType};
 

@@ -13,6 +13,7 @@ use crate::model::Frame;
 
 use super::chars::CharTable;
 use super::encode::WordCache;
+use super::hf_decode::HfDecoder;
 use super::normalizer::{Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, PieceType, BPE, CHAR, UNIGRAM, WORD};
 use super::SpmError;
@@ -80,6 +81,9 @@ pub struct SpmModel {
     /// Added tokens Hugging Face matches in the normalized text ([`Prefix::Each`]
     /// files whose tokens say `normalized: true`; see `seam`).
     pub normalized_tokens: Vec<String>,
+    /// A `tokenizer.json`'s decoder, which decodes as `tokenizers` does; `None`:
+    /// sentencepiece's decode.
+    pub hf_decoder: Option<HfDecoder>,
 }
 
 /// Which segments of a text (the parts between the special tokens found in it)
@@ -252,6 +256,7 @@ impl SpmModel {
             prefix: Prefix::Spm,
             split: false,
             normalized_tokens: Vec::new(),
+            hf_decoder: None,
             proto,
         })
     }

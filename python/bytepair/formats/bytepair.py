@@ -298,6 +298,10 @@ def _sentencepiece_from_text(raw: bytes, path) -> SentencePiece:
     hf = doc.get("hf") or {}
     if not isinstance(hf, dict) or not set(hf) <= HF_RULES:
         raise ValueError(f'{path}: "hf" must be an object with keys {sorted(HF_RULES)}')
+    if "decoder" in hf:
+        from bytepair.formats.hf_sentencepiece import read_decoder
+
+        hf = {**hf, "decoder": read_decoder(hf["decoder"], lambda m: ValueError(f"{path}: {m}"))}
     return SentencePiece.from_bytes(data, str(path), **options, **hf)
 
 
@@ -316,8 +320,9 @@ def _sentencepiece_text(model: SentencePiece) -> str:
 
 
 #: What a SentencePiece model read from a tokenizer.json keeps of it (``"hf"``: see
-#: ``SentencePiece.from_bytes``): where its dummy "▁" goes, its added tokens.
-HF_RULES = {"prefix", "split", "added", "specials", "normalized"}
+#: ``SentencePiece.from_bytes``): where its dummy "▁" goes, its added tokens, its
+#: decoder.
+HF_RULES = {"prefix", "split", "added", "specials", "normalized", "decoder"}
 
 
 def _ranks_from_text(raw: bytes, path) -> Model:

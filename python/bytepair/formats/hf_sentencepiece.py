@@ -28,6 +28,17 @@ scheme, ``split`` and ``normalized`` flags), so ``tokenizers`` gives bytepair's 
 what bytepair writes either way. Its ``.model`` (``save("x.model")``) can say none of
 this: that file encodes as sentencepiece does, as every ``.model`` does.
 
+Ids decode as ``tokenizers.Tokenizer.decode(ids, skip_special_tokens=False)``: by the
+file's ``decoder`` (:func:`read_decoder`), kept in ``SentencePiece.hf["decoder"]`` and
+written back as it was. Mistral's and Llama 2's ``Sequence[Replace("▁", " "),
+ByteFallback, Fuse, Strip(" ", 1, 0)]`` writes ``<s>`` and ``<unk>`` as spelled and cuts
+one leading space of the text; Gemma's has no Strip; ``Metaspace`` drops the "▁" of
+the first token only (unless its scheme is "never"); a file without a decoder joins
+the tokens with spaces. Other decoders are refused by name. What this module writes
+for a ``.model`` has the Mistral chain (no Strip without a dummy prefix): text decodes
+as sentencepiece decodes it, but ``<s>``, ``<unk>`` and byte runs that are not UTF-8 as
+``tokenizers`` does.
+
 Added tokens are matched in the raw text before the rest, as ``tokenizers`` matches
 them; non-special ones (Gemma's) in every text, never refused. Special ones follow
 bytepair's ``allowed_special`` policy, where ``tokenizers`` matches them in any text.
@@ -46,6 +57,7 @@ it takes (``"Hey </s>sir"`` is ``▁Hey </s> sir``; ``"Hey</s>"`` is text).
 from __future__ import annotations
 
 import base64
+import copy
 import os
 
 from bytepair.formats import hf_post
@@ -149,13 +161,17 @@ def tokenizer_json(model: SentencePiece) -> dict:
         entry = added_token(i, content, special=special)
         entry["normalized"] = not raw or content in model.hf.get("normalized", ())
         added.append(entry)
-    decoders = [
-        {"type": "Replace", "pattern": {"String": SPACE}, "content": " "},
-        {"type": "ByteFallback"},
-        {"type": "Fuse"},
-    ]
-    if dummy:
-        decoders.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+    if "decoder" in model.hf:
+        decoder = copy.deepcopy(model.hf["decoder"])
+    else:
+        decoders = [
+            {"type": "Replace", "pattern": {"String": SPACE}, "content": " "},
+            {"type": "ByteFallback"},
+            {"type": "Fuse"},
+        ]
+        if dummy:
+            decoders.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+        decoder = {"type": "Sequence", "decoders": decoders}
     return {
         "version": "1.0",
         "truncation": None,
@@ -164,7 +180,7 @@ def tokenizer_json(model: SentencePiece) -> dict:
         "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer,
         "post_processor": _template(model),
-        "decoder": {"type": "Sequence", "decoders": decoders},
+        "decoder": decoder,
         "model": {
             "type": "BPE",
             "dropout": None,
@@ -282,6 +298,72 @@ def _rules(doc: dict, fail) -> tuple[bool, str, bool, str]:
             "Replace(' ', '▁'), with Prepend('▁') or a Metaspace pre-tokenizer)"
         )
     raise fail("neither a Metaspace pre-tokenizer nor a Replace(' ', '▁') normalizer")
+
+
+def read_decoder(decoder, fail):
+    """The file's ``decoder`` as ``SentencePiece.from_bytes`` takes it: the steps
+    ``tokenizers`` would run, with only the fields that change what they do (a nested
+    ``Sequence`` flattened; None for none); ValueError (``fail``) naming a decoder whose
+    decoding bytepair does not reproduce.
+
+    >>> read_decoder({"type": "Metaspace", "replacement": "▁", "add_prefix_space": True}, ValueError)
+    {'type': 'Metaspace', 'replacement': '▁', 'prepend_scheme': 'always'}
+    """
+    if decoder is None:
+        return None
+    if not isinstance(decoder, dict):
+        raise fail(f"decoder is not an object: {short(decoder)}")
+    if decoder.get("type") != "Sequence":
+        return _decoder_step(decoder, fail)
+    return {"type": "Sequence", "decoders": list(_flat_steps(decoder, fail))}
+
+
+def _flat_steps(decoder: dict, fail):
+    steps = decoder.get("decoders")
+    if not isinstance(steps, list):
+        raise fail(f"decoder Sequence without a list of decoders: {short(decoder)}")
+    for step in steps:
+        if isinstance(step, dict) and step.get("type") == "Sequence":
+            yield from _flat_steps(step, fail)
+        else:
+            yield _decoder_step(step, fail)
+
+
+def _decoder_step(step, fail) -> dict:
+    """One decoder step, checked (see :func:`read_decoder`)."""
+    kind = step.get("type") if isinstance(step, dict) else None
+    if kind in ("ByteFallback", "Fuse"):
+        return {"type": kind}
+    if kind == "Replace":
+        if step.get("pattern") != {"String": SPACE} or step.get("content") != " ":
+            raise fail(
+                f"decoder Replace of {short(step.get('pattern'))} by {short(step.get('content'))} "
+                "is not supported (only Replace('▁', ' '))"
+            )
+        return {"type": "Replace", "pattern": {"String": SPACE}, "content": " "}
+    if kind == "Strip":
+        content, start, stop = step.get("content"), step.get("start"), step.get("stop")
+        if content != " " or start not in (0, 1) or stop != 0:
+            raise fail(
+                f"decoder Strip({short(content)}, {short(start)}, {short(stop)}) is not "
+                "supported (only Strip(' ', 1, 0), one leading space)"
+            )
+        return {"type": "Strip", "content": " ", "start": start, "stop": 0}
+    if kind == "Metaspace":
+        replacement = step.get("replacement", SPACE)
+        scheme = step.get("prepend_scheme") or "always"  # tokenizers' default
+        if step.get("add_prefix_space") is False:
+            scheme = "never"
+        if not isinstance(replacement, str) or len(replacement) != 1:
+            raise fail(f"decoder Metaspace replacement {short(replacement)} is not one character")
+        if scheme not in ("first", "always", "never"):
+            raise fail(f"decoder Metaspace prepend_scheme {short(scheme)} is not supported")
+        return {"type": "Metaspace", "replacement": replacement, "prepend_scheme": scheme}
+    name = kind if isinstance(kind, str) else short(step)
+    raise fail(
+        f"decoder {name} is not supported for a SentencePiece-style BPE (only Replace('▁', "
+        "' '), ByteFallback, Fuse, Strip and Metaspace, as Llama 2, Mistral and Gemma have)"
+    )
 
 
 def _overlap(a: str, b: str) -> bool:
@@ -414,6 +496,7 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
         if not isinstance(i, int) or i >= len(by_id) or by_id[i] != entry["content"]:
             raise fail(f"added token {short(entry['content'])} has id {short(i)}, not its vocab id")
     options = {
+        "decoder": read_decoder(doc.get("decoder"), fail),
         "add_bos": add_bos,
         "add_eos": add_eos,
         "prefix": prefix,

@@ -81,6 +81,11 @@ class Model(Protocol):
         ``b"".join(surfaces(ids)) == decode_bytes(ids)``."""
         ...
 
+    def open_tail(self, ids: list[int]) -> int:
+        """How many of the last ``ids`` a later id can still change the surfaces of
+        (0 for most kinds; streaming holds their text back until they are settled)."""
+        ...
+
     def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> Model:
         """The same model with more special tokens, or :class:`Unsupported`."""
         ...

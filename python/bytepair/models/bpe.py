@@ -125,6 +125,10 @@ class ByteLevelBPE:
         """Each token's bytes: a byte-level token always adds exactly its bytes."""
         return [self.token_bytes(i) for i in ids]
 
+    def open_tail(self, ids: list[int]) -> int:
+        """0: no later token changes what a byte-level token adds."""
+        return 0
+
     def has_canonical_ids(self) -> bool:
         """True when ids are the layout training makes: bytes 0-255, merge i = 256 + i."""
         special_ids = {*self.special_tokens.values(), *self.added_tokens.values()}

@@ -23,7 +23,10 @@ How it fits the one ``Tokenizer``:
 - ``vocab`` maps each id to the bytes the piece stands for out of context: "▁" is a
   space, ``<0x0A>`` is b"\\n", a control or unknown piece is its spelling.
   ``decode`` is sentencepiece's: it drops the dummy-prefix space, writes nothing
-  for control pieces and " ⁇ " for ``<unk>``.
+  for control pieces and " ⁇ " for ``<unk>``. A model read from a ``tokenizer.json``
+  decodes as ``tokenizers`` does instead, by the file's ``decoder`` (Mistral: ``<s>``
+  and ``<unk>`` are written as they are spelled, one leading space is cut from the
+  text, a run of byte pieces that is not UTF-8 gives one U+FFFD per byte).
 - A text is encoded whole: no cut inside a text is exact in general (the dummy
   prefix and the whitespace rules depend on where a text starts and ends), so
   ``encode_iterable`` holds the text until its end and ``encode_file`` encodes a
@@ -39,6 +42,8 @@ from bytepair.models.base import Unsupported, ids_of_bytes, with_frame
 
 #: The whitespace mark of normalized text.
 SPACE = "\u2581"
+#: ``from_bytes``'s ``decoder`` for sentencepiece's own decode (a ``.model``).
+SENTENCEPIECE_DECODE = "sentencepiece"
 
 
 def piece_bytes(piece: str, kind: str) -> bytes:
@@ -89,6 +94,7 @@ class SentencePiece:
         added: list[str] | None = None,
         specials: list[str] | None = None,
         normalized: list[str] | None = None,
+        decoder: dict | None | str = SENTENCEPIECE_DECODE,
     ) -> SentencePiece:
         """The model in a ``.model`` file's bytes; ``path`` names it in errors.
 
@@ -100,14 +106,20 @@ class SentencePiece:
         a "▁"), ``added`` the non-special added tokens (matched in every text) and
         ``specials`` the special tokens (default: the CONTROL pieces); ``normalized``
         those of both that the legacy normalizer (prefix "each") matches as it
-        normalizes them: only at the start or after a space, which they take."""
+        normalizes them: only at the start or after a space, which they take.
+        ``decoder`` is the file's, as ``formats.hf_sentencepiece`` checked it (None:
+        the file has none): ids decode as ``tokenizers`` decodes them; the default,
+        :data:`SENTENCEPIECE_DECODE`, decodes as sentencepiece does."""
         hf = {}
-        if prefix != "spm" or split or added or specials is not None:
+        hf_decode = decoder != SENTENCEPIECE_DECODE
+        if prefix != "spm" or split or added or specials is not None or hf_decode:
             hf = {"prefix": prefix, "split": split, "added": list(added or [])}
             if specials is not None:
                 hf["specials"] = list(specials)
             if normalized:
                 hf["normalized"] = list(normalized)
+            if hf_decode:
+                hf["decoder"] = decoder
         core = _core.SentencePieceModel.from_bytes(
             data,
             str(path),
@@ -118,6 +130,8 @@ class SentencePiece:
             list(added or []),
             specials,
             list(normalized or []),
+            hf_decode,
+            _decoder_steps(decoder) if hf_decode else None,
         )
         return cls(core, hf)
 
@@ -249,9 +263,11 @@ class SentencePiece:
             raise KeyError(f"unknown token id {token!r}") from None
 
     def surfaces(self, ids: list[int]) -> list[bytes]:
-        """What each id adds to ``decode_bytes(ids)``, exactly: nothing for a control
-        piece, " ⁇ " for ``<unk>``, no dummy-prefix space on the first piece
-        (Mistral: ``<s> ▁Hello ▁world`` -> ``[b"", b"Hello", b" world"]``)."""
+        """What each id adds to ``decode_bytes(ids)``, exactly: as sentencepiece decodes,
+        nothing for a control piece, " ⁇ " for ``<unk>``, no dummy-prefix space on the
+        first piece (Mistral's ``.model``: ``<s> ▁Hello ▁world`` -> ``[b"", b"Hello",
+        b" world"]``); as ``tokenizers`` decodes (a ``tokenizer.json``), the part of its
+        text that came from each id (Mistral's: ``[b"<s>", b" Hello", b" world"]``)."""
         ids = list(ids)
         for i in ids:
             self.token_bytes(i)  # KeyError naming an unknown id, as decode_bytes
@@ -260,12 +276,20 @@ class SentencePiece:
             raise Unsupported(self.why_not("token surfaces"))
         return out
 
+    def open_tail(self, ids: list[int]) -> int:
+        """How many of the last ``ids`` a later id can still change the surfaces of:
+        under a ``tokenizer.json``'s ``ByteFallback`` decoder, the run of byte pieces at
+        the end (its text is its UTF-8, or U+FFFD for each byte, once the run ends)."""
+        return self.core.open_tail(list(ids))
+
     def normalize(self, text: str) -> str:
         """The text as the normalizer rewrites it before merging (" a" -> "▁▁a")."""
         return self.core.normalize(text)
 
     def decode(self, ids) -> str:
-        """Ids -> text exactly as ``SentencePieceProcessor.decode``."""
+        """Ids -> text exactly as ``SentencePieceProcessor.decode`` (a ``.model``) or
+        ``tokenizers.Tokenizer.decode(ids, skip_special_tokens=False)`` (a
+        ``tokenizer.json``)."""
         return self.core.decode(list(ids))
 
     def piece_to_id(self, piece: str) -> int:
@@ -296,6 +320,16 @@ class SentencePiece:
                 "decoded text as a whole: a token's own text is not defined"
             )
         return f"a SentencePiece model cannot give {what}"
+
+
+def _decoder_steps(decoder: dict | None) -> list[dict] | None:
+    """The steps of a ``tokenizer.json`` decoder, ``Sequence`` flattened (the steps of a
+    Sequence run one after another); None for none."""
+    if decoder is None:
+        return None
+    if decoder.get("type") == "Sequence":
+        return [step for d in decoder["decoders"] for step in _decoder_steps(d) or []]
+    return [decoder]
 
 
 #: Piece types that stand for no text of their own (not found by their bytes).

@@ -88,8 +88,12 @@ def encode_view(tok, text: str, **special_options) -> dict:
     special_ids = set(tok.special_tokens.values())
     char_spans = CharSpans(text)
     # Where each token falls in the text: its bytes, or (SentencePiece) what it adds
-    # to the decoded text, which drops the dummy-prefix space.
-    placed = tok.model.surfaces(ids)
+    # to the decoded text, which drops the dummy-prefix space. The BOS/EOS the model
+    # puts around every text (its frame) stand for no text: empty, and left out of the
+    # decoding (a tokenizer.json's decoder writes "<s>" and keeps the space after it).
+    before, after = tok.model.core.frame()
+    inner = ids[len(before) : len(ids) - len(after)]
+    placed = [b""] * len(before) + tok.model.surfaces(inner) + [b""] * len(after)
     tokens, at = [], 0
     for i, surface in zip(ids, placed):
         data = tok.decode_single_token_bytes(i)
