@@ -43,10 +43,11 @@ pymethods_with_seam!(SentencePieceModel {
     /// `added` (non-special added tokens: matched in every text, never refused) and
     /// `specials` (its special tokens, when not only the control pieces) and
     /// `normalized` (those of them and `added` matched as the legacy `Prepend`
-    /// normalizer makes Hugging Face match `normalized: true` tokens).
+    /// normalizer makes Hugging Face match `normalized: true` tokens); `token_flags`:
+    /// {token: ["lstrip", "rstrip", "single_word"]} (`pretok::specials`).
     /// Raises ValueError naming the path and, for a corrupt file, the byte offset.
     #[staticmethod]
-    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false, prefix = "spm", split = false, added = Vec::new(), specials = None, normalized = Vec::new()))]
+    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false, prefix = "spm", split = false, added = Vec::new(), specials = None, normalized = Vec::new(), token_flags = rustc_hash::FxHashMap::default()))]
     #[allow(clippy::too_many_arguments)]
     fn from_bytes(
         py: Python<'_>,
@@ -59,6 +60,7 @@ pymethods_with_seam!(SentencePieceModel {
         added: Vec<String>,
         specials: Option<Vec<String>>,
         normalized: Vec<String>,
+        token_flags: rustc_hash::FxHashMap<String, Vec<String>>,
     ) -> PyResult<Self> {
         let scheme = Prefix::from_name(prefix)
             .ok_or_else(|| PyValueError::new_err(format!("{path}: unknown prefix scheme {prefix:?}")))?;
@@ -77,7 +79,11 @@ pymethods_with_seam!(SentencePieceModel {
         let specials = specials.unwrap_or_else(|| core.control_pieces());
         let controls = SpecialMatcher::new(&specials).map_err(PyValueError::new_err)?;
         let (tokens, max_id) = (core.len(), core.len().saturating_sub(1) as u32);
-        let seam = Seam::new(core, all, controls, tokens, max_id)?.with_always(added)?;
+        let flags = super::encoder::token_flags_of(token_flags)
+            .map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
+        let seam = Seam::new(core, all, controls, tokens, max_id)?
+            .with_always(added)?
+            .with_flags(flags)?;
         Ok(Self {
             seam: seam.framed(frame)?,
         })

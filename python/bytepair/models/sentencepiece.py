@@ -36,6 +36,7 @@ from functools import cached_property
 
 from bytepair import _core
 from bytepair.models.base import Unsupported, ids_of_bytes, with_frame
+from bytepair.specials import token_flags_of
 
 #: The whitespace mark of normalized text.
 SPACE = "\u2581"
@@ -83,6 +84,7 @@ class SentencePiece:
         added: list[str] | None = None,
         specials: list[str] | None = None,
         normalized: list[str] | None = None,
+        token_flags: dict | None = None,
     ) -> SentencePiece:
         """The model in a ``.model`` file's bytes; ``path`` names it in errors.
 
@@ -94,14 +96,19 @@ class SentencePiece:
         a "▁"), ``added`` the non-special added tokens (matched in every text) and
         ``specials`` the special tokens (default: the CONTROL pieces); ``normalized``
         those of both that the legacy normalizer (prefix "each") matches as it
-        normalizes them: only at the start or after a space, which they take."""
+        normalizes them: only at the start or after a space, which they take;
+        ``token_flags`` how those tokens are matched besides their text (``{token:
+        ("lstrip", "rstrip", "single_word")}``, ``bytepair.specials``)."""
+        token_flags = token_flags_of(token_flags or {}, str(path))
         hf = {}
-        if prefix != "spm" or split or added or specials is not None:
+        if prefix != "spm" or split or added or specials is not None or token_flags:
             hf = {"prefix": prefix, "split": split, "added": list(added or [])}
             if specials is not None:
                 hf["specials"] = list(specials)
             if normalized:
                 hf["normalized"] = list(normalized)
+            if token_flags:
+                hf["token_flags"] = {t: list(flags) for t, flags in token_flags.items()}
         core = _core.SentencePieceModel.from_bytes(
             data,
             str(path),
@@ -112,8 +119,15 @@ class SentencePiece:
             list(added or []),
             specials,
             list(normalized or []),
+            {t: list(flags) for t, flags in token_flags.items()},
         )
         return cls(core, hf)
+
+    @property
+    def token_flags(self) -> dict[str, tuple[str, ...]]:
+        """How special and added tokens are matched besides their text (a Hugging Face
+        file's ``lstrip``, ``rstrip``, ``single_word``); empty for a ``.model``."""
+        return {t: tuple(flags) for t, flags in self.hf.get("token_flags", {}).items()}
 
     def to_bytes(self) -> bytes:
         """The ``.model`` bytes (identical to the file a loaded model came from)."""
