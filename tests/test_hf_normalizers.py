@@ -282,16 +282,16 @@ def test_other_normalizers_are_refused_by_name(tmp_path, normalizer, named):
 @pytest.mark.parametrize(
     ("field", "message"),
     [
-        ("lstrip", "has lstrip true: not supported"),
-        ("rstrip", "has rstrip true: not supported"),
-        ("single_word", "has single_word true: not supported"),
+        ("lstrip", "has lstrip true and normalized true: not supported"),
+        ("rstrip", "has rstrip true and normalized true: not supported"),
+        ("single_word", "has single_word true and normalized true: not supported"),
         ("normalized", "has normalized true with normalizer NFC: not supported"),
     ],
 )
 def test_added_tokens_we_cannot_match_exactly_are_refused(tmp_path, field, message):
     path = write_json(tmp_path, {"type": "NFC"})
     doc = json.loads(path.read_text(encoding="utf-8"))
-    doc["added_tokens"][1][field] = True
+    doc["added_tokens"][1].update({field: True, "normalized": True})
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ValueError, match=f"added token '<tool_call>' {message}"):
         bytepair.load(path)

@@ -158,9 +158,10 @@ def test_save_hf_writes_the_template_that_transformers_and_tokenizers_follow(fil
     drop_in = tok.as_hf()  # bytepair's ids, the frame from its own post-processor
     for t in TEXTS[:3]:
         assert drop_in(t)["input_ids"] == tok.encode(t)
-        assert drop_in(t, add_special_tokens=False)["input_ids"] == hf.encode(
-            t, add_special_tokens=False
-        ).ids
+        assert (
+            drop_in(t, add_special_tokens=False)["input_ids"]
+            == hf.encode(t, add_special_tokens=False).ids
+        )
     back = bytepair.load(tmp_path / "folder")
     assert (back.model.bos_token, back.model.eos_token) == (BOS, EOS)
 

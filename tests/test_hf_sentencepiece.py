@@ -304,7 +304,10 @@ def test_every_encode_path_gives_tokenizers_ids(small_doc, tmp_path):
             ),
             r"pre-tokenizer Digits\+Metaspace",
         ),
-        (lambda d: d["added_tokens"][0].update(lstrip=True), "'<s>' has lstrip true"),
+        (
+            lambda d: d["added_tokens"][0].update(lstrip=True, normalized=True),
+            "'<s>' has lstrip true and normalized true",
+        ),
         (lambda d: d["model"].update(dropout=0.1), "model.dropout"),
     ],
 )

@@ -26,7 +26,8 @@ other ones:
   ``add_tokens``): texts that contain one are encoded by the Hugging Face backend, so
   they are HF's by construction;
 - a shape whose semantics differ in general (a normalizer the bytepair model does not
-  apply itself, added tokens with ``lstrip``/``rstrip``/``single_word``) is refused
+  apply itself, added tokens with ``lstrip``/``rstrip``/``single_word`` that the
+  bytepair model does not match with the same flags) is refused
   when the drop-in is made, naming the component (the Unicode normalizers bytepair
   loads, Qwen2's NFC..., are its own); text pairs, pre-split words and offsets
   raise ``NotImplementedError`` (use ``AutoTokenizer`` for those).
@@ -154,7 +155,10 @@ class BytepairTokenizerFast(PreTrainedTokenizerFast):
             matched[token] = self._bytepair.model.piece_to_id(token)
         unmatched = []
         for i, token in backend.get_added_tokens_decoder().items():
-            if token.lstrip or token.rstrip or token.single_word:
+            flags = tuple(f for f in ("lstrip", "rstrip", "single_word") if getattr(token, f))
+            ours = getattr(self._bytepair.model, "token_flags", {}).get(token.content, ())
+            if flags and (matched.get(token.content) != i or flags != ours):
+                # Matched by the bytepair model with these flags: as the backend does.
                 raise ValueError(
                     f"{where}: added token {token.content!r} has lstrip, rstrip or single_word: "
                     "not supported by bytepair's drop-in"

@@ -432,7 +432,7 @@ impl Model for Encoder {
             // end in `text`: encode up to the last safe cut before `limit` instead.
             let matches = specials.find_all(text.as_bytes());
             let cuts = self.text_cuts();
-            let Some(cut) = find_cut(text.as_bytes(), 0, limit, &matches, cuts) else {
+            let Some(cut) = find_cut(text.as_bytes(), 0, limit, &matches, cuts, specials) else {
                 return Ok(0);
             };
             self.encode_cached(&text[..cut], specials, cache, out)?;

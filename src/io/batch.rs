@@ -269,7 +269,7 @@ fn plan_parts<M: Model>(model: &M, texts: &[&str], specials: Specials, unit: usi
         // The last cut in each unit; a unit without one grows the part by a unit. The
         // last part is between one and two units long (or longer, without cuts).
         while hi + unit < buf.len() {
-            if let Some(cut) = find_cut(buf, lo, hi, &matches, text_cuts) {
+            if let Some(cut) = find_cut(buf, lo, hi, &matches, text_cuts, specials.allowed) {
                 cuts.push(cut);
                 lo = cut;
                 hi = cut + unit;

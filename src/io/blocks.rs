@@ -84,7 +84,7 @@ pub fn for_each_block(
             // Leave room for the longest special token and one byte of look-ahead.
             let hi = buf.len().saturating_sub(specials.max_len() + 1);
             let matches = specials.find_all(&buf);
-            match find_cut(&buf, 0, hi, &matches, cuts) {
+            match find_cut(&buf, 0, hi, &matches, cuts, specials) {
                 Some(c) => c,
                 None => continue, // no safe cut yet: read more
             }

@@ -25,6 +25,8 @@
 //! tokens only; readers that need whole lines (SentencePiece training counts lines)
 //! cut at newline cuts only.
 
+use crate::pretok::SpecialMatcher;
+
 /// Where, besides the edges of special tokens, a text may be cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextCuts {
@@ -77,8 +79,10 @@ pub fn is_space_cut(buf: &[u8], c: usize) -> bool {
 
 /// The largest safe cut `c` with `lo < c <= hi`, if any.
 ///
-/// `matches` are the special-token matches of `buf` (leftmost-longest, sorted), and
-/// `buf` must start at a safe cut. The caller keeps `hi` at least the longest special
+/// `matches` are the matches of `specials` in `buf` ([`SpecialMatcher::find_all`]:
+/// leftmost-longest, sorted, with the whitespace flagged tokens take), and `buf`
+/// must start at a safe cut. A cut must also keep `specials`' single_word tokens as
+/// the whole text has them ([`SpecialMatcher::cut_is_safe`]). The caller keeps `hi` at least the longest special
 /// token's length before the end of the known text, so that every match up to `hi` is
 /// final.
 pub fn find_cut(
@@ -87,6 +91,7 @@ pub fn find_cut(
     hi: usize,
     matches: &[(usize, usize, usize)],
     cuts: TextCuts,
+    specials: &SpecialMatcher,
 ) -> Option<usize> {
     if hi <= lo {
         return None;
@@ -99,7 +104,7 @@ pub fn find_cut(
             break;
         }
         for edge in [start, end] {
-            if edge > lo && edge <= hi {
+            if edge > lo && edge <= hi && specials.cut_is_safe(buf, edge) {
                 best = Some(best.map_or(edge, |b: usize| b.max(edge)));
             }
         }
@@ -108,7 +113,7 @@ pub fn find_cut(
         let floor = best.unwrap_or(lo);
         let mut c = hi;
         while c > floor {
-            if cuts.at(buf, c) && !inside_special(matches, c) {
+            if cuts.at(buf, c) && !inside_special(matches, c) && specials.cut_is_safe(buf, c) {
                 return Some(c);
             }
             c -= 1;
@@ -131,6 +136,7 @@ pub fn split_evenly(
     parts: usize,
     matches: &[(usize, usize, usize)],
     text_cuts: TextCuts,
+    specials: &SpecialMatcher,
 ) -> Vec<usize> {
     let mut cuts = Vec::with_capacity(parts);
     let mut prev = 0;
@@ -139,7 +145,7 @@ pub fn split_evenly(
         if target <= prev {
             continue;
         }
-        if let Some(c) = find_cut(buf, prev, target, matches, text_cuts) {
+        if let Some(c) = find_cut(buf, prev, target, matches, text_cuts, specials) {
             if c < len {
                 cuts.push(c);
                 prev = c;
@@ -153,6 +159,10 @@ pub fn split_evenly(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn none() -> SpecialMatcher {
+        SpecialMatcher::new(&[]).unwrap()
+    }
 
     #[test]
     fn newline_cut_needs_printable_before_and_alphanumeric_after() {
@@ -174,33 +184,51 @@ mod tests {
     #[test]
     fn a_line_without_newlines_is_cut_at_spaces_unless_only_lines_are_wanted() {
         let buf = b"one two three four";
-        assert_eq!(find_cut(buf, 0, 12, &[], TextCuts::Pattern), Some(7));
-        assert_eq!(find_cut(buf, 0, 12, &[], TextCuts::Newlines), None);
+        assert_eq!(
+            find_cut(buf, 0, 12, &[], TextCuts::Pattern, &none()),
+            Some(7)
+        );
+        assert_eq!(find_cut(buf, 0, 12, &[], TextCuts::Newlines, &none()), None);
         let inside = vec![(2, 10, 0)]; // a special token "e two th"
-        assert_eq!(find_cut(buf, 0, 9, &inside, TextCuts::Pattern), Some(2));
+        assert_eq!(
+            find_cut(buf, 0, 9, &inside, TextCuts::Pattern, &none()),
+            Some(2)
+        );
     }
 
     #[test]
     fn cut_prefers_the_latest_safe_point() {
         let buf = b"ab\ncd\nef<|x|>gh";
         let matches = vec![(8, 13, 0)];
-        assert_eq!(find_cut(buf, 0, 7, &matches, TextCuts::Pattern), Some(6));
-        assert_eq!(find_cut(buf, 0, 14, &matches, TextCuts::Pattern), Some(13));
-        assert_eq!(find_cut(buf, 0, 7, &matches, TextCuts::None), None);
-        assert_eq!(find_cut(buf, 0, 10, &matches, TextCuts::None), Some(8));
+        assert_eq!(
+            find_cut(buf, 0, 7, &matches, TextCuts::Pattern, &none()),
+            Some(6)
+        );
+        assert_eq!(
+            find_cut(buf, 0, 14, &matches, TextCuts::Pattern, &none()),
+            Some(13)
+        );
+        assert_eq!(find_cut(buf, 0, 7, &matches, TextCuts::None, &none()), None);
+        assert_eq!(
+            find_cut(buf, 0, 10, &matches, TextCuts::None, &none()),
+            Some(8)
+        );
     }
 
     #[test]
     fn never_cuts_inside_a_special_token() {
         let buf = b"x<|a\nb|>y";
         let matches = vec![(1, 8, 0)];
-        assert_eq!(find_cut(buf, 0, 6, &matches, TextCuts::Pattern), Some(1));
+        assert_eq!(
+            find_cut(buf, 0, 6, &matches, TextCuts::Pattern, &none()),
+            Some(1)
+        );
     }
 
     #[test]
     fn split_evenly_ends_at_len() {
         let buf = b"aa.\nbb.\ncc.\ndd";
-        let cuts = split_evenly(buf, buf.len(), 3, &[], TextCuts::Pattern);
+        let cuts = split_evenly(buf, buf.len(), 3, &[], TextCuts::Pattern, &none());
         assert_eq!(*cuts.last().unwrap(), buf.len());
         assert!(cuts.windows(2).all(|w| w[0] < w[1]));
         assert!(cuts.len() > 1);

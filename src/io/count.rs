@@ -98,7 +98,14 @@ fn count_block(
         (threads * 4).min(bytes.len() / min_part.max(1)).max(1)
     };
     let matches = specials.find_all(bytes);
-    let cuts = split_evenly(bytes, bytes.len(), parts, &matches, TextCuts::of(pre));
+    let cuts = split_evenly(
+        bytes,
+        bytes.len(),
+        parts,
+        &matches,
+        TextCuts::of(pre),
+        specials,
+    );
     let mut bounds = Vec::with_capacity(cuts.len());
     let mut prev = 0;
     for c in cuts {

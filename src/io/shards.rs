@@ -106,7 +106,14 @@ pub fn encode_file<M: Model>(
                     (threads * 4).min(text.len() / min_part).max(1)
                 };
                 let matches = allowed.find_all(text.as_bytes());
-                let cuts = split_evenly(text.as_bytes(), text.len(), parts, &matches, text_cuts);
+                let cuts = split_evenly(
+                    text.as_bytes(),
+                    text.len(),
+                    parts,
+                    &matches,
+                    text_cuts,
+                    allowed,
+                );
                 // Owned, so that it can be encoded while the next block is read.
                 let text: Arc<str> = Arc::from(text);
                 let mut a = 0;

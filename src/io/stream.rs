@@ -19,7 +19,8 @@ pub const STREAM_MARGIN: usize = 64;
 /// consumed. A unit is final when it ends at least a margin before the end of the
 /// known text: the built-in patterns look at most a few characters past a piece (a
 /// whitespace run that reaches the end of the text always ends its piece there), and a
-/// special token is decided within its own length.
+/// special token is decided within its own length (and the whitespace an added token
+/// may take, within its run: see [`SpecialMatcher::strippable_from`]).
 pub fn encode_prefix<M: Model>(
     model: &M,
     text: &str,
@@ -35,7 +36,13 @@ pub fn encode_prefix<M: Model>(
             return Ok(text.len());
         }
         let margin = STREAM_MARGIN + 2 * allowed.max_len();
-        let limit = text.len().saturating_sub(margin);
+        let mut limit = text.len().saturating_sub(margin);
+        // An lstrip token still to come takes the whitespace before it: the text
+        // between tokens may end where that starts, so hold back a margin before it.
+        let strippable = allowed.strippable_from(text.as_bytes());
+        if strippable < text.len() {
+            limit = limit.min(strippable.saturating_sub(margin));
+        }
         model.encode_until(text, allowed, limit, cache, &mut ids)
     })?;
     Ok((ids, consumed))

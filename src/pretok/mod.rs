@@ -18,7 +18,7 @@ pub mod split;
 pub use patterns::{
     BACKTRACK_LIMIT_VAR, BUILTIN_PATTERNS, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN,
 };
-pub use specials::{for_each_unit, SpecialMatcher, Unit};
+pub use specials::{for_each_unit, SpecialMatcher, TokenFlags, Unit};
 
 use builtin::Builtin;
 use patterns::{RegexSplitter, DEFAULT_BACKTRACK_LIMIT};

@@ -11,7 +11,7 @@ use super::vocab_by_id;
 use crate::bpe::normalizer::{Normalizer, Replace, Step};
 use crate::bpe::{BpeModel, Encoder as CoreEncoder};
 use crate::pretok::split::{Behavior, Split};
-use crate::pretok::SpecialMatcher;
+use crate::pretok::{SpecialMatcher, TokenFlags};
 
 #[pyclass(module = "bytepair._core", frozen)]
 pub struct Encoder {
@@ -20,12 +20,17 @@ pub struct Encoder {
 
 impl Encoder {
     fn wrap(core: CoreEncoder) -> PyResult<Self> {
-        Self::wrap_with_added(core, Vec::new())
+        Self::wrap_with_added(core, Vec::new(), FxHashMap::default())
     }
 
     /// `added`: those of the core's special tokens that are a Hugging Face file's
-    /// non-special added tokens: matched whatever a call allows, never refused.
-    fn wrap_with_added(core: CoreEncoder, added: Vec<String>) -> PyResult<Self> {
+    /// non-special added tokens: matched whatever a call allows, never refused;
+    /// `flags`: how tokens are matched besides their text (`pretok::TokenFlags`).
+    fn wrap_with_added(
+        core: CoreEncoder,
+        added: Vec<String>,
+        flags: FxHashMap<String, TokenFlags>,
+    ) -> PyResult<Self> {
         let all = core.all_specials().clone();
         let (tokens, max_id) = (core.model().vocab_len(), core.model().max_id());
         let registered = if added.is_empty() {
@@ -35,13 +40,29 @@ impl Encoder {
             SpecialMatcher::new(&specials.cloned().collect::<Vec<_>>()).map_err(value_error)?
         };
         Ok(Self {
-            seam: Seam::new(core, all, registered, tokens, max_id)?.with_always(added)?,
+            seam: Seam::new(core, all, registered, tokens, max_id)?
+                .with_always(added)?
+                .with_flags(flags)?,
         })
     }
 
     fn core(&self) -> &CoreEncoder {
         &self.seam.core
     }
+}
+
+/// `{token: ["lstrip", ...]}` as Python gives it, as [`TokenFlags`].
+pub(crate) fn token_flags_of(
+    flags: FxHashMap<String, Vec<String>>,
+) -> PyResult<FxHashMap<String, TokenFlags>> {
+    flags
+        .into_iter()
+        .map(|(t, names)| {
+            let f =
+                TokenFlags::from_names(&names).map_err(|e| value_error(format!("{t:?}: {e}")))?;
+            Ok((t, f))
+        })
+        .collect()
 }
 
 /// A normalizer step as Python gives it (`bytepair.normalizers.core_steps`): a name,
@@ -87,9 +108,11 @@ pymethods_with_seam!(Encoder {
     /// right): `bytepair.normalizers`); `splits`:
     /// `(pattern, behavior, invert)` of the Splits applied after the pattern, in order
     /// (`pretok::split`); `ignore_merges`: a piece that is a token is that token,
-    /// before any merge (Hugging Face's BPE option).
+    /// before any merge (Hugging Face's BPE option); `token_flags`: {token: ["lstrip",
+    /// "rstrip", "single_word"]}, how those special and added tokens are matched
+    /// besides their text (`pretok::specials`).
     #[new]
-    #[pyo3(signature = (vocab, merges, special_tokens, pattern, added_tokens=None, normalizer=Vec::new(), splits=Vec::new(), ignore_merges=false))]
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern, added_tokens=None, normalizer=Vec::new(), splits=Vec::new(), ignore_merges=false, token_flags=FxHashMap::default()))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         vocab: &Bound<'_, PyDict>,
@@ -100,6 +123,7 @@ pymethods_with_seam!(Encoder {
         normalizer: Vec<StepArg>,
         splits: Vec<(String, String, bool)>,
         ignore_merges: bool,
+        token_flags: FxHashMap<String, Vec<String>>,
     ) -> PyResult<Self> {
         let ids = vocab_by_id(vocab)?;
         let merges = merges
@@ -139,7 +163,8 @@ pymethods_with_seam!(Encoder {
             model = model.looking_up_whole_pieces();
         }
         let core = CoreEncoder::from_model(model, pattern).map_err(value_error)?;
-        Self::wrap_with_added(core.with_normalizer(normalizer).with_steps(steps), added)
+        let flags = token_flags_of(token_flags)?;
+        Self::wrap_with_added(core.with_normalizer(normalizer).with_steps(steps), added, flags)
     }
 
     /// An encoder straight from the bytes of a `.tiktoken` file, and the special

@@ -21,7 +21,7 @@ use crate::io::chunking::find_cut;
 use crate::io::shards;
 use crate::io::stream;
 use crate::model::{check_disallowed, try_reserve, EncodeError, Frame, Model, SafeCuts};
-use crate::pretok::SpecialMatcher;
+use crate::pretok::{SpecialMatcher, TokenFlags};
 
 /// `disallowed_special` as the binding takes it: None or a list of strings (these
 /// raise), or "all" (every special token of the model that the call does not allow:
@@ -68,6 +68,9 @@ pub struct Seam<M> {
     /// Tokens matched in the text whatever the call allows, never refused: a Hugging
     /// Face file's non-special added tokens (Qwen2.5's `<tool_call>`).
     always: Vec<String>,
+    /// How tokens are matched besides their text (a Hugging Face file's `lstrip`,
+    /// `rstrip`, `single_word`), for every matcher of the seam; empty for most models.
+    flags: Arc<FxHashMap<String, TokenFlags>>,
     /// How many ids, from 0, have a shared Python int in `ints`.
     dense_ids: usize,
     /// The model's largest id.
@@ -109,6 +112,7 @@ impl<M: Model> Seam<M> {
             registered: Arc::new(registered),
             none: Arc::new(SpecialMatcher::new(&[]).map_err(value_error)?),
             always: Vec::new(),
+            flags: Arc::default(),
             dense_ids: tokens.min(max_id as usize + 1),
             max_id,
             matchers: Mutex::new(FxHashMap::default()),
@@ -123,6 +127,21 @@ impl<M: Model> Seam<M> {
             self.none = Arc::new(SpecialMatcher::new(&tokens).map_err(value_error)?);
             self.always = tokens;
         }
+        Ok(self)
+    }
+
+    /// The same seam, matching the tokens of `flags` with their flags in every call
+    /// (`pretok::specials`); call it after [`Seam::with_always`].
+    pub fn with_flags(mut self, flags: FxHashMap<String, TokenFlags>) -> PyResult<Self> {
+        let flags: FxHashMap<String, TokenFlags> =
+            flags.into_iter().filter(|(_, f)| f.any()).collect();
+        if flags.is_empty() {
+            return Ok(self);
+        }
+        let matcher = |tokens: &[String]| SpecialMatcher::with_flags(tokens, &flags);
+        self.all = Arc::new(matcher(self.all.tokens()).map_err(value_error)?);
+        self.none = Arc::new(matcher(&self.always).map_err(value_error)?);
+        self.flags = Arc::new(flags);
         Ok(self)
     }
 
@@ -143,6 +162,7 @@ impl<M: Model> Seam<M> {
             registered: Arc::clone(&self.registered),
             none: Arc::clone(&self.none),
             always: self.always.clone(),
+            flags: Arc::clone(&self.flags),
             dense_ids: self.dense_ids,
             max_id: self.max_id,
             matchers: Mutex::new(FxHashMap::default()),
@@ -224,7 +244,7 @@ impl<M: Model> Seam<M> {
         if let Some(m) = cache.get(&list) {
             return Ok(m.clone());
         }
-        let m = Arc::new(SpecialMatcher::new(&list).map_err(value_error)?);
+        let m = Arc::new(SpecialMatcher::with_flags(&list, &self.flags).map_err(value_error)?);
         if cache.len() > 64 {
             cache.clear();
         }
@@ -269,7 +289,7 @@ impl<M: Model> Seam<M> {
             }
             let window = &text.as_bytes()[from..window_end];
             let matches = allowed.find_all(window);
-            if let Some(cut) = find_cut(window, 0, size, &matches, cuts) {
+            if let Some(cut) = find_cut(window, 0, size, &matches, cuts, allowed) {
                 return from + cut;
             }
             size *= 2; // no cut yet: look further (each look twice the last)

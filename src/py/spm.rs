@@ -46,10 +46,11 @@ pymethods_with_seam!(SentencePieceModel {
     /// normalizer makes Hugging Face match `normalized: true` tokens). With
     /// `hf_decode`, ids decode as `tokenizers` decodes them with the decoder whose
     /// steps are `decoder` (`tokenizer.json` objects, a `Sequence` flattened; None: the
-    /// file has no decoder), else as sentencepiece decodes them.
+    /// file has no decoder), else as sentencepiece decodes them; `token_flags`:
+    /// {token: ["lstrip", "rstrip", "single_word"]} (`pretok::specials`).
     /// Raises ValueError naming the path and, for a corrupt file, the byte offset.
     #[staticmethod]
-    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false, prefix = "spm", split = false, added = Vec::new(), specials = None, normalized = Vec::new(), hf_decode = false, decoder = None))]
+    #[pyo3(signature = (data, path = "<bytes>", add_bos = false, add_eos = false, prefix = "spm", split = false, added = Vec::new(), specials = None, normalized = Vec::new(), hf_decode = false, decoder = None, token_flags = rustc_hash::FxHashMap::default()))]
     #[allow(clippy::too_many_arguments)]
     fn from_bytes(
         py: Python<'_>,
@@ -64,6 +65,7 @@ pymethods_with_seam!(SentencePieceModel {
         normalized: Vec<String>,
         hf_decode: bool,
         decoder: Option<Vec<Bound<'_, PyDict>>>,
+        token_flags: rustc_hash::FxHashMap<String, Vec<String>>,
     ) -> PyResult<Self> {
         let scheme = Prefix::from_name(prefix)
             .ok_or_else(|| PyValueError::new_err(format!("{path}: unknown prefix scheme {prefix:?}")))?;
@@ -93,7 +95,11 @@ pymethods_with_seam!(SentencePieceModel {
         let specials = specials.unwrap_or_else(|| core.control_pieces());
         let controls = SpecialMatcher::new(&specials).map_err(PyValueError::new_err)?;
         let (tokens, max_id) = (core.len(), core.len().saturating_sub(1) as u32);
-        let seam = Seam::new(core, all, controls, tokens, max_id)?.with_always(added)?;
+        let flags = super::encoder::token_flags_of(token_flags)
+            .map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
+        let seam = Seam::new(core, all, controls, tokens, max_id)?
+            .with_always(added)?
+            .with_flags(flags)?;
         Ok(Self {
             seam: seam.framed(frame)?,
         })

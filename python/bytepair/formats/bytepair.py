@@ -24,6 +24,11 @@ loads as before. So are, from a Hugging Face file whose pre-tokenizer splits the
 pattern's pieces further (DeepSeek V3) or whose BPE looks whole pieces up first (Llama
 3), ``"splits": [["<regex>", "Isolated", false], ...]`` (``bytepair.split``: pattern,
 behavior, invert; applied in order after ``"pattern"``) and ``"ignore_merges": true``.
+Special or added tokens matched with a Hugging Face file's flags (RoBERTa's ``<mask>``
+takes the whitespace before it) have ``"token_flags": {"<mask>": ["lstrip"]}`` (any of
+``"lstrip"``, ``"rstrip"``, ``"single_word"``: ``bytepair.specials.TOKEN_FLAGS``),
+written only when some token has one; a SentencePiece model keeps the same object in
+``"hf"``.
 A model that puts a BOS or EOS token around every text (a Hugging Face file's
 ``TemplateProcessing``, or ``with_options``) has ``"bos_token"`` / ``"eos_token"``
 (special tokens) and ``"add_bos"`` / ``"add_eos"`` (true or false).
@@ -66,6 +71,7 @@ from bytepair.models import BPE, Model, RankBPE, SentencePiece, Unsupported
 from bytepair.models import ranks as ranks_models
 from bytepair.models.base import registered
 from bytepair.models.bpe import canonical_vocab
+from bytepair.specials import token_flags_of
 from bytepair.split import splits_of
 
 FORMAT_NAME = "bytepair"
@@ -88,6 +94,7 @@ def dumps(
     splits: tuple = (),
     ignore_merges: bool = False,
     frame: dict | None = None,
+    token_flags: dict[str, tuple[str, ...]] | None = None,
 ) -> str:
     """The text of a ``.bytepair`` file (see the module docstring for the layout)."""
     head = {
@@ -106,6 +113,8 @@ def dumps(
         head["splits"] = [list(split) for split in splits]
     if ignore_merges:
         head["ignore_merges"] = True
+    if token_flags:
+        head["token_flags"] = {t: list(flags) for t, flags in token_flags.items()}
     head.update(frame or {})
     blocks = []
     if vocab is not None:
@@ -181,6 +190,7 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
     ignore_merges = doc.get("ignore_merges", False)
     if not isinstance(ignore_merges, bool):
         raise ValueError(f'{path}: "ignore_merges" must be true or false')
+    token_flags = token_flags_of(doc.get("token_flags", {}), f'{path}: "token_flags"')
     return {
         "merges": merges,
         "special_tokens": specials,
@@ -190,6 +200,7 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
         "normalizer": tuple(normalizer),
         "splits": splits,
         "ignore_merges": ignore_merges,
+        "token_flags": token_flags,
         "frame": _frame_of(doc, path),
     }
 
@@ -280,6 +291,7 @@ def from_bytes(raw: bytes, path: str | os.PathLike = "<bytes>") -> Model:
             normalizer=doc["normalizer"],
             splits=doc["splits"],
             ignore_merges=doc["ignore_merges"],
+            token_flags=doc["token_flags"],
         )
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
@@ -320,9 +332,9 @@ def _sentencepiece_text(model: SentencePiece) -> str:
 
 
 #: What a SentencePiece model read from a tokenizer.json keeps of it (``"hf"``: see
-#: ``SentencePiece.from_bytes``): where its dummy "▁" goes, its added tokens, its
-#: decoder.
-HF_RULES = {"prefix", "split", "added", "specials", "normalized", "decoder"}
+#: ``SentencePiece.from_bytes``): where its dummy "▁" goes, its added tokens (and how
+#: they are matched), its decoder.
+HF_RULES = {"prefix", "split", "added", "specials", "normalized", "token_flags", "decoder"}
 
 
 def _ranks_from_text(raw: bytes, path) -> Model:
@@ -371,6 +383,7 @@ def _bpe_text(model: BPE) -> str:
         model.splits,
         model.ignore_merges,
         _frame_fields(model),
+        model.token_flags,
     )
 
 

@@ -36,6 +36,7 @@ from bytepair.formats.gpt2 import json_bytes, token_strings
 from bytepair.models import BPE, Model, SentencePiece
 from bytepair.models.base import registered
 from bytepair.patterns import PATTERNS
+from bytepair.specials import flags_of, rstrip_clash
 from bytepair.split import BEHAVIORS, Split
 
 SUFFIXES = (".json",)
@@ -71,14 +72,15 @@ def from_oniguruma(pattern: str) -> str:
     return pattern
 
 
-def added_token(i: int, content: str, special: bool = True) -> dict:
-    """An ``added_tokens`` entry: matched in the raw text as it is."""
+def added_token(i: int, content: str, special: bool = True, flags: tuple[str, ...] = ()) -> dict:
+    """An ``added_tokens`` entry: matched in the raw text as it is, with ``flags``
+    (``bytepair.specials.TOKEN_FLAGS``)."""
     return {
         "id": i,
         "content": content,
-        "single_word": False,
-        "lstrip": False,
-        "rstrip": False,
+        "single_word": "single_word" in flags,
+        "lstrip": "lstrip" in flags,
+        "rstrip": "rstrip" in flags,
         "normalized": False,
         "special": special,
     }
@@ -119,7 +121,8 @@ def tokenizer_json(model: BPE) -> dict:
         pre_tokenizer = {"type": "Sequence", "pretokenizers": [*splits, byte_level]}
     entries = [(i, t, True) for t, i in special_tokens.items()]
     entries += [(i, t, False) for t, i in added_tokens.items()]
-    added = [added_token(i, t, special) for i, t, special in sorted(entries)]
+    flags = model.token_flags
+    added = [added_token(i, t, special, flags.get(t, ())) for i, t, special in sorted(entries)]
     nodes = [normalizers.to_json(step) for step in model.normalizer]
     normalizer = (
         None
@@ -202,13 +205,14 @@ def config_files(
                 f"{role} {short(token)} is not one of the special tokens ({', '.join(specials) or 'none'}); "
                 "add it first with tok.with_special_tokens"
             )
+    flags = model.token_flags
     decoder = {
         str(i): {
             "content": t,
-            "lstrip": False,
+            "lstrip": "lstrip" in flags.get(t, ()),
             "normalized": False,
-            "rstrip": False,
-            "single_word": False,
+            "rstrip": "rstrip" in flags.get(t, ()),
+            "single_word": "single_word" in flags.get(t, ()),
             "special": True,
         }
         for t, i in sorted(specials.items(), key=lambda item: item[1])
@@ -247,10 +251,11 @@ def write(model: Model, path: str | os.PathLike, **options) -> None:
         raise NotADirectoryError(f"{path}: exists and is not a folder")
     options = {**registered(ROLE_DEFAULTS, model)(model), **options}
     config = config_files(model, **options)
-    # transformers re-adds these tokens over tokenizer.json's: same "normalized" flag.
-    normalized = {str(e["id"]): e["normalized"] for e in doc.get("added_tokens") or []}
+    # transformers re-adds these tokens over tokenizer.json's: the same flags.
+    keys = ("normalized", "lstrip", "rstrip", "single_word")
+    written = {str(e["id"]): e for e in doc.get("added_tokens") or []}
     for i, entry in config["tokenizer_config.json"]["added_tokens_decoder"].items():
-        entry["normalized"] = normalized.get(i, entry["normalized"])
+        entry.update({key: written[i][key] for key in keys if i in written})
     path.mkdir(parents=True, exist_ok=True)
     atomic_write(path / "tokenizer.json", json_bytes(doc))
     for name, content in config.items():
@@ -419,6 +424,7 @@ def read_tokenizer_json(
         "splits": "pre-tokenizer steps after the first Split",
         "ignore_merges": "model.ignore_merges true",
         "frame": "a post-processor that adds BOS/EOS",
+        "token_flags": "added tokens with lstrip, rstrip or single_word",
     }
     for key, description in what.items():
         if options[key]:
@@ -509,20 +515,34 @@ def read_parts(
     specials: dict[str, int] = {}
     added: dict[str, int] = {}
     normalized_tokens: list[str] = []
+    token_flags: dict[str, tuple[str, ...]] = {}
     for n, entry in enumerate(doc.get("added_tokens") or []):
         try:
             content, i = entry["content"], entry["id"]
         except (TypeError, KeyError):
             raise fail(f"added_tokens[{n}] is not {{content, id, ...}}: {short(entry)}") from None
-        for key in ("lstrip", "rstrip", "single_word"):
-            if entry.get(key):
-                raise fail(f"added token {short(content)} has {key} true: not supported")
         if not isinstance(content, str) or not content or not isinstance(i, int) or i < 0:
             raise fail(f"added_tokens[{n}] has content {short(content)} and id {short(i)}")
+        flags = flags_of(entry)
+        if flags and entry.get("normalized", not entry.get("special")):
+            # tokenizers matches it in a second pass, in the (normalized) text between
+            # the other tokens: other edges for single_word, other overlaps.
+            raise fail(
+                f"added token {short(content)} has {flags[0]} true and normalized true: "
+                "not supported (with normalized false it is)"
+            )
+        if flags:
+            token_flags[content] = flags
         if normalizer and entry.get("normalized", not entry.get("special")):
             # tokenizers then matches it in the normalized text, not the text as given.
             normalized_tokens.append(content)
         (specials if entry.get("special") else added)[content] = i
+    clash = rstrip_clash(token_flags, [*specials, *added])
+    if clash:
+        raise fail(
+            f"added token {short(clash[1])} starts with whitespace, which the rstrip token "
+            f"{short(clash[0])} takes when it follows it: not supported"
+        )
     raw_tokens = [t for t in (*specials, *added) if t not in normalized_tokens]
     for content in normalized_tokens:
         if not found_alike(content, normalizer, raw_tokens):
@@ -571,6 +591,7 @@ def read_parts(
         "normalizer": normalizer,
         "splits": tuple(steps),
         "ignore_merges": bool(model.get("ignore_merges")),
+        "token_flags": token_flags,
         # BOS/EOS the post-processor puts around each text (hf_post), for with_options.
         "frame": hf_post.read_frame(doc, lambda t: specials.get(t, added.get(t)), fail),
     }

@@ -64,6 +64,7 @@ from bytepair.formats import hf_post
 from bytepair.formats.errors import short
 from bytepair.formats.sentencepiece import build
 from bytepair.models import SentencePiece
+from bytepair.specials import flags_of, rstrip_clash
 
 SPACE = "\u2581"
 #: Where the exact ``.model`` travels inside a ``tokenizer.json``.
@@ -158,7 +159,7 @@ def tokenizer_json(model: SentencePiece) -> dict:
     entries += [(model.piece_to_id(t), t, False) for t in others]
     added = []
     for i, content, special in sorted(entries):
-        entry = added_token(i, content, special=special)
+        entry = added_token(i, content, special, model.token_flags.get(content, ()))
         entry["normalized"] = not raw or content in model.hf.get("normalized", ())
         added.append(entry)
     if "decoder" in model.hf:
@@ -383,12 +384,16 @@ def _added_tokens(doc: dict, shape: str, fail) -> dict[int, dict]:
         if not isinstance(entry, dict) or not isinstance(entry.get("content"), str):
             raise fail(f"added_tokens[{n}] is not {{content, id, ...}}: {short(entry)}")
         content = entry["content"]
-        for key in ("lstrip", "rstrip", "single_word"):
-            if entry.get(key):
-                raise fail(f"added token {short(content)} has {key} true: not supported")
         if not content:
             raise fail(f"added_tokens[{n}] is empty")
         # tokenizers' default: normalized unless special.
+        if flags_of(entry) and entry.get("normalized", not entry.get("special")):
+            # tokenizers matches it in a second pass, in the normalized text between
+            # the other tokens: other edges for single_word, other overlaps.
+            raise fail(
+                f"added token {short(content)} has {flags_of(entry)[0]} true and normalized "
+                "true: not supported (with normalized false it is)"
+            )
         if entry.get("normalized", not entry.get("special")):
             if shape != "metaspace" and (" " in content or SPACE in content):
                 raise fail(
@@ -402,6 +407,13 @@ def _added_tokens(doc: dict, shape: str, fail) -> dict[int, dict]:
                 raise fail(f"added token {short(content)} has normalized false: not supported")
             unnormalized.append(content)
         added[entry.get("id")] = entry
+    flagged = {e["content"]: flags_of(e) for e in added.values() if flags_of(e)}
+    clash = rstrip_clash(flagged, [e["content"] for e in added.values()])
+    if clash:
+        raise fail(
+            f"added token {short(clash[1])} starts with whitespace, which the rstrip token "
+            f"{short(clash[0])} takes when it follows it: not supported"
+        )
     if normalized and unnormalized:
         # tokenizers matches the unnormalized ones first, then the rest: the same as one
         # leftmost-longest pass unless two of them can overlap.
@@ -504,6 +516,7 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
         "added": sorted(e["content"] for e in added.values() if not e.get("special")),
         "specials": [e["content"] for i, e in sorted(added.items()) if e.get("special")],
         "normalized": normalized,
+        "token_flags": {e["content"]: flags_of(e) for e in added.values() if flags_of(e)},
     }
     if EMBEDDED in model:
         embedded = SentencePiece.from_bytes(base64.b64decode(model[EMBEDDED]), str(path), **options)
@@ -537,6 +550,10 @@ def from_doc(doc: dict, path: str | os.PathLike) -> SentencePiece:
             piece_type = "CONTROL"
         elif i in added and piece not in first_rank and (" " in piece or SPACE in piece):
             # Matched in the raw text only: never made by merging spaces.
+            piece_type = "CONTROL"
+        elif i in added and "single_word" in flags_of(added[i]):
+            # Matched in the raw text only: where single_word drops it, it is text
+            # (sentencepiece would match a user-defined piece there).
             piece_type = "CONTROL"
         elif i in added and piece not in first_rank:
             piece_type = "USER_DEFINED"

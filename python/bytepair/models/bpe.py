@@ -15,6 +15,7 @@ from bytepair import _core, normalizers
 from bytepair.models.base import FRAME_OPTIONS, Unsupported, frame_options, ids_of_bytes, with_frame
 from bytepair.patterns import pattern_name, resolve_pattern
 from bytepair.quoting import short
+from bytepair.specials import token_flags_of
 from bytepair.split import Split, splits_of
 
 
@@ -30,6 +31,10 @@ class ByteLevelBPE:
     #: Tokens matched in the text like special tokens, whatever ``allowed_special``
     #: says, and never refused: a Hugging Face file's non-special added tokens.
     added_tokens: dict[str, int] = {}  # noqa: RUF012 (never mutated; instances set their own)
+    #: How special and added tokens are matched besides their text: ``{token:
+    #: ("lstrip", "rstrip", "single_word")}`` (a Hugging Face file's flags;
+    #: ``bytepair.specials.TOKEN_FLAGS``). Empty for most models.
+    token_flags: dict[str, tuple[str, ...]] = {}  # noqa: RUF012 (as added_tokens)
     #: Normalizers applied, in order, to each text between special and added tokens
     #: before pre-tokenizing ("NFC", "NFKC", "NFD", "NFKD", "Lowercase", Replace,
     #: Prepend, Strip: ``bytepair.normalizers``).
@@ -164,6 +169,8 @@ class ByteLevelBPE:
             text += f" normalizer={normalizers.describe(self.normalizer)}"
         if self.added_tokens:
             text += f" added_tokens={len(self.added_tokens)}"
+        if self.token_flags:
+            text += f" token_flags={len(self.token_flags)}"
         return text + describe_frame(self)
 
     def why_not(self, what: str) -> str:
@@ -193,7 +200,10 @@ class BPE(ByteLevelBPE):
     ``splits`` are Splits applied after the pattern, each to every piece of the one
     before (``bytepair.split``: a Hugging Face ``Sequence`` of Splits, DeepSeek V3's);
     with ``ignore_merges``, a piece that is a token is that token before any merge
-    (Hugging Face's BPE option: Llama 3's ``tokenizer.json``).
+    (Hugging Face's BPE option: Llama 3's ``tokenizer.json``). ``token_flags``
+    (``{token: ("lstrip", ...)}``, ``bytepair.specials``) match those special and added
+    tokens as ``tokenizers`` matches a file's ``lstrip``, ``rstrip`` and
+    ``single_word`` tokens.
     """
 
     kind = "bpe"
@@ -209,8 +219,10 @@ class BPE(ByteLevelBPE):
         normalizer: str | Iterable[normalizers.Step] = (),
         splits: Iterable[Split | tuple[str, str, bool]] = (),
         ignore_merges: bool = False,
+        token_flags: dict[str, Iterable[str]] | None = None,
     ) -> None:
         vocab = {int(i): bytes(t) for i, t in vocab.items()}
+        self.token_flags = token_flags_of(token_flags or {}, "token_flags")
         self.splits = splits_of(splits)
         self.ignore_merges = bool(ignore_merges)
         self.added_tokens = {}
@@ -232,6 +244,13 @@ class BPE(ByteLevelBPE):
             if t in self.special_tokens:
                 raise ValueError(f"added token {short(t)} is also a special token")
             vocab[i] = t.encode("utf-8")
+        unknown = [
+            t for t in self.token_flags if t not in {**self.special_tokens, **self.added_tokens}
+        ]
+        if unknown:
+            raise ValueError(
+                f"token_flags for {short(unknown[0])}, which is no special or added token"
+            )
         self._vocab: dict[int, bytes] | None = vocab
         special_ids = {*self.special_tokens.values(), *self.added_tokens.values()}
         ids_of = ids_of_bytes(vocab, special_ids)
@@ -253,6 +272,7 @@ class BPE(ByteLevelBPE):
             normalizers.core_steps(self.normalizer),
             list(self.splits),
             self.ignore_merges,
+            {t: list(flags) for t, flags in self.token_flags.items()},
         )
 
     def with_special_tokens(self, special_tokens: dict[str, int] | Iterable[str]) -> BPE:
@@ -270,6 +290,7 @@ class BPE(ByteLevelBPE):
             normalizer=self.normalizer,
             splits=self.splits,
             ignore_merges=self.ignore_merges,
+            token_flags=self.token_flags,
         )
         return self.reframed(model)
 

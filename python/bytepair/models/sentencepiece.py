@@ -39,6 +39,7 @@ from functools import cached_property
 
 from bytepair import _core
 from bytepair.models.base import Unsupported, ids_of_bytes, with_frame
+from bytepair.specials import token_flags_of
 
 #: The whitespace mark of normalized text.
 SPACE = "\u2581"
@@ -95,6 +96,7 @@ class SentencePiece:
         specials: list[str] | None = None,
         normalized: list[str] | None = None,
         decoder: dict | None | str = SENTENCEPIECE_DECODE,
+        token_flags: dict | None = None,
     ) -> SentencePiece:
         """The model in a ``.model`` file's bytes; ``path`` names it in errors.
 
@@ -106,18 +108,24 @@ class SentencePiece:
         a "▁"), ``added`` the non-special added tokens (matched in every text) and
         ``specials`` the special tokens (default: the CONTROL pieces); ``normalized``
         those of both that the legacy normalizer (prefix "each") matches as it
-        normalizes them: only at the start or after a space, which they take.
+        normalizes them: only at the start or after a space, which they take;
+        ``token_flags`` how those tokens are matched besides their text (``{token:
+        ("lstrip", "rstrip", "single_word")}``, ``bytepair.specials``).
         ``decoder`` is the file's, as ``formats.hf_sentencepiece`` checked it (None:
         the file has none): ids decode as ``tokenizers`` decodes them; the default,
         :data:`SENTENCEPIECE_DECODE`, decodes as sentencepiece does."""
+        token_flags = token_flags_of(token_flags or {}, str(path))
         hf = {}
         hf_decode = decoder != SENTENCEPIECE_DECODE
-        if prefix != "spm" or split or added or specials is not None or hf_decode:
+        hf_rules = prefix != "spm" or split or added or specials is not None
+        if hf_rules or hf_decode or token_flags:
             hf = {"prefix": prefix, "split": split, "added": list(added or [])}
             if specials is not None:
                 hf["specials"] = list(specials)
             if normalized:
                 hf["normalized"] = list(normalized)
+            if token_flags:
+                hf["token_flags"] = {t: list(flags) for t, flags in token_flags.items()}
             if hf_decode:
                 hf["decoder"] = decoder
         core = _core.SentencePieceModel.from_bytes(
@@ -132,8 +140,15 @@ class SentencePiece:
             list(normalized or []),
             hf_decode,
             _decoder_steps(decoder) if hf_decode else None,
+            {t: list(flags) for t, flags in token_flags.items()},
         )
         return cls(core, hf)
+
+    @property
+    def token_flags(self) -> dict[str, tuple[str, ...]]:
+        """How special and added tokens are matched besides their text (a Hugging Face
+        file's ``lstrip``, ``rstrip``, ``single_word``); empty for a ``.model``."""
+        return {t: tuple(flags) for t, flags in self.hf.get("token_flags", {}).items()}
 
     def to_bytes(self) -> bytes:
         """The ``.model`` bytes (identical to the file a loaded model came from)."""
