@@ -39,8 +39,16 @@ const GROUP_BYTES: usize = 1 << 16;
 const MIN_UNIT: usize = 1 << 16;
 const MAX_UNIT: usize = 1 << 20;
 
-/// A finished text: its index, and its ids or why it failed.
-pub type Done = (usize, Result<Vec<u32>, EncodeError>);
+/// A finished piece of work: its index in the plan, and its ids (with where each
+/// text of a group ends) or the first text that failed and why.
+pub type Done = (usize, Result<Encoded, (usize, EncodeError)>);
+
+/// The ids of a piece of work; `ends`: where each text of a group of texts ends in
+/// `ids` (empty for one text or a part of one).
+pub struct Encoded {
+    ids: Vec<u32>,
+    ends: Vec<usize>,
+}
 
 /// Why a batch failed: a text did not encode (the first such text), or the receiver
 /// gave up.
@@ -147,6 +155,34 @@ pub fn encode_each<M: Model, E>(
                     let Some(part) = parts.get(k) else {
                         break;
                     };
+                    if part.count > 1 {
+                        // A group of short whole texts: one message for all of them.
+                        let group = &texts[part.text..part.text + part.count];
+                        let bytes: usize = group.iter().map(|t| t.len()).sum();
+                        let mut ids = Vec::with_capacity(bytes / 3);
+                        let mut ends = Vec::with_capacity(group.len());
+                        let mut failed = None;
+                        for (n, &text) in group.iter().enumerate() {
+                            if let Err(e) =
+                                encode_into(model, text, specials, frame, cache, &mut ids)
+                            {
+                                failed = Some((part.text + n, e));
+                                break;
+                            }
+                            ends.push(ids.len());
+                        }
+                        let done = match failed {
+                            Some(failure) => {
+                                stop();
+                                Err(failure)
+                            }
+                            None => Ok(Encoded { ids, ends }),
+                        };
+                        if tx.send((k, done)).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
                     let text = &texts[part.text][part.start..part.end];
                     let mut ids = Vec::with_capacity(text.len() / 3);
                     let ids = if part.whole {
@@ -163,7 +199,11 @@ pub fn encode_each<M: Model, E>(
                         }
                         done
                     }
-                    .map(|()| ids);
+                    .map(|()| Encoded {
+                        ids,
+                        ends: Vec::new(),
+                    })
+                    .map_err(|e| (part.text, e));
                     if ids.is_err() {
                         stop();
                     }
@@ -184,12 +224,23 @@ pub fn encode_each<M: Model, E>(
             let part = &parts[k];
             let i = part.text;
             match ids {
-                Err(e) => {
-                    if first_failure.as_ref().is_none_or(|f| i < f.0) {
-                        first_failure = Some((i, e));
+                Err((failed, e)) => {
+                    if first_failure.as_ref().is_none_or(|f| failed < f.0) {
+                        first_failure = Some((failed, e));
                     }
                 }
-                Ok(ids) if first_failure.is_none() && refused.is_none() => {
+                Ok(group) if part.count > 1 && first_failure.is_none() && refused.is_none() => {
+                    let mut from = 0;
+                    for (n, &to) in group.ends.iter().enumerate() {
+                        if let Err(e) = receive(i + n, &group.ids[from..to]) {
+                            stop();
+                            refused = Some(e);
+                            break;
+                        }
+                        from = to;
+                    }
+                }
+                Ok(Encoded { ids, .. }) if first_failure.is_none() && refused.is_none() => {
                     let whole = if part.of == 1 {
                         Some(ids)
                     } else {
@@ -229,7 +280,10 @@ type Pending = (Vec<Option<Vec<u32>>>, usize);
 
 /// A piece of work for one thread: `texts[text][start..end]`, part `nth` of the `of`
 /// parts its text is cut into. `whole`: the text is not cut, and its worker checks it
-/// for disallowed special tokens (a cut text is checked before it is cut).
+/// for disallowed special tokens (a cut text is checked before it is cut). `count`:
+/// how many whole texts from `text` on this piece is (more than one: a group of short
+/// texts, sent back in one message: a message per short text cost more than encoding
+/// it, and two threads were no faster than one on a batch of lines).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Part {
     text: usize,
@@ -238,6 +292,7 @@ struct Part {
     nth: usize,
     of: usize,
     whole: bool,
+    count: usize,
 }
 
 /// The work of a batch, in text order: each text whole, or cut in parts of about
@@ -252,9 +307,11 @@ fn plan_parts<M: Model>(model: &M, texts: &[&str], specials: Specials, unit: usi
         nth: 0,
         of: 1,
         whole: true,
+        count: 1,
     };
     let SafeCuts::AtSpecials { text: text_cuts } = model.safe_cuts() else {
-        return (0..texts.len()).map(|i| whole(i, texts[i].len())).collect();
+        let parts = (0..texts.len()).map(|i| whole(i, texts[i].len())).collect();
+        return grouped(parts, texts);
     };
     let mut parts = Vec::with_capacity(texts.len());
     for (i, text) in texts.iter().enumerate() {
@@ -288,10 +345,37 @@ fn plan_parts<M: Model>(model: &M, texts: &[&str], specials: Specials, unit: usi
                 nth,
                 of,
                 whole: of == 1,
+                count: 1,
             });
         }
     }
-    parts
+    grouped(parts, texts)
+}
+
+/// `parts` with runs of consecutive whole texts joined into groups of up to
+/// [`GROUP_BYTES`] (a text that long or longer stays alone).
+fn grouped(parts: Vec<Part>, texts: &[&str]) -> Vec<Part> {
+    let mut out: Vec<Part> = Vec::with_capacity(parts.len());
+    let mut bytes = 0; // of the group at the end of `out`
+    for part in parts {
+        let len = texts[part.text].len();
+        match out.last_mut() {
+            Some(last)
+                if part.whole
+                    && last.whole
+                    && last.text + last.count == part.text
+                    && bytes + len <= GROUP_BYTES =>
+            {
+                last.count += 1;
+                bytes += len;
+            }
+            _ => {
+                bytes = if part.whole { len } else { GROUP_BYTES };
+                out.push(part);
+            }
+        }
+    }
+    out
 }
 
 /// At least as many ids as `texts` encode to, framed (sizes [`encode_flat`]'s output).
@@ -598,6 +682,37 @@ mod tests {
             result,
             Err(BatchError::Encode(EncodeError::Disallowed { ref token })) if token == "<|e|>"
         ));
+    }
+
+    #[test]
+    fn short_texts_go_to_the_threads_in_groups_each_text_once_in_order() {
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        let texts = texts();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let parts = plan_parts(&e, &texts, allowing_all(&e), MIN_UNIT);
+        assert!(
+            parts.len() < 10,
+            "{} pieces of work for 200 short texts",
+            parts.len()
+        );
+        let covered: Vec<usize> = parts
+            .iter()
+            .flat_map(|p| p.text..p.text + p.count)
+            .collect();
+        assert_eq!(covered, (0..texts.len()).collect::<Vec<_>>());
+        // A text too long for a group stays alone between groups.
+        let mut with_long = texts.clone();
+        let long = "ab ".repeat(GROUP_BYTES / 3 + 10);
+        with_long[100] = &long;
+        let parts = plan_parts(&e, &with_long, allowing_all(&e), 4 * GROUP_BYTES);
+        let alone = parts
+            .iter()
+            .find(|p| p.text == 100)
+            .expect("text 100 starts a piece");
+        assert_eq!(alone.count, 1);
+        assert!(parts
+            .iter()
+            .all(|p| p.text > 100 || p.text + p.count <= 100 || p.text == 100));
     }
 
     #[test]
