@@ -107,12 +107,7 @@ pub fn encode_each<M: Model, E>(
             let mut ends: Vec<usize> = Vec::new();
             let mut start = 0;
             while start < texts.len() {
-                let mut end = start + 1;
-                let mut bytes = texts[start].len();
-                while end < texts.len() && bytes + texts[end].len() <= GROUP_BYTES {
-                    bytes += texts[end].len();
-                    end += 1;
-                }
+                let end = group_end(texts, start);
                 flat.clear();
                 ends.clear();
                 let mut failure = None;
@@ -298,27 +293,35 @@ struct Part {
 /// The work of a batch, in text order: each text whole, or cut in parts of about
 /// `unit` bytes at safe cuts when it is longer than two units and the model allows
 /// cuts. A cut text with a disallowed special token is not cut: its worker finds the
-/// token, so the error is the first failing text's, as for any text.
+/// token, so the error is the first failing text's, as for any text. Short whole texts
+/// go in groups ([`group_end`], as the one-thread path groups them).
 fn plan_parts<M: Model>(model: &M, texts: &[&str], specials: Specials, unit: usize) -> Vec<Part> {
-    let whole = |text: usize, len: usize| Part {
-        text,
-        start: 0,
-        end: len,
-        nth: 0,
-        of: 1,
-        whole: true,
-        count: 1,
+    let text_cuts = match model.safe_cuts() {
+        SafeCuts::AtSpecials { text } => Some(text),
+        SafeCuts::Nowhere => None,
     };
-    let SafeCuts::AtSpecials { text: text_cuts } = model.safe_cuts() else {
-        let parts = (0..texts.len()).map(|i| whole(i, texts[i].len())).collect();
-        return grouped(parts, texts);
-    };
-    let mut parts = Vec::with_capacity(texts.len());
-    for (i, text) in texts.iter().enumerate() {
-        if text.len() <= 2 * unit || check_disallowed(text, specials.disallowed).is_err() {
-            parts.push(whole(i, text.len()));
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < texts.len() {
+        let text = texts[i];
+        let Some(text_cuts) = text_cuts.filter(|_| {
+            text.len() > 2 * unit && check_disallowed(text, specials.disallowed).is_ok()
+        }) else {
+            // Whole, with the short texts after it (a group of up to GROUP_BYTES: a
+            // text that long, never cut, since a unit is at least MIN_UNIT).
+            let end = group_end(texts, i);
+            parts.push(Part {
+                text: i,
+                start: 0,
+                end: text.len(),
+                nth: 0,
+                of: 1,
+                whole: true,
+                count: end - i,
+            });
+            i = end;
             continue;
-        }
+        };
         let buf = text.as_bytes();
         let matches = specials.allowed.find_all(buf);
         let mut cuts = vec![0];
@@ -348,34 +351,21 @@ fn plan_parts<M: Model>(model: &M, texts: &[&str], specials: Specials, unit: usi
                 count: 1,
             });
         }
+        i += 1;
     }
-    grouped(parts, texts)
+    parts
 }
 
-/// `parts` with runs of consecutive whole texts joined into groups of up to
-/// [`GROUP_BYTES`] (a text that long or longer stays alone).
-fn grouped(parts: Vec<Part>, texts: &[&str]) -> Vec<Part> {
-    let mut out: Vec<Part> = Vec::with_capacity(parts.len());
-    let mut bytes = 0; // of the group at the end of `out`
-    for part in parts {
-        let len = texts[part.text].len();
-        match out.last_mut() {
-            Some(last)
-                if part.whole
-                    && last.whole
-                    && last.text + last.count == part.text
-                    && bytes + len <= GROUP_BYTES =>
-            {
-                last.count += 1;
-                bytes += len;
-            }
-            _ => {
-                bytes = if part.whole { len } else { GROUP_BYTES };
-                out.push(part);
-            }
-        }
+/// The end of the group of texts that starts at `start`: the texts after it join while
+/// all of them total at most [`GROUP_BYTES`] (a text that long or longer is alone).
+fn group_end(texts: &[&str], start: usize) -> usize {
+    let mut end = start + 1;
+    let mut bytes = texts[start].len();
+    while end < texts.len() && bytes + texts[end].len() <= GROUP_BYTES {
+        bytes += texts[end].len();
+        end += 1;
     }
-    out
+    end
 }
 
 /// At least as many ids as `texts` encode to, framed (sizes [`encode_flat`]'s output).
