@@ -24,19 +24,6 @@ from bytepair.quoting import short
 NO_IDS = ("ByteLevel",)
 
 
-def _processors(node, fail) -> list[dict]:
-    if node is None:
-        return []
-    if not isinstance(node, dict):
-        raise fail(f"post_processor is not an object: {short(node)}")
-    if node.get("type") == "Sequence":
-        out = []
-        for child in node.get("processors") or []:
-            out += _processors(child, fail)
-        return out
-    return [node]
-
-
 def _template_frame(proc: dict, fail) -> tuple[list[str], list[str], dict[str, list[int]]]:
     """(tokens before ``$A``, tokens after it, ids the processor gives each token)."""
     single = proc.get("single")
@@ -69,11 +56,17 @@ def read_frame(doc: dict, id_of, fail) -> dict:
     """The frame options (``bos_token``, ``add_bos``, ``eos_token``, ``add_eos``) of a
     parsed ``tokenizer.json``; ``id_of(token)`` is the token's id in the model (None
     when it has none), ``fail(message)`` makes the error naming the file."""
+    from bytepair.formats.hf import _components  # (hf imports this module)
+
+    try:
+        processors = _components(doc.get("post_processor"), "processors")
+    except ValueError as e:
+        raise fail(f"post_processor: {e}") from None
     before: list[str] = []
     after: list[str] = []
     ids: dict[str, list[int]] = {}
     adding = None
-    for proc in _processors(doc.get("post_processor"), fail):
+    for proc in processors:
         kind = proc.get("type")
         if kind in NO_IDS:
             continue
