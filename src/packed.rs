@@ -239,7 +239,7 @@ pub const MAX_PACKED: usize = 15;
 /// `bytes[start..end]` (at most [`MAX_PACKED`] bytes) and its length, in one integer:
 /// the bytes little-endian in the low 15 bytes, the length in the top byte, so every
 /// byte string has its own key.
-#[inline]
+#[inline(always)]
 pub fn packed(bytes: &[u8], start: usize, end: usize) -> u128 {
     let len = end - start;
     debug_assert!(len <= MAX_PACKED);

@@ -16,8 +16,10 @@ use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
 use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::split::Split;
-use crate::pretok::{for_each_unit, PreTokenizer, SpecialMatcher, Unit};
+use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit};
 
+/// Pieces the batched loop ([`Lookups::walk`]) finds before looking any up.
+const WALK_BATCH: usize = 64;
 /// Longest piece worth caching. Scripts written without spaces (Chinese, Japanese,
 /// Thai) make pieces of dozens of bytes that do repeat.
 const CACHE_PIECE_BYTES: usize = 128;
@@ -188,6 +190,9 @@ impl Encoder {
             scratch: Vec::with_capacity(SHORT_PIECE),
             queue: Vec::with_capacity(AHEAD),
         };
+        if let Some(builtin) = self.pre.builtin_alone() {
+            return lookups.walk(builtin, text, allowed, limit, &mut emit);
+        }
         let mut failed = None;
         for_each_unit(text, allowed, &self.pre, |u| {
             let end = match u {
@@ -271,33 +276,126 @@ impl<'t> Lookups<'t, '_> {
             match unit {
                 Queued::Id { end, id } => emit(end, &[id])?,
                 Queued::Packed { end, key, hash } => {
-                    let start = end - (key >> 120) as usize;
-                    match self.cache.small.get(key, hash) {
-                        Some(entry) => self.emit_entry(end, entry, emit)?,
-                        None => {
-                            let entry = self.merge(start, end)?;
-                            self.cache.small.insert(key, hash, entry);
-                            self.emit_entry(end, entry, emit)?;
-                        }
-                    }
+                    self.packed_ids(end - (key >> 120) as usize, end, key, hash, emit)?
                 }
-                Queued::Piece { start, end } => {
-                    let piece = &self.bytes[start..end];
-                    if piece.len() > CACHE_PIECE_BYTES {
-                        self.scratch.clear();
-                        self.model.encode_piece(piece, &mut self.scratch)?;
-                        emit(end, &self.scratch)?;
-                    } else if let Some(&entry) = self.cache.long.get(piece) {
-                        self.emit_entry(end, entry, emit)?;
-                    } else {
-                        let entry = self.merge(start, end)?;
-                        self.cache.long.insert(piece.into(), entry);
-                        self.emit_entry(end, entry, emit)?;
-                    }
-                }
+                Queued::Piece { start, end } => self.long_ids(start, end, emit)?,
             }
         }
         Ok(())
+    }
+
+    /// Emits the ids of the piece `start..end` of 2 to 15 bytes, packed as `key`.
+    #[inline(always)]
+    fn packed_ids(
+        &mut self,
+        start: usize,
+        end: usize,
+        key: u128,
+        hash: u64,
+        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        match self.cache.small.get(key, hash) {
+            Some(entry) => self.emit_entry(end, entry, emit),
+            None => {
+                let entry = self.merge(start, end)?;
+                self.cache.small.insert(key, hash, entry);
+                self.emit_entry(end, entry, emit)
+            }
+        }
+    }
+
+    /// Emits the ids of the piece `start..end` of 16 bytes or more.
+    #[inline(never)]
+    fn long_ids(
+        &mut self,
+        start: usize,
+        end: usize,
+        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let piece = &self.bytes[start..end];
+        if piece.len() > CACHE_PIECE_BYTES {
+            self.scratch.clear();
+            self.model.encode_piece(piece, &mut self.scratch)?;
+            emit(end, &self.scratch)
+        } else if let Some(&entry) = self.cache.long.get(piece) {
+            self.emit_entry(end, entry, emit)
+        } else {
+            let entry = self.merge(start, end)?;
+            self.cache.long.insert(piece.into(), entry);
+            self.emit_entry(end, entry, emit)
+        }
+    }
+
+    /// [`Encoder::for_each_raw_ids`] when a built-in splitter alone makes the pieces:
+    /// the units between special tokens a batch of [`WALK_BATCH`] pieces at a time,
+    /// in three passes with no call per piece — their ends ([`Builtin::walker`]),
+    /// then their keys (each table line prefetched), then the lookups, which by then
+    /// find their lines in the CPU cache.
+    fn walk(
+        &mut self,
+        builtin: Builtin,
+        text: &str,
+        allowed: &SpecialMatcher,
+        limit: usize,
+        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let mut pos = 0;
+        if !allowed.is_empty() {
+            for (start, end, index) in allowed.find_all(self.bytes) {
+                if !self.walk_segment(builtin, &text[..start], pos, limit, emit)? || end > limit {
+                    return Ok(());
+                }
+                emit(end, &[self.model.special_ids()[&allowed.tokens()[index]]])?;
+                pos = end;
+            }
+        }
+        self.walk_segment(builtin, text, pos, limit, emit)?;
+        Ok(())
+    }
+
+    /// The pieces of `text[from..]` (text free of special tokens from `from` on; a
+    /// prefix of the whole text, so offsets are the same); false if one ended past
+    /// `limit` (it and the rest are not emitted).
+    fn walk_segment(
+        &mut self,
+        builtin: Builtin,
+        text: &str,
+        from: usize,
+        limit: usize,
+        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+    ) -> Result<bool, EncodeError> {
+        let mut walker = builtin.walker(text, from);
+        let mut ends = [0usize; WALK_BATCH];
+        let mut keys = [(0u128, 0u64); WALK_BATCH];
+        loop {
+            let first = walker.pos();
+            let n = walker.fill(&mut ends);
+            if n == 0 {
+                return Ok(true);
+            }
+            let mut start = first;
+            for (&end, key) in ends[..n].iter().zip(&mut keys) {
+                if (2..=MAX_PACKED).contains(&(end - start)) {
+                    let packed = packed(self.bytes, start, end);
+                    let hash = key_hash(packed);
+                    self.cache.small.prefetch(hash);
+                    *key = (packed, hash);
+                }
+                start = end;
+            }
+            let mut start = first;
+            for (&end, &(key, hash)) in ends[..n].iter().zip(&keys) {
+                if end > limit {
+                    return Ok(false);
+                }
+                match end - start {
+                    1 => emit(end, &[self.model.byte_id(self.bytes[start])])?,
+                    2..=MAX_PACKED => self.packed_ids(start, end, key, hash, emit)?,
+                    _ => self.long_ids(start, end, emit)?,
+                }
+                start = end;
+            }
+        }
     }
 
     /// Merges a piece not in the cache; its cache entry.
@@ -318,7 +416,7 @@ impl<'t> Lookups<'t, '_> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit_entry(
         &self,
         end: usize,

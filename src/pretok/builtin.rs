@@ -67,6 +67,18 @@ fn table() -> &'static [u8] {
 struct Chars<'a> {
     text: &'a [u8],
     table: &'static [u8],
+    /// Whether runs may be found with SIMD instructions ([`simd_allowed`]).
+    simd: bool,
+}
+
+/// Whether the pre-tokenizers may use SIMD instructions: yes, unless the environment
+/// variable `BYTEPAIR_SCALAR` is set (to anything but `0` or empty) when it is first
+/// asked. Both paths give the same pieces; the switch lets tests and CI run the
+/// scalar one on a CPU that has the SIMD one.
+pub fn simd_allowed() -> bool {
+    static ALLOWED: OnceLock<bool> = OnceLock::new();
+    *ALLOWED
+        .get_or_init(|| !std::env::var("BYTEPAIR_SCALAR").is_ok_and(|v| !v.is_empty() && v != "0"))
 }
 
 impl Chars<'_> {
@@ -107,10 +119,52 @@ impl Chars<'_> {
         i
     }
 
-    /// End of the run of letters (`\p{L}`) from `i`: ASCII letters byte by byte (most
-    /// text), then, at a non-ASCII byte, character by character.
+    /// End of the run of letters (`\p{L}`) from `i`: ASCII letters 16 bytes at a time
+    /// (SSE2) or byte by byte (most text), then, at a non-ASCII byte, character by
+    /// character.
     #[inline(always)]
-    fn letters(&self, mut i: usize) -> usize {
+    fn letters(&self, i: usize) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if self.simd {
+            return self.letters_sse2(i);
+        }
+        self.letters_scalar(i)
+    }
+
+    /// [`Chars::letters`] with SSE2 (every x86_64 CPU has it): a mask of the ASCII
+    /// letters among 16 bytes, and its first zero is where the run stops, with no
+    /// branch per byte to mispredict at the end of each word.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn letters_sse2(&self, mut i: usize) -> usize {
+        use std::arch::x86_64::*;
+        while i + 16 <= self.text.len() {
+            // SAFETY: the 16 bytes at `i` are inside `text` (checked above); SSE2 is
+            // part of x86_64.
+            let stops = unsafe {
+                let v = _mm_loadu_si128(self.text.as_ptr().add(i).cast::<__m128i>());
+                // Letters: (b | 0x20) - 'a' <= 25 as unsigned bytes; bytes >= 0x80 and
+                // the ASCII bytes between the cases land above 25.
+                let x = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8(0x61));
+                let letter = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(25)), x);
+                !(_mm_movemask_epi8(letter) as u32) & 0xFFFF
+            };
+            if stops != 0 {
+                let k = i + stops.trailing_zeros() as usize;
+                return if self.text[k] >= 0x80 {
+                    self.run(k, LETTER)
+                } else {
+                    k
+                };
+            }
+            i += 16;
+        }
+        self.letters_scalar(i)
+    }
+
+    /// [`Chars::letters`] a byte at a time: the scalar path, and every CPU's.
+    #[inline(always)]
+    fn letters_scalar(&self, mut i: usize) -> usize {
         while let Some(b) = self.text.get(i) {
             if b.is_ascii_alphabetic() {
                 i += 1;
@@ -123,10 +177,28 @@ impl Chars<'_> {
         i
     }
 
+    /// The commonest pieces, first: an ASCII letter, or a space and an ASCII letter,
+    /// starts a piece that is the run of letters (`[^\r\n\p{L}\p{N}]?+\p{L}++` of
+    /// cl100k, ` ?\p{L}++` of gpt2; neither can be a contraction, which starts with
+    /// `'`). Where the piece ends, or None for every other start.
+    #[inline(always)]
+    fn ascii_word(&self, i: usize) -> Option<usize> {
+        let b = self.text[i];
+        if b.is_ascii_alphabetic() {
+            return Some(self.letters(i + 1));
+        }
+        if b == b' ' && self.byte(i + 1).is_some_and(|c| c.is_ascii_alphabetic()) {
+            return Some(self.letters(i + 2));
+        }
+        None
+    }
+
+    #[inline(always)]
     fn is(&self, i: usize, mask: u8) -> bool {
         matches!(self.at(i), Some((cls, _, _)) if cls & mask != 0)
     }
 
+    #[inline(always)]
     fn byte(&self, i: usize) -> Option<u8> {
         self.text.get(i).copied()
     }
@@ -232,6 +304,9 @@ impl Chars<'_> {
 /// gpt2 / r50k / p50k:
 /// `'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s`
 fn gpt2_piece_end(t: &Chars, i: usize) -> usize {
+    if let Some(end) = t.ascii_word(i) {
+        return end;
+    }
     if let Some(n) = t.contraction(i, false) {
         return i + n;
     }
@@ -260,6 +335,9 @@ fn gpt2_piece_end(t: &Chars, i: usize) -> usize {
 /// cl100k_base:
 /// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`
 fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
+    if let Some(end) = t.ascii_word(i) {
+        return end;
+    }
     if let Some(n) = t.contraction(i, true) {
         return i + n;
     }
@@ -368,23 +446,79 @@ impl Builtin {
         }
     }
 
+    /// A walker over the pieces of `text` from byte `from` (a char boundary where a
+    /// piece starts), which hands them out a batch at a time ([`PieceWalker::fill`]).
+    pub fn walker(self, text: &str, from: usize) -> PieceWalker<'_> {
+        self.walker_with(text, from, simd_allowed())
+    }
+
+    /// [`Builtin::walker`], with SIMD instructions or without.
+    fn walker_with(self, text: &str, from: usize, simd: bool) -> PieceWalker<'_> {
+        PieceWalker {
+            builtin: self,
+            chars: Chars {
+                text: text.as_bytes(),
+                table: table(),
+                simd,
+            },
+            pos: from,
+        }
+    }
+
     /// Calls `f(start, end)` for every piece of `text`.
     pub fn for_each_piece(self, text: &str, mut f: impl FnMut(usize, usize)) {
-        let t = Chars {
-            text: text.as_bytes(),
-            table: table(),
-        };
-        let mut i = 0;
-        while i < text.len() {
-            let end = match self {
-                Builtin::Gpt2 => gpt2_piece_end(&t, i),
-                Builtin::Cl100k => cl100k_piece_end(&t, i),
-                Builtin::O200k => o200k_piece_end(&t, i),
-            };
-            debug_assert!(end > i);
-            f(i, end);
-            i = end;
+        let mut walker = self.walker(text, 0);
+        let mut ends = [0usize; 64];
+        let mut start = 0;
+        loop {
+            let n = walker.fill(&mut ends);
+            if n == 0 {
+                return;
+            }
+            for &end in &ends[..n] {
+                f(start, end);
+                start = end;
+            }
         }
+    }
+}
+
+/// The pieces of a text a batch at a time: the first phase of the encoder's loop
+/// (piece ends, then keys and prefetches, then lookups), with no call per piece.
+pub struct PieceWalker<'a> {
+    builtin: Builtin,
+    chars: Chars<'a>,
+    pos: usize,
+}
+
+impl PieceWalker<'_> {
+    /// Where the next piece starts (the text's length once all are handed out).
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Writes the ends of the next pieces into `ends`, as many as fit; returns how
+    /// many (0 at the end of the text).
+    pub fn fill(&mut self, ends: &mut [usize]) -> usize {
+        match self.builtin {
+            Builtin::Gpt2 => self.fill_with(ends, gpt2_piece_end),
+            Builtin::Cl100k => self.fill_with(ends, cl100k_piece_end),
+            Builtin::O200k => self.fill_with(ends, o200k_piece_end),
+        }
+    }
+
+    #[inline(always)]
+    fn fill_with(&mut self, ends: &mut [usize], piece_end: fn(&Chars, usize) -> usize) -> usize {
+        let len = self.chars.len();
+        let mut n = 0;
+        let mut i = self.pos;
+        while n < ends.len() && i < len {
+            i = piece_end(&self.chars, i);
+            ends[n] = i;
+            n += 1;
+        }
+        self.pos = i;
+        n
     }
 }
 
@@ -407,10 +541,35 @@ mod tests {
         out
     }
 
+    /// The pieces, found with SIMD instructions and without (both must agree), in
+    /// batches of a few (so that batches end everywhere).
     fn builtin_pieces(b: Builtin, text: &str) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        b.for_each_piece(text, |s, e| out.push((s, e)));
-        out
+        let walk = |simd: bool, batch: usize| {
+            let mut walker = b.walker_with(text, 0, simd);
+            let mut ends = vec![0; batch];
+            let mut out = Vec::new();
+            let mut start = 0;
+            loop {
+                let n = walker.fill(&mut ends);
+                if n == 0 {
+                    return out;
+                }
+                for &end in &ends[..n] {
+                    out.push((start, end));
+                    start = end;
+                }
+            }
+        };
+        let scalar = walk(false, 3);
+        assert_eq!(
+            walk(true, 1),
+            scalar,
+            "{b:?}: SIMD and scalar differ on {text:?}"
+        );
+        let mut whole = Vec::new();
+        b.for_each_piece(text, |s, e| whole.push((s, e)));
+        assert_eq!(whole, scalar);
+        scalar
     }
 
     #[test]
@@ -432,6 +591,46 @@ mod tests {
                 let len = (next() % 24) as usize;
                 let text: String = (0..len)
                     .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                    .collect();
+                assert_eq!(
+                    builtin_pieces(b, &text),
+                    regex_pieces(&pre, &text),
+                    "{b:?} on {text:?}"
+                );
+            }
+        }
+    }
+
+    /// Long texts, mostly ASCII: runs of letters longer than the 16 bytes the SIMD
+    /// path reads at once, non-ASCII letters and other characters inside them and at
+    /// every distance from a run's start and the text's end.
+    #[test]
+    fn long_runs_split_as_the_regex_does_with_simd_and_without() {
+        let mut state: u64 = 0x2545F4914F6CDD1D;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        const RARE: &[&str] = &[
+            "é", "中", "\u{301}", " ", "'", "s", "\n", "1", ".", "@", "[", "`", "{", "_", "\u{A0}",
+            "Z", "ſ", "\r",
+        ];
+        for (b, pattern) in [
+            (Builtin::Gpt2, GPT2_PATTERN),
+            (Builtin::Cl100k, CL100K_PATTERN),
+            (Builtin::O200k, O200K_PATTERN),
+        ] {
+            let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
+            for _ in 0..3_000 {
+                let len = (next() % 120) as usize;
+                let text: String = (0..len)
+                    .map(|_| match next() % 10 {
+                        0 => RARE[(next() % RARE.len() as u64) as usize].to_string(),
+                        1 => " ".to_string(),
+                        _ => char::from(b'a' + (next() % 26) as u8).to_string(),
+                    })
                     .collect();
                 assert_eq!(
                     builtin_pieces(b, &text),

@@ -20,7 +20,7 @@ pub use patterns::{
 };
 pub use specials::{for_each_unit, SpecialMatcher, TokenFlags, Unit};
 
-use builtin::Builtin;
+pub use builtin::Builtin;
 use patterns::{RegexSplitter, DEFAULT_BACKTRACK_LIMIT};
 use split::Split;
 
@@ -67,6 +67,12 @@ impl PreTokenizer {
         self.restarts_inside = !patterns.any(split::looks_behind);
         self.steps = steps;
         self
+    }
+
+    /// The hand-written splitter, when it alone makes the pieces (a built-in pattern
+    /// and no later steps): callers may then walk the pieces in batches.
+    pub fn builtin_alone(&self) -> Option<Builtin> {
+        self.builtin.filter(|_| self.steps.is_empty())
     }
 
     /// True when a hand-written splitter runs the pattern (it matches all text).
