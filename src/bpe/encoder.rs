@@ -297,7 +297,11 @@ impl<'t> Lookups<'t, '_> {
         match self.cache.small.get(key, hash) {
             Some(entry) => self.emit_entry(end, entry, emit),
             None => {
-                let entry = self.merge(start, end)?;
+                // A piece that is a token (tiktoken's rule) needs no merging.
+                let entry = match self.model.whole_packed(key, hash) {
+                    Some(id) => (id, 0),
+                    None => self.merge(start, end)?,
+                };
                 self.cache.small.insert(key, hash, entry);
                 self.emit_entry(end, entry, emit)
             }

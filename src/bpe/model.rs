@@ -4,6 +4,8 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::packed::{key_hash, packed_all, PackedMap, MAX_PACKED};
+
 use crate::model::{id_error, MAX_ID};
 
 /// A merge rule: `(left, right)` becomes `id`; lower `rank` merges first.
@@ -36,9 +38,39 @@ pub struct BpeModel {
 /// build are kept apart: they are the model's merges as far as it has any.
 #[derive(Debug, Clone)]
 pub struct WholePieces {
+    /// Tokens of 2 to 15 bytes by their packed bytes ([`crate::packed`]): the
+    /// encoder's cache misses are looked up with the key they already have.
+    short: PackedMap<u32>,
+    /// Longer tokens.
     ids: FxHashMap<Box<[u8]>, u32>,
     recovered: Vec<(u32, u32)>,
     unbuildable: Vec<u32>,
+}
+
+impl WholePieces {
+    /// `tokens`: (id, bytes) of the ordinary tokens (single bytes are skipped).
+    fn new<'a>(
+        tokens: impl Iterator<Item = (u32, &'a [u8])>,
+        recovered: Vec<(u32, u32)>,
+        unbuildable: Vec<u32>,
+    ) -> Self {
+        let mut short = PackedMap::default();
+        let mut ids = FxHashMap::default();
+        for (id, t) in tokens {
+            if t.len() > MAX_PACKED {
+                ids.insert(t.into(), id);
+            } else if t.len() > 1 {
+                let key = packed_all(t);
+                short.insert(key, key_hash(key), id);
+            }
+        }
+        Self {
+            short,
+            ids,
+            recovered,
+            unbuildable,
+        }
+    }
 }
 
 impl BpeModel {
@@ -80,16 +112,11 @@ impl BpeModel {
             .iter()
             .map(|&(l, r, id)| ((l, r), Merge { rank: id, id }))
             .collect();
-        let ids = vocab
-            .iter()
-            .filter(|(_, t)| t.len() > 1)
-            .map(|(&id, t)| (t.clone().into_boxed_slice(), id))
-            .collect();
-        let whole = WholePieces {
-            ids,
-            recovered: recovered.iter().map(|&(l, r, _)| (l, r)).collect(),
+        let whole = WholePieces::new(
+            vocab.iter().map(|(&id, t)| (id, &t[..])),
+            recovered.iter().map(|&(l, r, _)| (l, r)).collect(),
             unbuildable,
-        };
+        );
         Self::build(vocab, merge_map, specials, Some(Box::new(whole)))
     }
 
@@ -102,18 +129,13 @@ impl BpeModel {
             return self;
         }
         let special: rustc_hash::FxHashSet<u32> = self.special_ids.values().copied().collect();
-        let ids = self
-            .decoder
-            .iter()
-            .filter(|(id, t)| t.len() > 1 && !special.contains(id))
-            .map(|(&id, t)| (t.clone().into_boxed_slice(), id))
-            .collect();
-        let recovered = self.merge_pairs();
-        self.whole = Some(Box::new(WholePieces {
-            ids,
-            recovered,
-            unbuildable: Vec::new(),
-        }));
+        let tokens = self.decoder.iter().filter(|(id, _)| !special.contains(id));
+        let whole = WholePieces::new(
+            tokens.map(|(&id, t)| (id, &t[..])),
+            self.merge_pairs(),
+            Vec::new(),
+        );
+        self.whole = Some(Box::new(whole));
         self
     }
 
@@ -164,7 +186,19 @@ impl BpeModel {
     /// merges-based model, which makes every token by merges).
     #[inline]
     pub(super) fn whole_piece(&self, piece: &[u8]) -> Option<u32> {
-        self.whole.as_ref()?.ids.get(piece).copied()
+        let whole = self.whole.as_ref()?;
+        if piece.len() <= MAX_PACKED {
+            let key = packed_all(piece);
+            return whole.short.get(key, key_hash(key));
+        }
+        whole.ids.get(piece).copied()
+    }
+
+    /// [`BpeModel::whole_piece`] of a piece of 2 to 15 bytes, by its packed key and
+    /// that key's hash.
+    #[inline]
+    pub(super) fn whole_packed(&self, key: u128, hash: u64) -> Option<u32> {
+        self.whole.as_ref()?.short.get(key, hash)
     }
 
     /// The ids of the tokens no merge of two lower-ranked tokens makes (tiktoken's rule

@@ -28,6 +28,40 @@ const NUM: u8 = 16;
 const WS: u8 = 32;
 const LETTER: u8 = UPPER | LOWER | MODIFIER_OR_OTHER;
 
+/// A range of ASCII bytes, `(b | fold) - low <= span` (wrapping, unsigned): one test
+/// for the scalar code and for 16 bytes at once in SIMD.
+#[derive(Clone, Copy)]
+struct AsciiClass {
+    fold: u8,
+    low: u8,
+    span: u8,
+}
+
+impl AsciiClass {
+    #[inline(always)]
+    fn has(self, b: u8) -> bool {
+        (b | self.fold).wrapping_sub(self.low) <= self.span
+    }
+}
+
+/// `[A-Za-z]`: with bit 5 set, capitals are small letters; bytes >= 0x80 and the
+/// ASCII bytes between the two cases land outside.
+const LETTERS: AsciiClass = AsciiClass {
+    fold: 0x20,
+    low: b'a',
+    span: 25,
+};
+const CAPITALS: AsciiClass = AsciiClass {
+    fold: 0,
+    low: b'A',
+    span: 25,
+};
+const SMALL: AsciiClass = AsciiClass {
+    fold: 0,
+    low: b'a',
+    span: 25,
+};
+
 /// Which built-in pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Builtin {
@@ -120,59 +154,61 @@ impl Chars<'_> {
     }
 
     /// End of the run of letters (`\p{L}`) from `i`: ASCII letters 16 bytes at a time
-    /// (SSE2) or byte by byte (most text), then, at a non-ASCII byte, character by
-    /// character.
+    /// ([`Chars::ascii_run`]), then, at a non-ASCII byte, character by character.
     #[inline(always)]
     fn letters(&self, i: usize) -> usize {
-        #[cfg(target_arch = "x86_64")]
-        if self.simd {
-            return self.letters_sse2(i);
+        let k = self.ascii_run(i, LETTERS);
+        if self.byte(k).is_some_and(|b| b >= 0x80) {
+            self.run(k, LETTER)
+        } else {
+            k
         }
-        self.letters_scalar(i)
     }
 
-    /// [`Chars::letters`] with SSE2 (every x86_64 CPU has it): a mask of the ASCII
-    /// letters among 16 bytes, and its first zero is where the run stops, with no
-    /// branch per byte to mispredict at the end of each word.
+    /// End of the run of ASCII bytes of `class` from `i`: 16 bytes at a time with
+    /// SSE2 (every x86_64 CPU has it), whose mask's first zero is where the run stops,
+    /// with no branch per byte to mispredict at the end of each word; else byte by
+    /// byte (`BYTEPAIR_SCALAR`, other CPUs).
+    #[inline(always)]
+    fn ascii_run(&self, i: usize, class: AsciiClass) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if self.simd {
+            return self.ascii_run_sse2(i, class);
+        }
+        self.ascii_run_scalar(i, class)
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn letters_sse2(&self, mut i: usize) -> usize {
+    fn ascii_run_sse2(&self, mut i: usize, class: AsciiClass) -> usize {
         use std::arch::x86_64::*;
+        let AsciiClass { fold, low, span } = class;
         while i + 16 <= self.text.len() {
             // SAFETY: the 16 bytes at `i` are inside `text` (checked above); SSE2 is
             // part of x86_64.
             let stops = unsafe {
                 let v = _mm_loadu_si128(self.text.as_ptr().add(i).cast::<__m128i>());
-                // Letters: (b | 0x20) - 'a' <= 25 as unsigned bytes; bytes >= 0x80 and
-                // the ASCII bytes between the cases land above 25.
-                let x = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8(0x61));
-                let letter = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(25)), x);
-                !(_mm_movemask_epi8(letter) as u32) & 0xFFFF
+                // (b | fold) - low <= span, as unsigned bytes: `AsciiClass::has`.
+                let x = _mm_sub_epi8(
+                    _mm_or_si128(v, _mm_set1_epi8(fold as i8)),
+                    _mm_set1_epi8(low as i8),
+                );
+                let inside = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(span as i8)), x);
+                !(_mm_movemask_epi8(inside) as u32) & 0xFFFF
             };
             if stops != 0 {
-                let k = i + stops.trailing_zeros() as usize;
-                return if self.text[k] >= 0x80 {
-                    self.run(k, LETTER)
-                } else {
-                    k
-                };
+                return i + stops.trailing_zeros() as usize;
             }
             i += 16;
         }
-        self.letters_scalar(i)
+        self.ascii_run_scalar(i, class)
     }
 
-    /// [`Chars::letters`] a byte at a time: the scalar path, and every CPU's.
+    /// [`Chars::ascii_run`] a byte at a time: the scalar path, and every CPU's.
     #[inline(always)]
-    fn letters_scalar(&self, mut i: usize) -> usize {
-        while let Some(b) = self.text.get(i) {
-            if b.is_ascii_alphabetic() {
-                i += 1;
-            } else if *b >= 0x80 {
-                return self.run(i, LETTER);
-            } else {
-                break;
-            }
+    fn ascii_run_scalar(&self, mut i: usize, class: AsciiClass) -> usize {
+        while self.byte(i).is_some_and(|b| class.has(b)) {
+            i += 1;
         }
         i
     }
@@ -191,6 +227,32 @@ impl Chars<'_> {
             return Some(self.letters(i + 2));
         }
         None
+    }
+
+    /// [`Chars::ascii_word`] for o200k, whose words split where case changes
+    /// (`[^\r\n\p{L}\p{N}]?` `[\p{Lu}..]*[\p{Ll}..]+` or `[\p{Lu}..]+[\p{Ll}..]*`, then a
+    /// contraction): an optional space, ASCII capitals, then ASCII small letters.
+    /// None (the general code decides) when the word goes on into non-ASCII text or
+    /// a `'` follows it.
+    #[inline(always)]
+    fn ascii_word_o200k(&self, i: usize) -> Option<usize> {
+        let b = self.text[i];
+        let p = if b.is_ascii_alphabetic() {
+            i
+        } else if b == b' ' && self.byte(i + 1).is_some_and(|c| c.is_ascii_alphabetic()) {
+            i + 1
+        } else {
+            return None;
+        };
+        let q = self.ascii_run(p, CAPITALS);
+        let end = match self.byte(q) {
+            Some(c) if c.is_ascii_lowercase() => self.ascii_run(q, SMALL),
+            _ => q,
+        };
+        match self.byte(end) {
+            Some(c) if c >= 0x80 || c == b'\'' => None,
+            _ => Some(end),
+        }
     }
 
     #[inline(always)]
@@ -377,6 +439,9 @@ fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
 fn o200k_piece_end(t: &Chars, i: usize) -> usize {
     const U: u8 = UPPER | MODIFIER_OR_OTHER | MARK; // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
     const W: u8 = LOWER | MODIFIER_OR_OTHER | MARK; // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+    if let Some(end) = t.ascii_word_o200k(i) {
+        return end;
+    }
     let (cls, c, n) = t.at(i).expect("i < len");
     let can_prefix = cls & (LETTER | NUM) == 0 && c != '\r' && c != '\n';
     let suffix = |e: usize| e + t.contraction(e, true).unwrap_or(0);
@@ -623,12 +688,13 @@ mod tests {
             (Builtin::O200k, O200K_PATTERN),
         ] {
             let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
-            for _ in 0..3_000 {
-                let len = (next() % 120) as usize;
+            for _ in 0..6_000 {
+                let len = (next() % 160) as usize;
                 let text: String = (0..len)
                     .map(|_| match next() % 10 {
                         0 => RARE[(next() % RARE.len() as u64) as usize].to_string(),
                         1 => " ".to_string(),
+                        2 => char::from(b'A' + (next() % 26) as u8).to_string(),
                         _ => char::from(b'a' + (next() % 26) as u8).to_string(),
                     })
                     .collect();
