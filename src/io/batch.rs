@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 
 use super::chunking::find_cut;
 use crate::model::{check_disallowed, EncodeError, Frame, Model, SafeCuts};
@@ -140,6 +140,20 @@ pub fn encode_each<M: Model, E>(
     let parts = &plan_parts(model, texts, specials, unit);
     let taken = &AtomicUsize::new(0);
     let stop = || taken.store(parts.len(), Ordering::Relaxed);
+    // Id buffers the calling thread is done with, for the workers to fill again: a
+    // fresh buffer per part made the kernel map and zero new pages for every part.
+    let spare: &Mutex<Vec<Vec<u32>>> = &Mutex::new(Vec::new());
+    let reuse = |capacity: usize| {
+        let mut ids = spare
+            .lock()
+            .expect("no panics while held")
+            .pop()
+            .unwrap_or_default();
+        ids.clear();
+        ids.reserve(capacity);
+        ids
+    };
+    let recycle = |ids: Vec<u32>| spare.lock().expect("no panics while held").push(ids);
     std::thread::scope(|s| {
         let (tx, mut rx) = mpsc::channel::<Done>();
         for _ in 0..workers {
@@ -154,7 +168,7 @@ pub fn encode_each<M: Model, E>(
                         // A group of short whole texts: one message for all of them.
                         let group = &texts[part.text..part.text + part.count];
                         let bytes: usize = group.iter().map(|t| t.len()).sum();
-                        let mut ids = Vec::with_capacity(bytes / 3);
+                        let mut ids = reuse(bytes / 3);
                         let mut ends = Vec::with_capacity(group.len());
                         let mut failed = None;
                         for (n, &text) in group.iter().enumerate() {
@@ -179,7 +193,7 @@ pub fn encode_each<M: Model, E>(
                         continue;
                     }
                     let text = &texts[part.text][part.start..part.end];
-                    let mut ids = Vec::with_capacity(text.len() / 3);
+                    let mut ids = reuse(text.len() / 3);
                     let ids = if part.whole {
                         encode_into(model, text, specials, frame, cache, &mut ids)
                     } else {
@@ -234,6 +248,7 @@ pub fn encode_each<M: Model, E>(
                         }
                         from = to;
                     }
+                    recycle(group.ids);
                 }
                 Ok(Encoded { ids, .. }) if first_failure.is_none() && refused.is_none() => {
                     let whole = if part.of == 1 {
@@ -246,7 +261,10 @@ pub fn encode_each<M: Model, E>(
                         *missing -= 1;
                         if *missing == 0 {
                             let (got, _) = pending.remove(&i).expect("just seen");
-                            Some(got.into_iter().flatten().flatten().collect())
+                            let got: Vec<Vec<u32>> = got.into_iter().flatten().collect();
+                            let whole = got.concat();
+                            got.into_iter().for_each(recycle);
+                            Some(whole)
                         } else {
                             None
                         }
@@ -256,6 +274,7 @@ pub fn encode_each<M: Model, E>(
                             stop();
                             refused = Some(e);
                         }
+                        recycle(ids);
                     }
                 }
                 Ok(_) => {} // failed already: only draining the workers
@@ -375,9 +394,19 @@ pub fn most_ids<M: Model>(model: &M, texts: &[&str], frame: &Frame) -> usize {
 
 /// Writes `ids` into `dst` (4 bytes each) as little-endian uint32.
 pub fn put_le(dst: &mut [u8], ids: &[u32]) {
+    #[cfg(target_endian = "little")]
+    dst[..ids.len() * 4].copy_from_slice(as_le_bytes(ids));
+    #[cfg(not(target_endian = "little"))]
     for (d, id) in dst.chunks_exact_mut(4).zip(ids) {
         d.copy_from_slice(&id.to_le_bytes());
     }
+}
+
+/// The bytes of `ids` in memory: their little-endian bytes, on a little-endian CPU.
+#[cfg(target_endian = "little")]
+fn as_le_bytes(ids: &[u32]) -> &[u8] {
+    // SAFETY: the same memory, `4 * len` bytes, read as bytes (any bit pattern is a u8).
+    unsafe { std::slice::from_raw_parts(ids.as_ptr().cast::<u8>(), std::mem::size_of_val(ids)) }
 }
 
 /// Encodes every text like [`encode_each`] and writes all their ids, in text order,
@@ -408,6 +437,11 @@ pub fn encode_flat<M: Model>(
     fn place(out: &mut [MaybeUninit<u8>], offsets: &mut Vec<u64>, ids: &[u32]) {
         let written = *offsets.last().expect("offsets start with 0") as usize;
         let dst = &mut out[written * 4..(written + ids.len()) * 4];
+        #[cfg(target_endian = "little")]
+        for (d, &b) in dst.iter_mut().zip(as_le_bytes(ids)) {
+            d.write(b);
+        }
+        #[cfg(not(target_endian = "little"))]
         for (d, id) in dst.chunks_exact_mut(4).zip(ids) {
             for (d, b) in d.iter_mut().zip(id.to_le_bytes()) {
                 d.write(b);

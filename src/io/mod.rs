@@ -6,6 +6,7 @@
 //! - [`blocks`]: reading files in blocks cut at those points;
 //! - [`count`]: counting pre-tokens in files and documents, in parallel;
 //! - [`batch`]: encoding many texts on several threads, in order;
+//! - [`pages`]: huge pages for large output buffers;
 //! - [`stream`]: encoding text that arrives in chunks;
 //! - [`table`]: pre-token count tables as bytes, for adding up counts made apart;
 //! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads;
@@ -15,6 +16,7 @@ pub mod batch;
 pub mod blocks;
 pub mod chunking;
 pub mod count;
+pub mod pages;
 pub mod shards;
 pub mod stream;
 pub mod table;

@@ -18,6 +18,7 @@ use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, most_ids, put_le, Specials};
 use crate::io::blocks::ReadError;
 use crate::io::chunking::find_cut;
+use crate::io::pages::advise_huge_pages;
 use crate::io::shards;
 use crate::io::stream;
 use crate::model::{check_disallowed, try_reserve, EncodeError, Frame, Model, SafeCuts};
@@ -359,6 +360,7 @@ impl<M: Model> Seam<M> {
         ids.try_reserve(text.len() / 3).map_err(|_| {
             PyMemoryError::new_err(format!("no memory for the ids of {} bytes", text.len()))
         })?;
+        advise_huge_pages(ids.spare_capacity_mut());
         ids.extend_from_slice(&self.frame.before);
         let core = &*self.core;
         self.for_each_block(py, text, &allowed, |block, cache| {
@@ -403,6 +405,7 @@ impl<M: Model> Seam<M> {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
         PyBytes::new_with(py, ids.len() * 4, |buf| {
+            advise_huge_pages(buf);
             put_le(buf, &ids);
             Ok(())
         })
@@ -506,6 +509,7 @@ impl<M: Model> Seam<M> {
             let ptr = ffi::PyByteArray_AsString(out.as_ptr()).cast::<MaybeUninit<u8>>();
             (out, std::slice::from_raw_parts_mut(ptr, size))
         };
+        advise_huge_pages(buf);
         let offsets = py
             .detach(|| encode_flat(&*self.core, &texts, specials, &self.frame, num_threads, buf))
             .map_err(|e| encode_error(py, e))?;
