@@ -347,8 +347,11 @@ def test_an_interrupted_ray_run_resumes_to_the_same_bytes(
 ):
     import bytepair.runners.ray_encode as ray_encode
 
+    from bytepair.runners import local
+
     monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)
     monkeypatch.setattr(feed, "BATCH_CHARS", 5000)
+    monkeypatch.setattr(local, "BLOCK_BYTES", 5000)  # the local engine's text files
     clean = shards_of([inputs["txt"]], tmp_path / "clean", **options)
 
     def stop_at(k):

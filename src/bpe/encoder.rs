@@ -23,8 +23,8 @@ const WALK_BATCH: usize = 64;
 /// Longest piece worth caching. Scripts written without spaces (Chinese, Japanese,
 /// Thai) make pieces of dozens of bytes that do repeat.
 const CACHE_PIECE_BYTES: usize = 128;
-/// The cache starts over past this many cached pieces of over 15 bytes (at most about
-/// 20 MB of keys).
+/// The cache keeps at most this many pieces of over 15 bytes (at most about 20 MB of
+/// keys).
 const MAX_LONG_PIECES: usize = 1 << 17;
 
 #[derive(Debug, Clone)]
@@ -302,8 +302,13 @@ impl<'t> Lookups<'t, '_> {
                     Some(id) => (id, 0),
                     None => self.merge(start, end)?,
                 };
-                self.cache.small.insert(key, hash, entry);
-                self.emit_entry(end, entry, emit)
+                if self.cache.has_room() {
+                    self.cache.small.insert(key, hash, entry);
+                    return self.emit_entry(end, entry, emit);
+                }
+                self.emit_entry(end, entry, emit)?;
+                self.cache.unstore(entry);
+                Ok(())
             }
         }
     }
@@ -325,8 +330,13 @@ impl<'t> Lookups<'t, '_> {
             self.emit_entry(end, entry, emit)
         } else {
             let entry = self.merge(start, end)?;
-            self.cache.long.insert(piece.into(), entry);
-            self.emit_entry(end, entry, emit)
+            if self.cache.long.len() < MAX_LONG_PIECES && self.cache.has_room() {
+                self.cache.long.insert(piece.into(), entry);
+                return self.emit_entry(end, entry, emit);
+            }
+            self.emit_entry(end, entry, emit)?;
+            self.cache.unstore(entry);
+            Ok(())
         }
     }
 
@@ -404,11 +414,6 @@ impl<'t> Lookups<'t, '_> {
 
     /// Merges a piece not in the cache; its cache entry.
     fn merge(&mut self, start: usize, end: usize) -> Result<(u32, u32), EncodeError> {
-        if self.cache.stored.len() > self.cache.max_ids || self.cache.long.len() >= MAX_LONG_PIECES
-        {
-            // Bounded memory on text that hardly repeats (random strings).
-            self.cache.clear();
-        }
         let stored = &mut self.cache.stored;
         let at = stored.len();
         self.model.encode_piece(&self.bytes[start..end], stored)?;
@@ -620,7 +625,7 @@ pub(crate) mod tests {
             assert_eq!(e.count(&text, e.no_specials()).unwrap(), want.len());
         }
         assert!(!cache.small.is_empty());
-        // A cache that keeps starting over gives the same ids.
+        // A cache that is full gives the same ids, and stays within its limit.
         let mut tiny = PieceCache {
             max_ids: 5,
             ..PieceCache::default()

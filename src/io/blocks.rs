@@ -61,40 +61,97 @@ pub fn for_each_block(
     block_bytes: usize,
     mut f: impl FnMut(&str, u64) -> Result<(), ReadError>,
 ) -> Result<(), ReadError> {
-    let mut file = File::open(path).map_err(ReadError::Io)?;
-    let mut buf: Vec<u8> = Vec::new();
-    let mut offset: u64 = 0; // file offset of buf[0]
-    let mut eof = false;
-    while !eof {
-        let old = buf.len();
-        buf.resize(old + block_bytes.max(1), 0);
-        let mut filled = old;
-        while filled < buf.len() {
-            let n = file.read(&mut buf[filled..]).map_err(ReadError::Io)?;
-            if n == 0 {
-                eof = true;
-                break;
-            }
-            filled += n;
-        }
-        buf.truncate(filled);
-        let cut = if eof {
-            buf.len()
-        } else {
-            // Leave room for the longest special token and one byte of look-ahead.
-            let hi = buf.len().saturating_sub(specials.max_len() + 1);
-            let matches = specials.find_all(&buf);
-            match find_cut(&buf, 0, hi, &matches, cuts, specials) {
-                Some(c) => c,
-                None => continue, // no safe cut yet: read more
-            }
-        };
-        let text = decode(&buf[..cut], offset, errors)?;
-        f(&text, offset)?;
-        buf.drain(..cut);
-        offset += cut as u64;
+    let mut reader = BlockReader::open(path)?;
+    while let Some((bytes, offset)) = reader.next_block(specials, cuts, block_bytes)? {
+        f(&decode(&bytes, offset, errors)?, offset)?;
     }
     Ok(())
+}
+
+/// A file read in blocks cut at safe cuts, one block per call ([`for_each_block`]
+/// with the caller in charge of the loop).
+pub struct BlockReader {
+    file: File,
+    /// Read and not yet handed out: the start of the next block.
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    offset: u64,
+    eof: bool,
+}
+
+impl BlockReader {
+    pub fn open(path: &str) -> Result<Self, ReadError> {
+        Ok(Self {
+            file: File::open(path).map_err(ReadError::Io)?,
+            buf: Vec::new(),
+            offset: 0,
+            eof: false,
+        })
+    }
+
+    /// The next block's bytes (not yet checked as UTF-8: [`decode_block`]) and its
+    /// file offset, or None at the end of the file. Cut at the edges of `specials`
+    /// and at `cuts`, after about `block_bytes` (a block grows until such a cut).
+    pub fn next_block(
+        &mut self,
+        specials: &SpecialMatcher,
+        cuts: TextCuts,
+        block_bytes: usize,
+    ) -> Result<Option<(Vec<u8>, u64)>, ReadError> {
+        loop {
+            if self.eof && self.buf.is_empty() {
+                return Ok(None);
+            }
+            let buf = &mut self.buf;
+            if !self.eof {
+                let old = buf.len();
+                buf.resize(old + block_bytes.max(1), 0);
+                let mut filled = old;
+                while filled < buf.len() {
+                    let n = self.file.read(&mut buf[filled..]).map_err(ReadError::Io)?;
+                    if n == 0 {
+                        self.eof = true;
+                        break;
+                    }
+                    filled += n;
+                }
+                buf.truncate(filled);
+            }
+            let cut = if self.eof {
+                buf.len()
+            } else {
+                // Leave room for the longest special token and one byte of look-ahead.
+                let hi = buf.len().saturating_sub(specials.max_len() + 1);
+                let matches = specials.find_all(buf);
+                match find_cut(buf, 0, hi, &matches, cuts, specials) {
+                    Some(c) => c,
+                    None => continue, // no safe cut yet: read more
+                }
+            };
+            let rest = buf.split_off(cut);
+            let block = std::mem::replace(buf, rest);
+            let offset = self.offset;
+            self.offset += cut as u64;
+            return Ok(Some((block, offset)));
+        }
+    }
+}
+
+impl BlockReader {
+    /// True once the whole file has been read and handed out.
+    pub fn at_end(&self) -> bool {
+        self.eof && self.buf.is_empty()
+    }
+}
+
+/// A block's bytes as text ([`Utf8Errors`]); an error names the file offset.
+pub fn decode_block(bytes: Vec<u8>, offset: u64, errors: Utf8Errors) -> Result<String, ReadError> {
+    match decode(&bytes, offset, errors)? {
+        std::borrow::Cow::Borrowed(_) => {
+            Ok(String::from_utf8(bytes).expect("checked as UTF-8 just now"))
+        }
+        std::borrow::Cow::Owned(text) => Ok(text),
+    }
 }
 
 /// UTF-8 decoding of one block, with the error offset relative to the file.

@@ -4,6 +4,7 @@
 //!
 //! - [`chunking`]: where text may be cut and still pre-tokenize identically;
 //! - [`blocks`]: reading files in blocks cut at those points;
+//! - [`documents`]: a text file as its documents, a block at a time;
 //! - [`count`]: counting pre-tokens in files and documents, in parallel;
 //! - [`batch`]: encoding many texts on several threads, in order;
 //! - [`pages`]: huge pages for large output buffers;
@@ -16,6 +17,7 @@ pub mod batch;
 pub mod blocks;
 pub mod chunking;
 pub mod count;
+pub mod documents;
 pub mod pages;
 pub mod shards;
 pub mod stream;

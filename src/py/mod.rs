@@ -1,9 +1,10 @@
 //! Python bindings (module `bytepair._core`): argument conversion and GIL handling
 //! only, split by what they bind — [`counter`] (PreTokenCounter), [`encoder`]
-//! (Encoder), [`spm`] (SentencePieceModel), [`spm_train`] (SentencePieceTrainer), [`functions`] (module functions) — with one mapping of the core's errors
+//! (Encoder), [`documents`] (DocumentBatches), [`spm`] (SentencePieceModel), [`spm_train`] (SentencePieceTrainer), [`functions`] (module functions) — with one mapping of the core's errors
 //! to Python exceptions ([`errors`]). The algorithms are in the other modules.
 
 mod counter;
+mod documents;
 mod encoder;
 mod errors;
 mod functions;
@@ -104,6 +105,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(m)?;
     m.add_class::<counter::PreTokenCounter>()?;
     m.add_class::<encoder::Encoder>()?;
+    m.add_class::<documents::DocumentBatches>()?;
+    m.add_class::<documents::IdBuffer>()?;
     m.add_class::<spm::SentencePieceModel>()?;
     m.add_class::<spm_train::SentencePieceTrainer>()?;
     m.add("GPT2_PATTERN", crate::pretok::GPT2_PATTERN)?;

@@ -13,11 +13,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::documents::DocumentBatches;
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, most_ids, put_le, Specials};
 use crate::io::blocks::ReadError;
-use crate::io::chunking::find_cut;
+use crate::io::chunking::{find_cut, TextCuts};
+use crate::io::documents::DocumentReader;
 use crate::io::pages::advise_huge_pages;
 use crate::io::shards;
 use crate::io::stream;
@@ -620,6 +622,58 @@ impl<M: Model> Seam<M> {
     }
 }
 
+impl<M: Model + Send + Sync + 'static> Seam<M> {
+    /// The documents of the text file at `path` between `separators`, encoded a
+    /// block at a time on `num_threads` threads, without the frame
+    /// ([`DocumentBatches`]); `first_doc`: the number of the file's first document.
+    #[allow(clippy::too_many_arguments)]
+    pub fn document_batches(
+        &self,
+        path: &str,
+        separators: Vec<String>,
+        allowed_special: Vec<String>,
+        disallowed_special: Vec<String>,
+        errors: &str,
+        num_threads: usize,
+        block_bytes: usize,
+        first_doc: u64,
+    ) -> PyResult<DocumentBatches> {
+        let errors = utf8_errors(errors)?;
+        let both: Vec<String> = allowed_special
+            .iter()
+            .chain(&disallowed_special)
+            .cloned()
+            .collect();
+        let allowed = self.matcher(Some(allowed_special))?;
+        let forbidden = self.refusing(disallowed_special)?;
+        let text_cuts = match self.core.safe_cuts() {
+            SafeCuts::AtSpecials { text } => text,
+            SafeCuts::Nowhere => TextCuts::None,
+        };
+        let reader = DocumentReader::open(
+            path,
+            &separators,
+            &both,
+            text_cuts,
+            errors,
+            block_bytes,
+            first_doc,
+        )
+        .map_err(|e| read_error(path, e, Progress::new(None)))?;
+        let (core, none) = (Arc::clone(&self.core), Arc::clone(&self.none));
+        let encode = move |texts: &[&str], out: &mut [MaybeUninit<u8>]| {
+            let specials = Specials {
+                allowed: &allowed,
+                disallowed: &none,
+            };
+            encode_flat(&*core, texts, specials, &Frame::default(), num_threads, out)
+        };
+        let core = Arc::clone(&self.core);
+        let most = move |texts: &[&str]| most_ids(&*core, texts, &Frame::default());
+        DocumentBatches::start(path, reader, forbidden, Box::new(encode), Box::new(most))
+    }
+}
+
 /// The `#[pymethods]` block of a binding whose `seam` field is a [`Seam`]: the
 /// binding's own methods (`$own`), then the shared method set forwarding to the seam
 /// — written here once, because PyO3 takes one `#[pymethods]` block per class.
@@ -754,6 +808,27 @@ macro_rules! pymethods_with_seam {
         /// The ids put before and after every text (`with_frame`).
         fn frame(&self) -> (Vec<u32>, Vec<u32>) {
             (self.seam.frame.before.clone(), self.seam.frame.after.clone())
+        }
+
+        /// A text file's documents encoded a block at a time, for shard folders
+        /// (`DocumentBatches`).
+        #[pyo3(signature = (path, separators, allowed_special, disallowed_special, errors, num_threads, block_bytes, first_doc=0))]
+        #[allow(clippy::too_many_arguments)]
+        fn document_batches(
+            &self,
+            path: &str,
+            separators: Vec<String>,
+            allowed_special: Vec<String>,
+            disallowed_special: Vec<String>,
+            errors: &str,
+            num_threads: usize,
+            block_bytes: usize,
+            first_doc: u64,
+        ) -> ::pyo3::PyResult<$crate::py::documents::DocumentBatches> {
+            self.seam.document_batches(
+                path, separators, allowed_special, disallowed_special, errors, num_threads,
+                block_bytes, first_doc,
+            )
         }
 
         /// Encodes the UTF-8 file at `path` into `out_path` as ids of `width` bytes

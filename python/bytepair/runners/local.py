@@ -1,15 +1,31 @@
 """Encoding shard documents in this process: the core's ``encode_batch_to_numpy`` on
-all cores, while a thread reads and splits our own sources ahead (``read_ahead``)."""
+all cores, while a thread reads and splits our own sources ahead (``read_ahead``).
+
+Plain text files take a shorter road (``encode_text_files_into``): the core reads
+them, splits them into documents and encodes them a block at a time
+(``DocumentBatches``), and Python only hands each block's ids to the writer — no
+string is made per document."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from bytepair._progress import Progress
 from bytepair._read_ahead import batched, read_ahead
 from bytepair.runners.feed import feed, utf8_len
+
+#: Bytes of a text file the core reads, splits and encodes per block.
+BLOCK_BYTES = 4 << 20
 
 
 def encode_into(writer, tok, documents, *, num_threads: int, progress=None, total=None) -> int:
     """Encodes ``documents`` (an iterable of str, or our sources' ``Corpus``) into
     ``writer``; returns the number of documents."""
+    files = plain_text_files(writer, tok, documents)
+    if files is not None:
+        return encode_text_files_into(
+            writer, tok, files, num_threads=num_threads, progress=progress, total=total
+        )
     items = writer.order(documents)
     if hasattr(documents, "parts"):
         # Our own sources: read and split on a thread while the core encodes. A
@@ -28,3 +44,59 @@ def encode_into(writer, tok, documents, *, num_threads: int, progress=None, tota
     return feed(
         writer, items, encode, utf8_len, progress=progress, total=total, ahead=writer.gathers_ahead
     )
+
+
+def plain_text_files(writer, tok, documents) -> list | None:
+    """The sources of ``documents`` when the core can read them itself: all plain
+    (uncompressed) text files, on a fresh run (a resumed one skips the documents
+    finished shards hold, by number and split, which the Python road does), in file
+    order (no ``shuffle_docs``), with a tokenizer whose ids do not change where a file
+    is cut into blocks. Else None."""
+    from bytepair.sources import part_chars_for
+    from bytepair.sources.text import TextSource
+
+    sources = getattr(documents, "sources", None)
+    if not sources or writer.resumed or writer.shuffle_docs is not None:
+        return None
+    if not all(type(s) is TextSource and s.path != "-" and s.is_plain_file for s in sources):
+        return None
+    if part_chars_for(tok) is None or not hasattr(tok.model.core, "document_batches"):
+        return None
+    return sources
+
+
+def encode_text_files_into(
+    writer, tok, sources, *, num_threads: int, progress=None, total=None
+) -> int:
+    """Encodes plain text files' documents into ``writer`` (see the module docstring):
+    the core reads, splits and encodes each block on a thread of its own while this
+    one writes the block before it. Returns the number of documents."""
+    core = tok.model.core
+    n_docs = done = 0
+    with Progress(progress, total=total, desc="sharding") as bar:
+        for source in sources:
+            opts = source.options
+            seps = [opts.doc_separator] if opts.doc_separator else list(opts.special_tokens)
+            batches = core.document_batches(
+                str(source.path),
+                seps,
+                list(writer.allowed),
+                list(writer.disallowed),
+                opts.errors,
+                num_threads,
+                BLOCK_BYTES,
+                n_docs,
+            )
+            # The core's thread encodes the next block while this one is written.
+            for ids, offsets, docs, firsts, lasts, end in batches:
+                writer.add(
+                    np.frombuffer(ids, "<u4"),
+                    np.frombuffer(offsets, "<i8"),
+                    np.frombuffer(docs, "<i8"),
+                    np.frombuffer(firsts, bool),
+                    np.frombuffer(lasts, bool),
+                )
+                bar(done + end)
+            n_docs = batches.next_doc
+            done += source.size
+    return n_docs

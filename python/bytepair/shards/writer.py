@@ -149,6 +149,7 @@ class _Split:
         self.committed = sum(s["tokens"] for s in self.shards)
         self._tmp: str | None = None
         self._file = None
+        self._hash = None  # of the open .bin shard, as written
         self._written = 0  # tokens in the open shard
         self._starts: list[np.ndarray] = []  # offsets of documents from the open shard on
         self._resume_pending = False
@@ -220,9 +221,16 @@ class _Split:
             self._tmp = temporary_name(self._path())
             fd = create_exclusive(self._tmp)
             self._file = os.fdopen(fd, "wb")
+            # A .bin shard's hash is made as it is written, while the core encodes the
+            # next batch, not by reading the whole shard again when it closes. (A .npy
+            # one's header, which comes first, is known only then.)
+            self._hash = hashlib.sha256() if self.fmt == "bin" else None
             if self.fmt == "npy":
                 self._file.write(bytes(NPY_HEADER_BYTES))
-        self._file.write(ids.astype(self.dtype, copy=False).tobytes())
+        data = memoryview(np.ascontiguousarray(ids.astype(self.dtype, copy=False))).cast("B")
+        self._file.write(data)
+        if self._hash is not None:
+            self._hash.update(data)
         self._written += len(ids)
 
     def _finish(self) -> None:
@@ -244,7 +252,7 @@ class _Split:
             "split": self.name,
             "tokens": self._written,
             "documents": len(mine),
-            "sha256": mf.sha256_of(self._tmp),
+            "sha256": self._hash.hexdigest() if self._hash else mf.sha256_of(self._tmp),
             "index_sha256": hashlib.sha256(index_bytes).hexdigest(),
         }
         publish(self._tmp, path)
@@ -533,9 +541,11 @@ class ShardWriter:
         # last part still ends it.
         keep = (lengths > 0) | (lasts & ~firsts)
         for split, mask in ((val, to_val & keep), (train, ~to_val & keep)):
-            split.append(
-                ids[np.repeat(mask, lengths)], lengths[mask], index[mask], firsts[mask], lasts[mask]
-            )
+            if not mask.any():
+                continue
+            # Most batches go whole to one split: no copy of their ids then.
+            mine = ids if mask.all() else ids[np.repeat(mask, lengths)]
+            split.append(mine, lengths[mask], index[mask], firsts[mask], lasts[mask])
         if by_count and not val.closed and val.tokens >= self.val_tokens and not val.in_document:
             val.close()
         if len(index) and len(train.shards) + len(val.shards) > shards_before:

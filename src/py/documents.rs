@@ -1,0 +1,317 @@
+//! `DocumentBatches`: a text file's documents encoded a block at a time
+//! ([`crate::io::documents`] reads them, [`crate::io::batch::encode_flat`] encodes
+//! them on all threads), for `bytepair.shards` to write. Python only orchestrates:
+//! no string is made per document, and no Python code runs per token.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::errors::read_error;
+use super::Progress;
+use crate::io::blocks::ReadError;
+use crate::io::documents::{DocumentReader, Items};
+use crate::io::pages::advise_huge_pages;
+use crate::model::{try_reserve, EncodeError};
+use crate::pretok::SpecialMatcher;
+
+/// Encodes texts into a flat buffer (little-endian uint32), returning the offsets.
+pub type EncodeFlat =
+    dyn Fn(&[&str], &mut [MaybeUninit<u8>]) -> Result<Vec<u64>, EncodeError> + Send + Sync;
+/// The most ids the texts may encode to.
+pub type MostIds = dyn Fn(&[&str]) -> usize + Send + Sync;
+
+/// Id buffers Python is done with, for the encoder to fill again: a fresh buffer per
+/// block made the kernel map and zero its pages every time.
+type Spare = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// Buffers kept for reuse: the one Python holds, the one waiting, the one being filled.
+const SPARE_BUFFERS: usize = 3;
+
+/// A block's ids, lent to Python without a copy through the buffer protocol (numpy's
+/// `frombuffer` views it, read-only); the buffer goes back to the encoder's spares
+/// when Python lets go of it.
+#[pyclass(module = "bytepair._core", frozen)]
+pub struct IdBuffer {
+    data: Vec<u8>,
+    spare: Spare,
+}
+
+impl Drop for IdBuffer {
+    fn drop(&mut self) {
+        let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.len() < SPARE_BUFFERS {
+            spare.push(std::mem::take(&mut self.data));
+        }
+    }
+}
+
+#[pymethods]
+impl IdBuffer {
+    /// # Safety
+    /// Called by Python with a view to fill, as the buffer protocol specifies.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        let data = &slf.get().data;
+        let len = ffi::Py_ssize_t::try_from(data.len()).expect("a buffer's length fits");
+        // SAFETY: `data` lives as long as `slf`, which the view holds a reference to
+        // (PyBuffer_FillInfo sets `view.obj`); read-only, so no one writes to it.
+        let done = unsafe {
+            ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                data.as_ptr().cast_mut().cast(),
+                len,
+                1,
+                flags,
+            )
+        };
+        if done == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    fn __len__(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// One block, encoded: its items and their ids (little-endian uint32 bytes), with
+/// the `items + 1` offsets where each item's ids start.
+struct Encoded {
+    items: Items,
+    ids: Vec<u8>,
+    offsets: Vec<u64>,
+}
+
+/// An iterator over the blocks of a text file, each a tuple
+/// `(ids, offsets, docs, firsts, lasts, end)`: the ids of the block's items (parts of
+/// documents) as little-endian uint32 in an [`IdBuffer`], the `items + 1` offsets (int64
+/// bytes) where each item's ids start and the last ends, each item's document number
+/// (int64 bytes), whether it begins / ends its document (one byte each), and the file
+/// offset where the block ends. Items are encoded with no frame: the shard writer
+/// puts the frame around each whole document. `next_doc`: the number the next
+/// document gets (after the last block: one past the file's last).
+///
+/// A thread of its own reads and encodes the blocks (on `num_threads` more), one
+/// block ahead of the caller: the next block is encoded while Python writes this
+/// one, and needs no GIL to get done.
+#[pyclass(module = "bytepair._core")]
+pub struct DocumentBatches {
+    path: String,
+    /// In a Mutex only to be Sync, as a pyclass must be (`__next__` has `&mut self`).
+    blocks: Option<Mutex<mpsc::Receiver<Result<Encoded, ReadError>>>>,
+    spare: Spare,
+    /// The encoding thread, then the reading one: joined in that order.
+    threads: Vec<std::thread::JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+    next_doc: Arc<AtomicU64>,
+}
+
+type Batch<'py> = (
+    Bound<'py, IdBuffer>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    u64,
+);
+
+impl DocumentBatches {
+    /// Starts the threads: one reads the blocks of `reader` and splits them into
+    /// items, one encodes each block while the next is read.
+    pub fn start(
+        path: &str,
+        reader: DocumentReader,
+        forbidden: Arc<SpecialMatcher>,
+        encode: Box<EncodeFlat>,
+        most_ids: Box<MostIds>,
+    ) -> PyResult<Self> {
+        let (items_tx, items_rx) = mpsc::sync_channel::<Result<Items, ReadError>>(1);
+        let (tx, rx) = mpsc::sync_channel(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let next_doc = Arc::new(AtomicU64::new(reader.next_doc()));
+        let spawn = |name: &str, work: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(work)
+                .map_err(|e| {
+                    pyo3::exceptions::PyOSError::new_err(format!("cannot start a thread: {e}"))
+                })
+        };
+        let read = {
+            let (stop, next_doc) = (Arc::clone(&stop), Arc::clone(&next_doc));
+            let mut reader = reader;
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let block = read_block(&mut reader, &forbidden);
+                    next_doc.store(reader.next_doc(), Ordering::Relaxed);
+                    let more = matches!(block, Ok(Some(_)));
+                    // At the end, dropping the sender says so.
+                    let sent = block.transpose().is_some_and(|b| items_tx.send(b).is_ok());
+                    if !more || !sent {
+                        return;
+                    }
+                }
+            }
+        };
+        let spare: Spare = Arc::default();
+        let spares = Arc::clone(&spare);
+        let encode = move || {
+            for items in items_rx {
+                let reuse = spares.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                let block =
+                    items.and_then(|items| encode_items(items, &*encode, &*most_ids, reuse));
+                let failed = block.is_err();
+                if tx.send(block).is_err() || failed {
+                    return;
+                }
+            }
+        };
+        let reader = spawn("bytepair-read", Box::new(read))?;
+        let encoder = spawn("bytepair-encode", Box::new(encode))?;
+        Ok(Self {
+            path: path.to_string(),
+            blocks: Some(Mutex::new(rx)),
+            spare,
+            threads: vec![encoder, reader],
+            stop,
+            next_doc,
+        })
+    }
+
+    fn error(&self, e: ReadError) -> PyErr {
+        read_error(&self.path, e, Progress::new(None))
+    }
+
+    /// Stops the threads and waits for them (they finish the block at hand).
+    fn finish(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.blocks = None; // a block being sent now is dropped
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for DocumentBatches {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Reads the next block's items, refusing a forbidden special token by its offset;
+/// None at the end of the file.
+fn read_block(
+    reader: &mut DocumentReader,
+    forbidden: &SpecialMatcher,
+) -> Result<Option<Items>, ReadError> {
+    let Some(items) = reader.next_items()? else {
+        return Ok(None);
+    };
+    let start = items.end - items.text.len() as u64;
+    if let Some((at, _, i)) = forbidden.find_first(items.text.as_bytes()) {
+        return Err(ReadError::Other(format!(
+            "the special token '{}' at byte offset {} is not allowed here: allow it \
+             (allowed_special, CLI --specials allow) or encode it as text \
+             (disallowed_special=(), CLI --specials text)",
+            forbidden.tokens()[i],
+            start + at as u64
+        )));
+    }
+    Ok(Some(items))
+}
+
+/// Encodes a block's items on the encoder's threads.
+fn encode_items(
+    items: Items,
+    encode: &EncodeFlat,
+    most_ids: &MostIds,
+    reuse: Option<Vec<u8>>,
+) -> Result<Encoded, ReadError> {
+    let texts: Vec<&str> = items
+        .spans
+        .iter()
+        .map(|&(a, b)| &items.text[a..b])
+        .collect();
+    let mut ids: Vec<u8> = reuse.unwrap_or_default();
+    ids.clear();
+    let fresh = ids.capacity() == 0;
+    try_reserve(&mut ids, most_ids(&texts) * 4).map_err(|e| ReadError::Other(e.to_string()))?;
+    if fresh {
+        advise_huge_pages(ids.spare_capacity_mut());
+    }
+    let offsets =
+        encode(&texts, ids.spare_capacity_mut()).map_err(|e| ReadError::Other(e.to_string()))?;
+    let written = offsets.last().map_or(0, |&n| n as usize * 4);
+    // SAFETY: `encode` wrote the first `written` bytes (`encode_flat`'s contract).
+    unsafe { ids.set_len(written) };
+    drop(texts);
+    Ok(Encoded {
+        items,
+        ids,
+        offsets,
+    })
+}
+
+#[pymethods]
+impl DocumentBatches {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Batch<'py>>> {
+        let Some(blocks) = &self.blocks else {
+            return Ok(None);
+        };
+        let block = py.detach(|| blocks.lock().unwrap_or_else(|e| e.into_inner()).recv());
+        let Encoded {
+            items,
+            ids,
+            offsets,
+        } = match block {
+            Ok(Ok(block)) => block,
+            Ok(Err(e)) => {
+                self.finish();
+                return Err(self.error(e));
+            }
+            Err(_) => {
+                self.finish(); // the end of the file
+                return Ok(None);
+            }
+        };
+        let le = |values: &mut dyn Iterator<Item = u64>| -> Vec<u8> {
+            values.flat_map(u64::to_le_bytes).collect()
+        };
+        let offsets = le(&mut offsets.into_iter());
+        let docs = le(&mut items.docs.iter().copied());
+        let flags = |v: &[bool]| v.iter().map(|&b| u8::from(b)).collect::<Vec<u8>>();
+        Ok(Some((
+            Bound::new(
+                py,
+                IdBuffer {
+                    data: ids,
+                    spare: Arc::clone(&self.spare),
+                },
+            )?,
+            PyBytes::new(py, &offsets),
+            PyBytes::new(py, &docs),
+            PyBytes::new(py, &flags(&items.firsts)),
+            PyBytes::new(py, &flags(&items.lasts)),
+            items.end,
+        )))
+    }
+
+    #[getter]
+    fn next_doc(&self) -> u64 {
+        self.next_doc.load(Ordering::Relaxed)
+    }
+}
