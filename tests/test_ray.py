@@ -346,7 +346,6 @@ def test_an_interrupted_ray_run_resumes_to_the_same_bytes(
     cluster, inputs, options, monkeypatch, tmp_path
 ):
     import bytepair.runners.ray_encode as ray_encode
-
     from bytepair.runners import local
 
     monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)
