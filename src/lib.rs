@@ -7,9 +7,10 @@
 //! - [`cache_pool`]: warm caches kept between calls, one pool for every model kind;
 //! - [`model`]: the seam between a model kind and the code that runs it
 //!   (batches, streams, files);
-//! - [`io`]: files in blocks cut at safe points, counting pre-tokens, batches,
-//!   streaming, encoding files to shards, and `.tiktoken` files;
+//! - [`io`]: files in blocks cut at safe points, a text file's documents, counting
+//!   pre-tokens, batches, streaming, encoding files to shards, and `.tiktoken` files;
 //! - [`packed`]: short byte strings as integer hash keys (counting, the piece cache);
+//! - [`pages`]: huge pages for large buffers and tables;
 //! - [`spm`]: the SentencePiece model kind — code-point BPE merged by score, with
 //!   byte fallback — read from and written to `.model` files.
 //!
@@ -20,6 +21,7 @@ pub mod cache_pool;
 pub mod io;
 pub mod model;
 pub mod packed;
+pub mod pages;
 pub mod pretok;
 pub mod spm;
 

@@ -249,3 +249,47 @@ def test_network_is_off_during_tests():
 
     with pytest.raises(RuntimeError, match="tests must run offline"):
         socket.create_connection(("127.0.0.1", 9), timeout=1)
+
+
+def test_the_scalar_pre_tokenizer_gives_the_ids_of_the_simd_one(tmp_path):
+    # BYTEPAIR_SCALAR=1 turns the SIMD runs off (CI also runs this file's tiktoken
+    # comparisons that way); both must give the same ids on text that exercises them.
+    import json
+    import platform
+    import subprocess
+    import sys
+
+    rnd = random.Random(11)
+    alphabet = ["a", "Z", "é", "中", " ", "\n", "'", "s", "1", ".", "\u0301", "ſ", "\u00a0"]
+    texts = [
+        "".join(
+            rnd.choice(alphabet) if rnd.random() < 0.2 else chr(rnd.randrange(97, 123))
+            for _ in range(rnd.randrange(300))
+        )
+        for _ in range(200)
+    ] + ["x" * 70, "Supercalifragilisticexpialidocious" * 3 + "é", "ABCdefGHI's"]
+    path = tmp_path / "texts.json"
+    path.write_text(json.dumps(texts))
+    script = (
+        "import json, sys, bytepair\n"
+        "from bytepair import _core\n"
+        "texts = json.load(open(sys.argv[1]))\n"
+        "ids = {n: [bytepair.get_encoding(n).encode_ordinary(t) for t in texts]"
+        " for n in ('gpt2', 'cl100k_base', 'o200k_base')}\n"
+        "print(json.dumps([_core.simd_in_use(), ids]))\n"
+    )
+    runs = {}
+    for scalar in ("0", "1"):
+        env = {**os.environ, "BYTEPAIR_SCALAR": scalar}
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        runs[scalar] = json.loads(done.stdout)
+    assert runs["1"][0] is False
+    assert runs["0"][0] is (platform.machine() in ("x86_64", "AMD64"))
+    assert runs["0"][1] == runs["1"][1]

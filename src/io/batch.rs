@@ -92,8 +92,34 @@ pub fn encode_each<M: Model, E>(
     specials: Specials,
     frame: &Frame,
     threads: usize,
-    mut wait: impl FnMut(&mut (dyn FnMut() -> Option<Done> + Send)) -> Option<Done>,
+    wait: impl FnMut(&mut (dyn FnMut() -> Option<Done> + Send)) -> Option<Done>,
     mut receive: impl FnMut(usize, &[u32]) -> Result<(), E>,
+) -> Result<(), BatchError<E>> {
+    encode_each_in_parts(
+        model,
+        texts,
+        specials,
+        frame,
+        threads,
+        wait,
+        |i, parts| match parts {
+            [ids] => receive(i, ids),
+            parts => receive(i, &parts.concat()),
+        },
+    )
+}
+
+/// [`encode_each`], each text's ids received as the ids of its parts, in order (one
+/// part, unless the text was cut): a caller that copies them somewhere anyway (one
+/// flat buffer) need not have them joined first.
+pub fn encode_each_in_parts<M: Model, E>(
+    model: &M,
+    texts: &[&str],
+    specials: Specials,
+    frame: &Frame,
+    threads: usize,
+    mut wait: impl FnMut(&mut (dyn FnMut() -> Option<Done> + Send)) -> Option<Done>,
+    mut receive: impl FnMut(usize, &[&[u32]]) -> Result<(), E>,
 ) -> Result<(), BatchError<E>> {
     let workers = threads.max(1).min(texts.len());
     if workers <= 1 {
@@ -124,7 +150,7 @@ pub fn encode_each<M: Model, E>(
                 });
                 let mut from = 0;
                 for (k, &to) in ends.iter().enumerate() {
-                    receive(start + k, &flat[from..to]).map_err(BatchError::Receive)?;
+                    receive(start + k, &[&flat[from..to]]).map_err(BatchError::Receive)?;
                     from = to;
                 }
                 if let Some(e) = failure {
@@ -136,7 +162,7 @@ pub fn encode_each<M: Model, E>(
         });
     }
     let total: usize = texts.iter().map(|t| t.len()).sum();
-    let unit = (total / (workers * 8)).clamp(MIN_UNIT, MAX_UNIT);
+    let unit = (total / (workers * 32)).clamp(MIN_UNIT, MAX_UNIT);
     let parts = &plan_parts(model, texts, specials, unit);
     let taken = &AtomicUsize::new(0);
     let stop = || taken.store(parts.len(), Ordering::Relaxed);
@@ -241,7 +267,7 @@ pub fn encode_each<M: Model, E>(
                 Ok(group) if part.count > 1 && first_failure.is_none() && refused.is_none() => {
                     let mut from = 0;
                     for (n, &to) in group.ends.iter().enumerate() {
-                        if let Err(e) = receive(i + n, &group.ids[from..to]) {
+                        if let Err(e) = receive(i + n, &[&group.ids[from..to]]) {
                             stop();
                             refused = Some(e);
                             break;
@@ -252,7 +278,7 @@ pub fn encode_each<M: Model, E>(
                 }
                 Ok(Encoded { ids, .. }) if first_failure.is_none() && refused.is_none() => {
                     let whole = if part.of == 1 {
-                        Some(ids)
+                        Some(vec![ids])
                     } else {
                         let (got, missing) = pending
                             .entry(i)
@@ -261,20 +287,18 @@ pub fn encode_each<M: Model, E>(
                         *missing -= 1;
                         if *missing == 0 {
                             let (got, _) = pending.remove(&i).expect("just seen");
-                            let got: Vec<Vec<u32>> = got.into_iter().flatten().collect();
-                            let whole = got.concat();
-                            got.into_iter().for_each(recycle);
-                            Some(whole)
+                            Some(got.into_iter().flatten().collect())
                         } else {
                             None
                         }
                     };
-                    if let Some(ids) = whole {
-                        if let Err(e) = receive(i, &ids) {
+                    if let Some(parts) = whole {
+                        let slices: Vec<&[u32]> = parts.iter().map(Vec::as_slice).collect();
+                        if let Err(e) = receive(i, &slices) {
                             stop();
                             refused = Some(e);
                         }
-                        recycle(ids);
+                        parts.into_iter().for_each(recycle);
                     }
                 }
                 Ok(_) => {} // failed already: only draining the workers
@@ -434,8 +458,16 @@ pub fn encode_flat<M: Model>(
     offsets.push(0u64);
     let mut early: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
     // Writes the ids of the next text in order after those written.
-    fn place(out: &mut [MaybeUninit<u8>], offsets: &mut Vec<u64>, ids: &[u32]) {
-        let written = *offsets.last().expect("offsets start with 0") as usize;
+    fn place(out: &mut [MaybeUninit<u8>], offsets: &mut Vec<u64>, parts: &[&[u32]]) {
+        let mut written = *offsets.last().expect("offsets start with 0") as usize;
+        for ids in parts {
+            copy_ids(out, written, ids);
+            written += ids.len();
+        }
+        offsets.push(written as u64);
+    }
+    // Writes `ids` at id `written` of `out`.
+    fn copy_ids(out: &mut [MaybeUninit<u8>], written: usize, ids: &[u32]) {
         let dst = &mut out[written * 4..(written + ids.len()) * 4];
         #[cfg(target_endian = "little")]
         for (d, &b) in dst.iter_mut().zip(as_le_bytes(ids)) {
@@ -447,23 +479,22 @@ pub fn encode_flat<M: Model>(
                 d.write(b);
             }
         }
-        offsets.push((written + ids.len()) as u64);
     }
-    let placed = encode_each(
+    let placed = encode_each_in_parts(
         model,
         texts,
         specials,
         frame,
         threads,
         |next| next(),
-        |i, ids| {
+        |i, parts| {
             if i + 1 != offsets.len() {
-                early.insert(i, ids.to_vec()); // a text before it is still being encoded
+                early.insert(i, parts.concat()); // a text before it is still being encoded
                 return Ok(());
             }
-            place(out, &mut offsets, ids);
+            place(out, &mut offsets, parts);
             while let Some(ids) = early.remove(&(offsets.len() - 1)) {
-                place(out, &mut offsets, &ids);
+                place(out, &mut offsets, &[&ids]);
             }
             Ok::<(), std::convert::Infallible>(())
         },

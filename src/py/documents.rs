@@ -15,8 +15,8 @@ use super::errors::read_error;
 use super::Progress;
 use crate::io::blocks::ReadError;
 use crate::io::documents::{DocumentReader, Items};
-use crate::io::pages::advise_huge_pages;
 use crate::model::{try_reserve, EncodeError};
+use crate::pages::advise_huge_pages;
 use crate::pretok::SpecialMatcher;
 
 /// Encodes texts into a flat buffer (little-endian uint32), returning the offsets.

@@ -102,7 +102,15 @@ fn last_pattern_cut(text: &str) -> usize {
     text[..cut].chars().count()
 }
 
+/// Whether the built-in pre-tokenizers find runs with SIMD instructions in this
+/// process: on x86_64, unless `BYTEPAIR_SCALAR` was set when first asked.
+#[pyfunction]
+fn simd_in_use() -> bool {
+    cfg!(target_arch = "x86_64") && crate::pretok::builtin::simd_allowed()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simd_in_use, m)?)?;
     m.add_function(wrap_pyfunction!(assign_special_ids, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_cuts, m)?)?;
     m.add_function(wrap_pyfunction!(last_pattern_cut, m)?)?;

@@ -20,10 +20,10 @@ use crate::io::batch::{encode_each, encode_flat, most_ids, put_le, Specials};
 use crate::io::blocks::ReadError;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::io::documents::DocumentReader;
-use crate::io::pages::advise_huge_pages;
 use crate::io::shards;
 use crate::io::stream;
 use crate::model::{check_disallowed, try_reserve, EncodeError, Frame, Model, SafeCuts};
+use crate::pages::advise_huge_pages;
 use crate::pretok::{SpecialMatcher, TokenFlags};
 
 /// `disallowed_special` as the binding takes it: None or a list of strings (these

@@ -1,7 +1,8 @@
-//! Large output buffers backed by huge pages where the kernel offers them.
+//! Large buffers backed by huge pages where the kernel offers them: output buffers,
+//! and the hash tables of piece caches and counters ([`crate::packed`]).
 //!
 //! A batch's ids go into one buffer allocated at its largest possible size and written
-//! once (`batch::encode_flat`). Each 4 KiB page of it costs a page fault when first
+//! once (`io::batch::encode_flat`). Each 4 KiB page of it costs a page fault when first
 //! written: on this project's 2-core VM, 2,400 faults a 10 MB batch, 4.5 ms of kernel
 //! time against 37 ms of encoding. `MADV_HUGEPAGE` asks for 2 MiB pages instead (one
 //! fault per 512 small ones) on systems whose transparent huge pages are in `madvise`
