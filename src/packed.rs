@@ -175,13 +175,20 @@ impl PackedMap<u64> {
     /// Adds `other`'s counts to these. The smaller table goes into the larger:
     /// taking a table's keys in slot order into a smaller one piles them into one
     /// long probe run (seconds on a million keys).
-    pub fn absorb(&mut self, mut other: PackedMap<u64>) {
+    ///
+    /// Returns the table that was added, emptied, to count into again: a fresh table
+    /// per part of every block made the kernel map and zero new pages all the time
+    /// (an eighth of counting a 2.2 GB corpus).
+    pub fn absorb(&mut self, mut other: PackedMap<u64>) -> PackedMap<u64> {
         if self.len < other.len {
             std::mem::swap(self, &mut other);
         }
         for (key, n) in other.iter() {
             *self.entry(key, key_hash(key)) += n;
         }
+        other.slots.fill(Slot::default());
+        other.len = 0;
+        other
     }
 }
 
@@ -206,6 +213,15 @@ impl Default for Tally {
 }
 
 impl Tally {
+    /// A tally counting into `counts` (an empty table, perhaps a large one to reuse).
+    pub fn with_counts(counts: PackedMap<u64>) -> Self {
+        debug_assert!(counts.is_empty());
+        Self {
+            counts,
+            ..Self::default()
+        }
+    }
+
     /// Counts `key` once (soon).
     #[inline]
     pub fn add(&mut self, key: u128) {

@@ -58,9 +58,10 @@ struct Totals {
 }
 
 impl Totals {
-    fn absorb(&mut self, part: PartCounts) {
-        self.small.absorb(part.small.into_counts());
+    /// Adds a part's counts; returns its table of short pieces, emptied, for reuse.
+    fn absorb(&mut self, part: PartCounts) -> PackedMap<u64> {
         add_counts(&mut self.long, part.long);
+        self.small.absorb(part.small.into_counts())
     }
 
     fn into_counts(self) -> Counts {
@@ -88,6 +89,7 @@ fn count_block(
     pool: &rayon::ThreadPool,
     min_part: usize,
     total: &mut Totals,
+    spare: &mut Vec<PackedMap<u64>>,
 ) -> Result<(), String> {
     let threads = pool.current_num_threads().max(1);
     let bytes = text.as_bytes();
@@ -112,18 +114,24 @@ fn count_block(
         bounds.push((prev, c));
         prev = c;
     }
+    let work: Vec<((usize, usize), PackedMap<u64>)> = bounds
+        .into_iter()
+        .map(|bound| (bound, spare.pop().unwrap_or_default()))
+        .collect();
     let part_counts: Vec<Result<PartCounts, String>> = pool.install(|| {
-        bounds
-            .par_iter()
-            .map(|&(a, b)| {
-                let mut m = PartCounts::default();
+        work.into_par_iter()
+            .map(|((a, b), table)| {
+                let mut m = PartCounts {
+                    small: Tally::with_counts(table),
+                    long: FxHashMap::default(),
+                };
                 count_text(&text[a..b], specials, pre, &mut m)?;
                 Ok(m)
             })
             .collect()
     });
     for part in part_counts {
-        total.absorb(part?);
+        spare.push(total.absorb(part?));
     }
     Ok(())
 }
@@ -140,6 +148,8 @@ pub fn count_file(
     mut progress: impl FnMut(u64) -> bool,
 ) -> Result<Counts, ReadError> {
     let mut total = Totals::default();
+    // The parts' tables, emptied after each block for the next one's parts.
+    let mut spare = Vec::new();
     let min_part = (block_bytes / 16).max(1);
     for_each_block(
         path,
@@ -148,7 +158,7 @@ pub fn count_file(
         errors,
         block_bytes,
         |text, offset| {
-            count_block(text, specials, pre, pool, min_part, &mut total)
+            count_block(text, specials, pre, pool, min_part, &mut total, &mut spare)
                 .map_err(ReadError::Other)?;
             if progress(offset + text.len() as u64) {
                 Ok(())
