@@ -28,6 +28,25 @@ pub struct Specials<'a> {
     pub cut_at: &'a SpecialMatcher,
 }
 
+/// The error naming the first of `forbidden` in `text` (a block of a file, starting at
+/// byte `offset`), if there is one.
+pub fn check_forbidden(
+    forbidden: &SpecialMatcher,
+    text: &str,
+    offset: u64,
+) -> Result<(), ReadError> {
+    match forbidden.find_first(text.as_bytes()) {
+        None => Ok(()),
+        Some((start, _, i)) => Err(ReadError::Other(format!(
+            "the special token '{}' at byte offset {} is not allowed here: allow it \
+             (allowed_special, CLI --specials allow) or encode it as text \
+             (disallowed_special=(), CLI --specials text)",
+            forbidden.tokens()[i],
+            offset + start as u64
+        ))),
+    }
+}
+
 /// Bytes read per block when encoding a file: small enough that reading the next
 /// block and writing the last one overlap the encoding from the start of the file.
 pub const ENCODE_BLOCK_BYTES: usize = 4 << 20;
@@ -91,15 +110,7 @@ pub fn encode_file<M: Model>(
             errors,
             block_bytes,
             |text, offset| {
-                if let Some((start, _, i)) = forbidden.find_first(text.as_bytes()) {
-                    return Err(ReadError::Other(format!(
-                        "the special token '{}' at byte offset {} is not allowed here: allow \
-                         it (allowed_special, CLI --specials allow) or encode it as text \
-                         (disallowed_special=(), CLI --specials text)",
-                        forbidden.tokens()[i],
-                        offset + start as u64
-                    )));
-                }
+                check_forbidden(forbidden, text, offset)?;
                 let parts = if threads == 1 {
                     1
                 } else {

@@ -606,6 +606,16 @@ mod tests {
         out
     }
 
+    /// A xorshift generator from `state`: random text, the same on every run.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// The pieces, found with SIMD instructions and without (both must agree), in
     /// batches of a few (so that batches end everywhere).
     fn builtin_pieces(b: Builtin, text: &str) -> Vec<(usize, usize)> {
@@ -639,13 +649,7 @@ mod tests {
 
     #[test]
     fn builtin_splits_equal_the_regex_on_random_text() {
-        let mut state: u64 = 0x9E3779B97F4A7C15;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9E3779B97F4A7C15);
         for (b, pattern) in [
             (Builtin::Gpt2, GPT2_PATTERN),
             (Builtin::Cl100k, CL100K_PATTERN),
@@ -671,13 +675,7 @@ mod tests {
     /// every distance from a run's start and the text's end.
     #[test]
     fn long_runs_split_as_the_regex_does_with_simd_and_without() {
-        let mut state: u64 = 0x2545F4914F6CDD1D;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545F4914F6CDD1D);
         const RARE: &[&str] = &[
             "é", "中", "\u{301}", " ", "'", "s", "\n", "1", ".", "@", "[", "`", "{", "_", "\u{A0}",
             "Z", "ſ", "\r",

@@ -15,6 +15,7 @@ use super::errors::read_error;
 use super::Progress;
 use crate::io::blocks::ReadError;
 use crate::io::documents::{DocumentReader, Items};
+use crate::io::shards::check_forbidden;
 use crate::model::{try_reserve, EncodeError};
 use crate::pages::advise_huge_pages;
 use crate::pretok::SpecialMatcher;
@@ -217,16 +218,7 @@ fn read_block(
     let Some(items) = reader.next_items()? else {
         return Ok(None);
     };
-    let start = items.end - items.text.len() as u64;
-    if let Some((at, _, i)) = forbidden.find_first(items.text.as_bytes()) {
-        return Err(ReadError::Other(format!(
-            "the special token '{}' at byte offset {} is not allowed here: allow it \
-             (allowed_special, CLI --specials allow) or encode it as text \
-             (disallowed_special=(), CLI --specials text)",
-            forbidden.tokens()[i],
-            start + at as u64
-        )));
-    }
+    check_forbidden(forbidden, &items.text, items.end - items.text.len() as u64)?;
     Ok(Some(items))
 }
 

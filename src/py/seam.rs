@@ -232,6 +232,22 @@ impl<M: Model> Seam<M> {
         self.cached(list)
     }
 
+    /// What a file reader matches: the tokens it encodes as special and those it
+    /// refuses, both listed (blocks are never cut inside either), and their matchers.
+    #[allow(clippy::type_complexity)]
+    fn file_specials(
+        &self,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+    ) -> PyResult<(Vec<String>, Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
+        let both: Vec<String> = allowed.iter().chain(&disallowed).cloned().collect();
+        Ok((
+            both,
+            self.matcher(Some(allowed))?,
+            self.refusing(disallowed)?,
+        ))
+    }
+
     /// The matcher of `tokens` alone (what a call refuses), cached.
     fn refusing(&self, list: Vec<String>) -> PyResult<Arc<SpecialMatcher>> {
         if self.always.is_empty() {
@@ -574,13 +590,7 @@ impl<M: Model> Seam<M> {
         if width != 2 && width != 4 {
             return Err(value_error("width must be 2 or 4 bytes"));
         }
-        let both: Vec<String> = allowed_special
-            .iter()
-            .chain(&disallowed_special)
-            .cloned()
-            .collect();
-        let allowed = self.matcher(Some(allowed_special))?;
-        let forbidden = self.refusing(disallowed_special)?;
+        let (both, allowed, forbidden) = self.file_specials(allowed_special, disallowed_special)?;
         let cut_at = self.matcher(Some(both))?;
         let pool = thread_pool(num_threads)?;
         // Appends: the caller may have written a header (e.g. .npy) first.
@@ -639,13 +649,7 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
         first_doc: u64,
     ) -> PyResult<DocumentBatches> {
         let errors = utf8_errors(errors)?;
-        let both: Vec<String> = allowed_special
-            .iter()
-            .chain(&disallowed_special)
-            .cloned()
-            .collect();
-        let allowed = self.matcher(Some(allowed_special))?;
-        let forbidden = self.refusing(disallowed_special)?;
+        let (both, allowed, forbidden) = self.file_specials(allowed_special, disallowed_special)?;
         let text_cuts = match self.core.safe_cuts() {
             SafeCuts::AtSpecials { text } => text,
             SafeCuts::Nowhere => TextCuts::None,
