@@ -243,6 +243,13 @@ enum Queued {
     Piece { start: usize, end: usize },
 }
 
+/// Whether a piece given to [`Lookups::merge`] was already looked up as a whole token.
+#[derive(Clone, Copy)]
+enum Whole {
+    LookedUp,
+    NotLookedUp,
+}
+
 /// The lookup half of [`Encoder::for_each_ids`]: the cache, and the units queued.
 struct Lookups<'t, 'c> {
     bytes: &'t [u8],
@@ -300,7 +307,7 @@ impl<'t> Lookups<'t, '_> {
                 // A piece that is a token (tiktoken's rule) needs no merging.
                 let entry = match self.model.whole_packed(key, hash) {
                     Some(id) => (id, 0),
-                    None => self.merge(start, end)?,
+                    None => self.merge(start, end, Whole::LookedUp)?,
                 };
                 if self.cache.has_room() {
                     self.cache.small.insert(key, hash, entry);
@@ -329,7 +336,7 @@ impl<'t> Lookups<'t, '_> {
         } else if let Some(&entry) = self.cache.long.get(piece) {
             self.emit_entry(end, entry, emit)
         } else {
-            let entry = self.merge(start, end)?;
+            let entry = self.merge(start, end, Whole::NotLookedUp)?;
             if self.cache.long.len() < MAX_LONG_PIECES && self.cache.has_room() {
                 self.cache.long.insert(piece.into(), entry);
                 return self.emit_entry(end, entry, emit);
@@ -412,11 +419,16 @@ impl<'t> Lookups<'t, '_> {
         }
     }
 
-    /// Merges a piece not in the cache; its cache entry.
-    fn merge(&mut self, start: usize, end: usize) -> Result<(u32, u32), EncodeError> {
+    /// Merges a piece not in the cache; its cache entry. A piece already looked up
+    /// whole (and not a token) is not looked up again.
+    fn merge(&mut self, start: usize, end: usize, whole: Whole) -> Result<(u32, u32), EncodeError> {
         let stored = &mut self.cache.stored;
         let at = stored.len();
-        self.model.encode_piece(&self.bytes[start..end], stored)?;
+        let piece = &self.bytes[start..end];
+        match whole {
+            Whole::LookedUp => self.model.merge_piece(piece, stored)?,
+            Whole::NotLookedUp => self.model.encode_piece(piece, stored)?,
+        }
         // Most pieces are one token: keep its id in the entry itself (length 0), so
         // that a hit reads nothing else.
         Ok(match stored.len() - at {

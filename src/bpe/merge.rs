@@ -26,6 +26,12 @@ impl BpeModel {
             out.push(id);
             return Ok(());
         }
+        self.merge_piece(piece, out)
+    }
+
+    /// [`BpeModel::encode_piece`] of a piece already looked up whole and found to be
+    /// no token (or of a model without tiktoken's rule): the merges alone.
+    pub(crate) fn merge_piece(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<(), EncodeError> {
         match piece.len() {
             0 => {}
             1 => out.push(self.byte_id(piece[0])),
