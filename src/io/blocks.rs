@@ -142,9 +142,7 @@ impl BlockReader {
             return Ok(Some((block, offset)));
         }
     }
-}
 
-impl BlockReader {
     /// Takes back a block's buffer, to read a later block into: a new buffer per block
     /// made the kernel map and zero fresh pages for every block (blocks of 32 MB are
     /// past the size malloc keeps for reuse), a tenth of counting's time.

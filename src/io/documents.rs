@@ -24,7 +24,9 @@ pub struct Items {
     pub firsts: Vec<bool>,
     /// Whether each item ends its document.
     pub lasts: Vec<bool>,
-    /// File offset where the block ends.
+    /// File offsets where the block starts and ends (bytes of the file: with
+    /// `Utf8Errors::Replace`, `text` may be longer).
+    pub start: u64,
     pub end: u64,
 }
 
@@ -84,12 +86,13 @@ impl DocumentReader {
         else {
             return Ok(None);
         };
-        let at_end = self.reader_at_end();
-        let text = decode_block(bytes, offset, self.errors)?;
+        let at_end = self.reader.at_end();
         let mut items = Items {
-            end: offset + text.len() as u64,
+            start: offset,
+            end: offset + bytes.len() as u64,
             ..Items::default()
         };
+        let text = decode_block(bytes, offset, self.errors)?;
         let mut from = 0;
         for (start, end, _) in self.separators.find_all(text.as_bytes()) {
             self.push(&mut items, from, start, true);
@@ -98,10 +101,6 @@ impl DocumentReader {
         self.push(&mut items, from, text.len(), at_end);
         items.text = text;
         Ok(Some(items))
-    }
-
-    fn reader_at_end(&self) -> bool {
-        self.reader.at_end()
     }
 
     /// Adds the item `from..to` (`last`: its document ends there), unless it is
@@ -200,6 +199,33 @@ mod tests {
             Vec::<String>::new()
         );
         assert_eq!(documents(&items("a b", &[], 1)), vec!["a b"]);
+    }
+
+    #[test]
+    fn blocks_end_at_file_offsets_even_where_invalid_utf8_was_replaced() {
+        let path = std::env::temp_dir().join(format!("bytepair-docs-bad-{}", std::process::id()));
+        let mut bytes = b"one\xff two\n".repeat(40);
+        bytes.extend_from_slice(b"<|e|>tail\xfe");
+        std::fs::write(&path, &bytes).unwrap();
+        let seps = vec!["<|e|>".to_string()];
+        let mut reader = DocumentReader::open(
+            path.to_str().unwrap(),
+            &seps,
+            &[],
+            TextCuts::Pattern,
+            Utf8Errors::Replace,
+            50,
+            0,
+        )
+        .unwrap();
+        let mut at = 0;
+        while let Some(items) = reader.next_items().unwrap() {
+            assert_eq!(items.start, at);
+            assert!(items.text.len() >= (items.end - items.start) as usize);
+            at = items.end;
+        }
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(at, bytes.len() as u64);
     }
 
     #[test]

@@ -218,7 +218,7 @@ fn read_block(
     let Some(items) = reader.next_items()? else {
         return Ok(None);
     };
-    check_forbidden(forbidden, &items.text, items.end - items.text.len() as u64)?;
+    check_forbidden(forbidden, &items.text, items.start)?;
     Ok(Some(items))
 }
 
@@ -236,17 +236,13 @@ fn encode_items(
         .collect();
     let mut ids: Vec<u8> = reuse.unwrap_or_default();
     ids.clear();
-    let fresh = ids.capacity() == 0;
     try_reserve(&mut ids, most_ids(&texts) * 4).map_err(|e| ReadError::Other(e.to_string()))?;
-    if fresh {
-        advise_huge_pages(ids.spare_capacity_mut());
-    }
+    advise_huge_pages(ids.spare_capacity_mut());
     let offsets =
         encode(&texts, ids.spare_capacity_mut()).map_err(|e| ReadError::Other(e.to_string()))?;
     let written = offsets.last().map_or(0, |&n| n as usize * 4);
     // SAFETY: `encode` wrote the first `written` bytes (`encode_flat`'s contract).
     unsafe { ids.set_len(written) };
-    drop(texts);
     Ok(Encoded {
         items,
         ids,
