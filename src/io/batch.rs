@@ -418,19 +418,32 @@ pub fn most_ids<M: Model>(model: &M, texts: &[&str], frame: &Frame) -> usize {
 
 /// Writes `ids` into `dst` (4 bytes each) as little-endian uint32.
 pub fn put_le(dst: &mut [u8], ids: &[u32]) {
-    #[cfg(target_endian = "little")]
-    dst[..ids.len() * 4].copy_from_slice(as_le_bytes(ids));
-    #[cfg(not(target_endian = "little"))]
-    for (d, id) in dst.chunks_exact_mut(4).zip(ids) {
-        d.copy_from_slice(&id.to_le_bytes());
-    }
+    // SAFETY: initialised bytes are valid `MaybeUninit<u8>`s, and `write_le` writes
+    // only initialised bytes into them.
+    let dst = unsafe { &mut *(dst as *mut [u8] as *mut [MaybeUninit<u8>]) };
+    write_le(dst, ids);
 }
 
-/// The bytes of `ids` in memory: their little-endian bytes, on a little-endian CPU.
-#[cfg(target_endian = "little")]
-fn as_le_bytes(ids: &[u32]) -> &[u8] {
-    // SAFETY: the same memory, `4 * len` bytes, read as bytes (any bit pattern is a u8).
-    unsafe { std::slice::from_raw_parts(ids.as_ptr().cast::<u8>(), std::mem::size_of_val(ids)) }
+/// Writes `ids` into the first `4 * ids.len()` bytes of `dst` as little-endian uint32:
+/// one memcpy on a little-endian CPU.
+fn write_le(dst: &mut [MaybeUninit<u8>], ids: &[u32]) {
+    let dst = &mut dst[..ids.len() * 4];
+    #[cfg(target_endian = "little")]
+    // SAFETY: `dst` is `4 * ids.len()` bytes, apart from `ids`; on a little-endian CPU
+    // a u32's bytes in memory are its little-endian bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            ids.as_ptr().cast::<u8>(),
+            dst.as_mut_ptr().cast::<u8>(),
+            dst.len(),
+        );
+    }
+    #[cfg(not(target_endian = "little"))]
+    for (d, id) in dst.chunks_exact_mut(4).zip(ids) {
+        for (d, b) in d.iter_mut().zip(id.to_le_bytes()) {
+            d.write(b);
+        }
+    }
 }
 
 /// Encodes every text like [`encode_each`] and writes all their ids, in text order,
@@ -461,24 +474,10 @@ pub fn encode_flat<M: Model>(
     fn place(out: &mut [MaybeUninit<u8>], offsets: &mut Vec<u64>, parts: &[&[u32]]) {
         let mut written = *offsets.last().expect("offsets start with 0") as usize;
         for ids in parts {
-            copy_ids(out, written, ids);
+            write_le(&mut out[written * 4..], ids);
             written += ids.len();
         }
         offsets.push(written as u64);
-    }
-    // Writes `ids` at id `written` of `out`.
-    fn copy_ids(out: &mut [MaybeUninit<u8>], written: usize, ids: &[u32]) {
-        let dst = &mut out[written * 4..(written + ids.len()) * 4];
-        #[cfg(target_endian = "little")]
-        for (d, &b) in dst.iter_mut().zip(as_le_bytes(ids)) {
-            d.write(b);
-        }
-        #[cfg(not(target_endian = "little"))]
-        for (d, id) in dst.chunks_exact_mut(4).zip(ids) {
-            for (d, b) in d.iter_mut().zip(id.to_le_bytes()) {
-                d.write(b);
-            }
-        }
     }
     let placed = encode_each_in_parts(
         model,
