@@ -219,14 +219,21 @@ impl Chars<'_> {
     /// `'`). Where the piece ends, or None for every other start.
     #[inline(always)]
     fn ascii_word(&self, i: usize) -> Option<usize> {
+        self.ascii_word_start(i).map(|p| self.letters(p))
+    }
+
+    /// Where the letters of a word starting at `i` start: at `i` for an ASCII letter,
+    /// after it for a space before one; None for every other start.
+    #[inline(always)]
+    fn ascii_word_start(&self, i: usize) -> Option<usize> {
         let b = self.text[i];
         if b.is_ascii_alphabetic() {
-            return Some(self.letters(i + 1));
+            Some(i)
+        } else if b == b' ' && self.byte(i + 1).is_some_and(|c| c.is_ascii_alphabetic()) {
+            Some(i + 1)
+        } else {
+            None
         }
-        if b == b' ' && self.byte(i + 1).is_some_and(|c| c.is_ascii_alphabetic()) {
-            return Some(self.letters(i + 2));
-        }
-        None
     }
 
     /// [`Chars::ascii_word`] for o200k, whose words split where case changes
@@ -236,14 +243,7 @@ impl Chars<'_> {
     /// a `'` follows it.
     #[inline(always)]
     fn ascii_word_o200k(&self, i: usize) -> Option<usize> {
-        let b = self.text[i];
-        let p = if b.is_ascii_alphabetic() {
-            i
-        } else if b == b' ' && self.byte(i + 1).is_some_and(|c| c.is_ascii_alphabetic()) {
-            i + 1
-        } else {
-            return None;
-        };
+        let p = self.ascii_word_start(i)?;
         let q = self.ascii_run(p, CAPITALS);
         let end = match self.byte(q) {
             Some(c) if c.is_ascii_lowercase() => self.ascii_run(q, SMALL),
@@ -531,20 +531,8 @@ impl Builtin {
     }
 
     /// Calls `f(start, end)` for every piece of `text`.
-    pub fn for_each_piece(self, text: &str, mut f: impl FnMut(usize, usize)) {
-        let mut walker = self.walker(text, 0);
-        let mut ends = [0usize; 64];
-        let mut start = 0;
-        loop {
-            let n = walker.fill(&mut ends);
-            if n == 0 {
-                return;
-            }
-            for &end in &ends[..n] {
-                f(start, end);
-                start = end;
-            }
-        }
+    pub fn for_each_piece(self, text: &str, f: impl FnMut(usize, usize)) {
+        self.walker(text, 0).for_each_piece(&mut [0; 64], f);
     }
 }
 
@@ -572,13 +560,30 @@ impl PieceWalker<'_> {
         }
     }
 
+    /// Calls `f(start, end)` for every piece left, found `ends.len()` at a time.
+    fn for_each_piece(mut self, ends: &mut [usize], mut f: impl FnMut(usize, usize)) {
+        let mut start = self.pos;
+        loop {
+            let n = self.fill(ends);
+            if n == 0 {
+                return;
+            }
+            for &end in &ends[..n] {
+                f(start, end);
+                start = end;
+            }
+        }
+    }
+
     #[inline(always)]
     fn fill_with(&mut self, ends: &mut [usize], piece_end: fn(&Chars, usize) -> usize) -> usize {
         let len = self.chars.len();
         let mut n = 0;
         let mut i = self.pos;
         while n < ends.len() && i < len {
-            i = piece_end(&self.chars, i);
+            let end = piece_end(&self.chars, i);
+            debug_assert!(end > i);
+            i = end;
             ends[n] = i;
             n += 1;
         }
@@ -620,20 +625,10 @@ mod tests {
     /// batches of a few (so that batches end everywhere).
     fn builtin_pieces(b: Builtin, text: &str) -> Vec<(usize, usize)> {
         let walk = |simd: bool, batch: usize| {
-            let mut walker = b.walker_with(text, 0, simd);
-            let mut ends = vec![0; batch];
             let mut out = Vec::new();
-            let mut start = 0;
-            loop {
-                let n = walker.fill(&mut ends);
-                if n == 0 {
-                    return out;
-                }
-                for &end in &ends[..n] {
-                    out.push((start, end));
-                    start = end;
-                }
-            }
+            let walker = b.walker_with(text, 0, simd);
+            walker.for_each_piece(&mut vec![0; batch], |s, e| out.push((s, e)));
+            out
         };
         let scalar = walk(false, 3);
         assert_eq!(
