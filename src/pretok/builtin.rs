@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 
 use regex_syntax::hir::{Class, HirKind};
 
+use super::blocks;
+
 /// Lu, Lt
 const UPPER: u8 = 1;
 /// Ll
@@ -554,10 +556,60 @@ impl PieceWalker<'_> {
     /// many (0 at the end of the text).
     pub fn fill(&mut self, ends: &mut [usize]) -> usize {
         match self.builtin {
-            Builtin::Gpt2 => self.fill_with(ends, gpt2_piece_end),
-            Builtin::Cl100k => self.fill_with(ends, cl100k_piece_end),
-            Builtin::O200k => self.fill_with(ends, o200k_piece_end),
+            Builtin::Gpt2 => self.fill_by_blocks(ends, blocks::gpt2_starts, gpt2_piece_end),
+            Builtin::Cl100k => self.fill_by_blocks(ends, blocks::cl100k_starts, cl100k_piece_end),
+            Builtin::O200k => self.fill_by_blocks(ends, blocks::o200k_starts, o200k_piece_end),
         }
+    }
+
+    /// [`PieceWalker::fill`] 64 bytes at a time ([`blocks`]): the starts the next 64
+    /// bytes decide, as bits, with no branch per piece (on English text, twice as
+    /// fast as a piece at a time, whose branch on each piece's kind mispredicts).
+    /// A piece at a time where windows decide little: from a non-ASCII byte, to the
+    /// end of a window that holds one or decides nothing (a word of 60 letters),
+    /// and in the text's last 64 bytes.
+    #[inline(always)]
+    fn fill_by_blocks(
+        &mut self,
+        ends: &mut [usize],
+        starts_of: fn(&[u8; 64], &blocks::Masks) -> u64,
+        piece_end: fn(&Chars, usize) -> usize,
+    ) -> usize {
+        let text = self.chars.text;
+        let len = text.len();
+        let mut n = 0;
+        let mut i = self.pos;
+        while n < ends.len() && i < len {
+            // Where pieces are found one at a time up to: the text's last 64 bytes.
+            let mut scalar_to = len;
+            if i + 64 <= len && text[i] >= 0x80 {
+                scalar_to = i + 64;
+            } else if i + 64 <= len {
+                let at = i;
+                let window: &[u8; 64] = text[at..at + 64].try_into().expect("64 bytes");
+                let masks = blocks::classify(window, self.chars.simd);
+                let mut starts = starts_of(window, &masks);
+                while starts != 0 && n < ends.len() {
+                    i = at + starts.trailing_zeros() as usize;
+                    ends[n] = i;
+                    n += 1;
+                    starts &= starts - 1;
+                }
+                if masks.all_ascii() && i > at {
+                    continue;
+                }
+                // Nothing decided (a word of 60 letters), or non-ASCII text ahead,
+                // where windows decide little: the rest of these 64 bytes.
+                scalar_to = at + 64;
+            }
+            while n < ends.len() && i < scalar_to {
+                i = piece_end(&self.chars, i);
+                ends[n] = i;
+                n += 1;
+            }
+        }
+        self.pos = i;
+        n
     }
 
     /// Calls `f(start, end)` for every piece left, found `ends.len()` at a time.
@@ -573,22 +625,6 @@ impl PieceWalker<'_> {
                 start = end;
             }
         }
-    }
-
-    #[inline(always)]
-    fn fill_with(&mut self, ends: &mut [usize], piece_end: fn(&Chars, usize) -> usize) -> usize {
-        let len = self.chars.len();
-        let mut n = 0;
-        let mut i = self.pos;
-        while n < ends.len() && i < len {
-            let end = piece_end(&self.chars, i);
-            debug_assert!(end > i);
-            i = end;
-            ends[n] = i;
-            n += 1;
-        }
-        self.pos = i;
-        n
     }
 }
 
@@ -638,7 +674,10 @@ mod tests {
         );
         let mut whole = Vec::new();
         b.for_each_piece(text, |s, e| whole.push((s, e)));
-        assert_eq!(whole, scalar);
+        assert_eq!(
+            whole, scalar,
+            "{b:?}: batches of 64 and of 3 differ on {text:?}"
+        );
         scalar
     }
 
@@ -691,6 +730,97 @@ mod tests {
                         _ => char::from(b'a' + (next() % 26) as u8).to_string(),
                     })
                     .collect();
+                assert_eq!(
+                    builtin_pieces(b, &text),
+                    regex_pieces(&pre, &text),
+                    "{b:?} on {text:?}"
+                );
+            }
+        }
+    }
+
+    /// Texts of 64 to 400 bytes, nearly all ASCII, that the block walker decides 64
+    /// bytes at a time ([`blocks`]): every ASCII class the patterns tell apart,
+    /// contractions of both cases, runs of digits, of whitespace with \r and \n
+    /// inside, of others before letters and newlines, and a non-ASCII character now
+    /// and then, at every place in a window.
+    #[test]
+    fn ascii_blocks_split_as_the_regex_does() {
+        let mut next = xorshift(0x5851_F42D_4C95_7F2D);
+        const PARTS: &[&str] = &[
+            "a",
+            "the",
+            "Word",
+            "s",
+            "t",
+            "ll",
+            "ve",
+            "re",
+            "LL",
+            "D",
+            "'",
+            "'",
+            "'s",
+            "'LL",
+            "camelCase",
+            "HTMLParser",
+            "lL",
+            "/",
+            "//",
+            ".\n/",
+            "'m",
+            "'Re",
+            "'ve",
+            "'x",
+            " ",
+            " ",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r\n",
+            "\n\n",
+            " \n ",
+            "\x0B",
+            "\x0C",
+            "1",
+            "12",
+            "1234567",
+            ".",
+            ",",
+            "(",
+            "\"",
+            "--",
+            "...",
+            "!?",
+            "\0",
+            "\x1C",
+            "\x1F",
+            "\x7F",
+            "_",
+            "é",
+            "\u{A0}",
+            "中",
+            "\u{2019}",
+            "ſ",
+        ];
+        for (b, pattern) in [
+            (Builtin::Gpt2, GPT2_PATTERN),
+            (Builtin::Cl100k, CL100K_PATTERN),
+            (Builtin::O200k, O200K_PATTERN),
+        ] {
+            let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
+            for round in 0..20_000 {
+                let target = 64 + (next() % 337) as usize;
+                // Some texts without non-ASCII at all, so that whole windows are ASCII.
+                let ascii_only = round % 3 == 0;
+                let mut text = String::new();
+                while text.len() < target {
+                    let part = PARTS[(next() % PARTS.len() as u64) as usize];
+                    if !ascii_only || part.is_ascii() {
+                        text.push_str(part);
+                    }
+                }
                 assert_eq!(
                     builtin_pieces(b, &text),
                     regex_pieces(&pre, &text),

@@ -10,6 +10,7 @@
 //!    pre-tokenizer is a `Sequence` of Splits (DeepSeek V3), each piece is split again
 //!    by the later steps, in order ([`split`]).
 
+mod blocks;
 pub mod builtin;
 pub mod patterns;
 pub mod specials;
