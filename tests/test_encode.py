@@ -378,3 +378,25 @@ def test_long_documents_of_a_batch_are_shared_by_threads_with_the_ids_of_each_wh
         assert got == expected
     with pytest.raises(ValueError, match=re.escape(repr(EOT))):
         tok.encode_batch(docs, num_threads=2)
+
+
+def test_encode_to_numpy_lends_the_cores_ids_without_a_copy_and_keeps_them_alive():
+    """The array views the core's own id buffer (no bytes object in between): it stays
+    right after the tokenizer and every other reference are gone, cannot be written
+    to, and an empty text gives an empty uint32 array."""
+    import gc
+
+    import numpy as np
+
+    tok = bytepair.load("gpt2")
+    text = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8") * 8
+    want = tok.encode(text, allowed_special="all")
+    arr = tok.encode_to_numpy(text, allowed_special="all")
+    assert type(arr.base).__name__ == "IdBuffer"
+    del tok
+    gc.collect()
+    assert arr.dtype == np.dtype("<u4") and arr.tolist() == want
+    with pytest.raises(ValueError, match="read-only"):
+        arr[0] = 1
+    empty = bytepair.load("gpt2").encode_to_numpy("")
+    assert empty.dtype == np.dtype("<u4") and empty.size == 0

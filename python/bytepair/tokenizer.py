@@ -462,7 +462,7 @@ class Tokenizer:
         import numpy as np
 
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
-        return np.frombuffer(self._run("encode_to_bytes", text, allowed, disallowed), dtype="<u4")
+        return np.frombuffer(self._run("encode_to_buffer", text, allowed, disallowed), dtype="<u4")
 
     def count_tokens(
         self,

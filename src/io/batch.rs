@@ -416,14 +416,6 @@ pub fn most_ids<M: Model>(model: &M, texts: &[&str], frame: &Frame) -> usize {
     texts.iter().map(|t| model.most_ids(t) + frame.len()).sum()
 }
 
-/// Writes `ids` into `dst` (4 bytes each) as little-endian uint32.
-pub fn put_le(dst: &mut [u8], ids: &[u32]) {
-    // SAFETY: initialised bytes are valid `MaybeUninit<u8>`s, and `write_le` writes
-    // only initialised bytes into them.
-    let dst = unsafe { &mut *(dst as *mut [u8] as *mut [MaybeUninit<u8>]) };
-    write_le(dst, ids);
-}
-
 /// Writes `ids` into the first `4 * ids.len()` bytes of `dst` as little-endian uint32:
 /// one memcpy on a little-endian CPU.
 fn write_le(dst: &mut [MaybeUninit<u8>], ids: &[u32]) {

@@ -7,10 +7,10 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use super::buffers::{IdBuffer, Spare};
 use super::errors::read_error;
 use super::Progress;
 use crate::io::blocks::ReadError;
@@ -25,65 +25,6 @@ pub type EncodeFlat =
     dyn Fn(&[&str], &mut [MaybeUninit<u8>]) -> Result<Vec<u64>, EncodeError> + Send + Sync;
 /// The most ids the texts may encode to.
 pub type MostIds = dyn Fn(&[&str]) -> usize + Send + Sync;
-
-/// Id buffers Python is done with, for the encoder to fill again: a fresh buffer per
-/// block made the kernel map and zero its pages every time.
-type Spare = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// Buffers kept for reuse: the one Python holds, the one waiting, the one being filled.
-const SPARE_BUFFERS: usize = 3;
-
-/// A block's ids, lent to Python without a copy through the buffer protocol (numpy's
-/// `frombuffer` views it, read-only); the buffer goes back to the encoder's spares
-/// when Python lets go of it.
-#[pyclass(module = "bytepair._core", frozen)]
-pub struct IdBuffer {
-    data: Vec<u8>,
-    spare: Spare,
-}
-
-impl Drop for IdBuffer {
-    fn drop(&mut self) {
-        let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
-        if spare.len() < SPARE_BUFFERS {
-            spare.push(std::mem::take(&mut self.data));
-        }
-    }
-}
-
-#[pymethods]
-impl IdBuffer {
-    /// # Safety
-    /// Called by Python with a view to fill, as the buffer protocol specifies.
-    unsafe fn __getbuffer__(
-        slf: Bound<'_, Self>,
-        view: *mut ffi::Py_buffer,
-        flags: std::os::raw::c_int,
-    ) -> PyResult<()> {
-        let data = &slf.get().data;
-        let len = ffi::Py_ssize_t::try_from(data.len()).expect("a buffer's length fits");
-        // SAFETY: `data` lives as long as `slf`, which the view holds a reference to
-        // (PyBuffer_FillInfo sets `view.obj`); read-only, so no one writes to it.
-        let done = unsafe {
-            ffi::PyBuffer_FillInfo(
-                view,
-                slf.as_ptr(),
-                data.as_ptr().cast_mut().cast(),
-                len,
-                1,
-                flags,
-            )
-        };
-        if done == -1 {
-            return Err(PyErr::fetch(slf.py()));
-        }
-        Ok(())
-    }
-
-    fn __len__(&self) -> usize {
-        self.data.len()
-    }
-}
 
 /// One block, encoded: its items and their ids (little-endian uint32 bytes), with
 /// the `items + 1` offsets where each item's ids start.
@@ -283,13 +224,7 @@ impl DocumentBatches {
         let docs = le(&mut items.docs.iter().copied());
         let flags = |v: &[bool]| v.iter().map(|&b| u8::from(b)).collect::<Vec<u8>>();
         Ok(Some((
-            Bound::new(
-                py,
-                IdBuffer {
-                    data: ids,
-                    spare: Arc::clone(&self.spare),
-                },
-            )?,
+            Bound::new(py, IdBuffer::reused(ids, &self.spare))?,
             PyBytes::new(py, &offsets),
             PyBytes::new(py, &docs),
             PyBytes::new(py, &flags(&items.firsts)),

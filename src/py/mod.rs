@@ -3,6 +3,7 @@
 //! (Encoder), [`documents`] (DocumentBatches), [`spm`] (SentencePieceModel), [`spm_train`] (SentencePieceTrainer), [`functions`] (module functions) — with one mapping of the core's errors
 //! to Python exceptions ([`errors`]). The algorithms are in the other modules.
 
+mod buffers;
 mod counter;
 mod documents;
 mod encoder;
@@ -106,7 +107,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<counter::PreTokenCounter>()?;
     m.add_class::<encoder::Encoder>()?;
     m.add_class::<documents::DocumentBatches>()?;
-    m.add_class::<documents::IdBuffer>()?;
+    m.add_class::<buffers::IdBuffer>()?;
     m.add_class::<spm::SentencePieceModel>()?;
     m.add_class::<spm_train::SentencePieceTrainer>()?;
     m.add("GPT2_PATTERN", crate::pretok::GPT2_PATTERN)?;

@@ -1,5 +1,5 @@
 //! The method set every model kind's binding shares (`bytepair.models`: `encode`,
-//! `encode_to_bytes`, `count`, `encode_batch`, `encode_batch_to_bytes`,
+//! `encode_to_buffer`, `count`, `encode_batch`, `encode_batch_to_bytes`,
 //! `encode_prefix`, `encode_file`), written once over the model seam
 //! ([`crate::model::Model`]). Each pyclass holds a [`Seam`] and gets the methods from
 //! [`pymethods_with_seam`].
@@ -13,10 +13,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::buffers::IdBuffer;
 use super::documents::DocumentBatches;
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
-use crate::io::batch::{encode_each, encode_flat, most_ids, put_le, Specials};
+use crate::io::batch::{encode_each, encode_flat, most_ids, Specials};
 use crate::io::blocks::ReadError;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::io::documents::DocumentReader;
@@ -413,20 +414,17 @@ impl<M: Model> Seam<M> {
         self.id_list(py, &ids)
     }
 
-    /// Like `encode`, as little-endian uint32 bytes (for numpy, no list in between).
-    pub fn encode_to_bytes<'py>(
+    /// Like `encode`, as a buffer of little-endian uint32 (for numpy: no list in
+    /// between, and no copy).
+    pub fn encode_to_buffer<'py>(
         &self,
         py: Python<'py>,
         text: &str,
         allowed_special: Option<Vec<String>>,
         disallowed_special: Disallowed,
-    ) -> PyResult<Bound<'py, PyBytes>> {
+    ) -> PyResult<Bound<'py, IdBuffer>> {
         let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
-        PyBytes::new_with(py, ids.len() * 4, |buf| {
-            advise_huge_pages(buf);
-            put_le(buf, &ids);
-            Ok(())
-        })
+        Bound::new(py, IdBuffer::of_ids(ids))
     }
 
     /// How many tokens `text` encodes to.
@@ -727,18 +725,19 @@ macro_rules! pymethods_with_seam {
             self.seam.id_list(py, &ids)
         }
 
-        /// Like `encode`, as little-endian uint32 bytes (for numpy, no list in between).
+        /// Like `encode`, as a buffer of little-endian uint32 (for numpy: no list in
+        /// between, and no copy).
         #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
-        fn encode_to_bytes<'py>(
+        fn encode_to_buffer<'py>(
             &self,
             py: ::pyo3::Python<'py>,
             text: &str,
             allowed_special: Option<Vec<String>>,
             disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
-        ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyBytes>> {
+        ) -> ::pyo3::PyResult<Bound<'py, $crate::py::buffers::IdBuffer>> {
             let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             self.seam
-                .encode_to_bytes(py, text, allowed_special, disallowed)
+                .encode_to_buffer(py, text, allowed_special, disallowed)
         }
 
         /// How many tokens `text` encodes to.
