@@ -205,6 +205,12 @@ fn low_bits(n: u32) -> u64 {
     }
 }
 
+/// Bit `i` alone (none for 64: a contraction may end right after the window).
+#[inline(always)]
+fn bit(i: usize) -> u64 {
+    1u64.checked_shl(i as u32).unwrap_or(0)
+}
+
 /// Bit `i` holds bit `i - 1`: "the byte before is". Bit 0 gets 0: nothing is before
 /// the first byte.
 #[inline(always)]
@@ -290,7 +296,7 @@ pub(super) fn gpt2_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
         let n = contraction(bytes, i, false);
         if n > 0 {
             starts &= !(1 << (i + 1));
-            starts |= (1 << (i + n)) & letter;
+            starts |= bit(i + n) & letter;
         }
     }
     decided(starts, m, others)
@@ -337,7 +343,7 @@ pub(super) fn cl100k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
         quotes &= quotes - 1;
         let n = contraction(bytes, i, true);
         if n > 0 {
-            starts |= (1 << (i + n)) & letter;
+            starts |= bit(i + n) & letter;
         }
     }
     decided(starts, m, others)
@@ -393,7 +399,7 @@ pub(super) fn o200k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
         if n > 0 {
             contraction_end = i + n;
             starts &= !(((1 << n) - 1) << i);
-            starts |= (1 << (i + n)) & letter;
+            starts |= bit(i + n) & letter;
         }
     }
     decided(starts, m, raw_others)
