@@ -396,7 +396,7 @@ impl<'t> Lookups<'t, '_> {
             }
             let mut start = first;
             for (&end, key) in ends[..n].iter().zip(&mut keys) {
-                if (2..=MAX_PACKED).contains(&(end - start)) {
+                if end - start <= MAX_PACKED {
                     let packed = packed(self.bytes, start, end);
                     let hash = key_hash(packed);
                     self.cache.small.prefetch(hash);
@@ -409,9 +409,10 @@ impl<'t> Lookups<'t, '_> {
                 if end > limit {
                     return Ok(false);
                 }
+                // Single bytes too go through the cache: a branch on the length
+                // mispredicts more than the cache line (in L1) costs.
                 match end - start {
-                    1 => emit(end, &[self.model.byte_id(self.bytes[start])])?,
-                    2..=MAX_PACKED => self.packed_ids(start, end, key, hash, emit)?,
+                    1..=MAX_PACKED => self.packed_ids(start, end, key, hash, emit)?,
                     _ => self.long_ids(start, end, emit)?,
                 }
                 start = end;
