@@ -3,6 +3,7 @@ every damage is refused on open with an error naming the file, never read short.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import blake3
 import numpy as np
 import pytest
 
@@ -89,8 +91,54 @@ def test_verify_covers_the_index_files(folder):
     offsets[1] += 1  # same size, other content
     np.save(path, offsets)
     shards = bytepair.open_shards(folder)  # sizes all agree
-    with pytest.raises(ValueError, match=r"train_000000.idx.npy: sha256 differs"):
+    with pytest.raises(ValueError, match=r"train_000000.idx.npy: blake3 differs"):
         shards.verify()
+
+
+def test_the_manifest_holds_the_blake3_digest_of_every_file(folder):
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["version"] == 2
+    for shard in manifest["shards"]:
+        for name, key in ((shard["file"], "blake3"), (shard["index"], "index_blake3")):
+            assert shard[key] == blake3.blake3((folder / name).read_bytes()).hexdigest()
+
+
+def test_verify_names_a_changed_shard(folder):
+    path = folder / "train_000001.bin"
+    data = bytearray(path.read_bytes())
+    data[7] ^= 1  # same size, one bit changed
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"train_000001.bin: blake3 differs from manifest.json"):
+        bytepair.open_shards(folder).verify()
+
+
+def as_version_1(manifest: dict, folder: Path) -> None:
+    """The manifest as bytepair wrote it before version 2: SHA-256 digests."""
+    manifest["version"] = 1
+    for shard in manifest["shards"]:
+        del shard["blake3"], shard["index_blake3"]
+        shard["sha256"] = hashlib.sha256((folder / shard["file"]).read_bytes()).hexdigest()
+        index = (folder / shard["index"]).read_bytes()
+        shard["index_sha256"] = hashlib.sha256(index).hexdigest()
+
+
+def test_a_version_1_folder_with_sha256_digests_still_opens_and_verifies(folder):
+    edit_manifest(folder, lambda m: as_version_1(m, folder))
+    shards = bytepair.open_shards(folder)
+    shards.verify()
+    assert len(shards) > 0
+    path = folder / "val_000000.bin"
+    path.write_bytes(path.read_bytes()[::-1])
+    with pytest.raises(ValueError, match=r"val_000000.bin: sha256 differs from manifest.json"):
+        bytepair.open_shards(folder).verify()
+
+
+def test_a_manifest_of_a_version_to_come_is_refused_naming_the_versions_read(folder):
+    edit_manifest(folder, lambda m: m.update(version=3))
+    with pytest.raises(
+        ValueError, match=r"manifest.json: not a bytepair-shards manifest of version 1 or 2"
+    ):
+        bytepair.open_shards(folder)
 
 
 @pytest.mark.parametrize(
@@ -214,3 +262,26 @@ def test_rerunning_a_finished_cli_encode_says_complete_and_exits_0(tmp_path):
         f"{tmp_path}/o/: already complete (1 train shard (8 tokens, 3 documents)); nothing to do\n"
     )
     assert (tmp_path / "o" / "manifest.json").stat().st_mtime_ns == stamp
+
+
+def test_the_cores_running_digest_is_blake3_of_the_bytes_fed_in_any_pieces(tmp_path):
+    from bytepair import _core
+    from bytepair.shards import manifest as mf
+
+    data = np.arange(100_000, dtype="<u4")  # 400,000 bytes: past the size hashed without the GIL
+    expected = blake3.blake3(data.tobytes()).hexdigest()
+    for cuts in ([], [3], [1000, 65_536, 65_537, 300_000]):
+        digest = _core.Checksum()
+        raw = memoryview(data).cast("B")
+        for a, b in zip([0, *cuts], [*cuts, len(raw)]):
+            digest.update(raw[a:b])
+        assert digest.hexdigest() == expected
+    (tmp_path / "ids.bin").write_bytes(data.tobytes())
+    assert mf.digest_of(tmp_path / "ids.bin") == expected
+    assert (
+        mf.digest_of(tmp_path / "ids.bin", "sha256") == hashlib.sha256(data.tobytes()).hexdigest()
+    )
+    with pytest.raises(ValueError, match="contiguous"):
+        _core.Checksum().update(data.reshape(1000, 100)[:, ::2])
+    with pytest.raises(OSError, match="missing.bin"):
+        mf.digest_of(tmp_path / "missing.bin")

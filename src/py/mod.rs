@@ -1,9 +1,10 @@
 //! Python bindings (module `bytepair._core`): argument conversion and GIL handling
 //! only, split by what they bind — [`counter`] (PreTokenCounter), [`encoder`]
-//! (Encoder), [`documents`] (DocumentBatches), [`spm`] (SentencePieceModel), [`spm_train`] (SentencePieceTrainer), [`functions`] (module functions) — with one mapping of the core's errors
+//! (Encoder), [`documents`] (DocumentBatches), [`checksum`] (Checksum: shard digests), [`spm`] (SentencePieceModel), [`spm_train`] (SentencePieceTrainer), [`functions`] (module functions) — with one mapping of the core's errors
 //! to Python exceptions ([`errors`]). The algorithms are in the other modules.
 
 mod buffers;
+mod checksum;
 mod counter;
 mod documents;
 mod encoder;
@@ -108,6 +109,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::Encoder>()?;
     m.add_class::<documents::DocumentBatches>()?;
     m.add_class::<buffers::IdBuffer>()?;
+    m.add_class::<checksum::Checksum>()?;
+    m.add_function(wrap_pyfunction!(checksum::file_checksum, m)?)?;
     m.add_class::<spm::SentencePieceModel>()?;
     m.add_class::<spm_train::SentencePieceTrainer>()?;
     m.add("GPT2_PATTERN", crate::pretok::GPT2_PATTERN)?;

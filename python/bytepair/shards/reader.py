@@ -151,9 +151,10 @@ class Shards:
         if (
             not isinstance(self.manifest, dict)
             or self.manifest.get("format") != mf.FORMAT_NAME
-            or self.manifest.get("version") != 1
+            or self.manifest.get("version") not in mf.READABLE_VERSIONS
         ):
-            raise ValueError(f"{path}: not a bytepair-shards manifest of version 1")
+            versions = " or ".join(map(str, mf.READABLE_VERSIONS))
+            raise ValueError(f"{path}: not a bytepair-shards manifest of version {versions}")
         self._check_manifest()
         self.tokenizer = mf.tokenizer_from_spec(self.manifest["tokenizer"], str(path))
         self.eot_id: int | None = self.manifest["eot_id"]
@@ -297,14 +298,18 @@ class Shards:
             step += 1
 
     def verify(self) -> None:
-        """Checks every shard's sha256 (and its ``.idx.npy``'s) against the manifest,
-        and that each split's document offsets increase within its tokens; raises
-        naming the first file that differs."""
+        """Checks every shard's digest (and its ``.idx.npy``'s) against the manifest —
+        BLAKE3, or SHA-256 in folders of format version 1 — and that each split's
+        document offsets increase within its tokens; raises naming the first file that
+        differs."""
         for s in self.manifest["shards"]:
-            checks = [(s["file"], s.get("sha256")), (s["index"], s.get("index_sha256"))]
-            for name, digest in checks:
-                if digest is not None and mf.sha256_of(self.folder / name) != digest:
-                    raise ValueError(f"{self.folder / name}: sha256 differs from {mf.MANIFEST}")
+            for algorithm in ("blake3", "sha256"):
+                checks = [(s["file"], s.get(algorithm)), (s["index"], s.get(f"index_{algorithm}"))]
+                for name, digest in checks:
+                    if digest is not None and mf.digest_of(self.folder / name, algorithm) != digest:
+                        raise ValueError(
+                            f"{self.folder / name}: {algorithm} differs from {mf.MANIFEST}"
+                        )
         for split in self.manifest["splits"]:
             self._starts.pop(split, None)
             self._doc_starts(split)

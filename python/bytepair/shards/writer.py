@@ -221,10 +221,10 @@ class _Split:
             self._tmp = temporary_name(self._path())
             fd = create_exclusive(self._tmp)
             self._file = os.fdopen(fd, "wb")
-            # A .bin shard's hash is made as it is written, while the core encodes the
-            # next batch, not by reading the whole shard again when it closes. (A .npy
-            # one's header, which comes first, is known only then.)
-            self._hash = hashlib.sha256() if self.fmt == "bin" else None
+            # A .bin shard's digest is made as it is written, while the core encodes
+            # the next batch, not by reading the whole shard again when it closes. (A
+            # .npy one's header, which comes first, is known only then.)
+            self._hash = mf.new_digest() if self.fmt == "bin" else None
             if self.fmt == "npy":
                 self._file.write(bytes(NPY_HEADER_BYTES))
         data = memoryview(np.ascontiguousarray(ids.astype(self.dtype, copy=False))).cast("B")
@@ -252,8 +252,8 @@ class _Split:
             "split": self.name,
             "tokens": self._written,
             "documents": len(mine),
-            "sha256": self._hash.hexdigest() if self._hash else mf.sha256_of(self._tmp),
-            "index_sha256": hashlib.sha256(index_bytes).hexdigest(),
+            mf.DIGEST: self._hash.hexdigest() if self._hash else mf.digest_of(self._tmp),
+            f"index_{mf.DIGEST}": _digest(index_bytes),
         }
         publish(self._tmp, path)
         self._tmp = None
@@ -277,6 +277,12 @@ class _Split:
 
     def state(self) -> dict:
         return {"shards": self.shards, "resume": self.resume, "closed": self.closed}
+
+
+def _digest(data: bytes) -> str:
+    h = mf.new_digest()
+    h.update(data)
+    return h.hexdigest()
 
 
 def remove_stale_temporaries(folder: Path) -> None:
