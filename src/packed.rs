@@ -172,6 +172,21 @@ pub fn prefetch<T>(item: Option<&T>) {
 }
 
 impl PackedMap<u64> {
+    /// Both tables' counts in one (the larger table, the smaller one's counts added).
+    pub fn merged(mut self, mut other: PackedMap<u64>) -> PackedMap<u64> {
+        if self.len < other.len {
+            std::mem::swap(&mut self, &mut other);
+        }
+        self.add_counts_of(&other);
+        self
+    }
+
+    fn add_counts_of(&mut self, other: &PackedMap<u64>) {
+        for (key, n) in other.iter() {
+            *self.entry(key, key_hash(key)) += n;
+        }
+    }
+
     /// Adds `other`'s counts to these. The smaller table goes into the larger:
     /// taking a table's keys in slot order into a smaller one piles them into one
     /// long probe run (seconds on a million keys).
@@ -183,9 +198,7 @@ impl PackedMap<u64> {
         if self.len < other.len {
             std::mem::swap(self, &mut other);
         }
-        for (key, n) in other.iter() {
-            *self.entry(key, key_hash(key)) += n;
-        }
+        self.add_counts_of(&other);
         other.slots.fill(Slot::default());
         other.len = 0;
         other
@@ -213,9 +226,9 @@ impl Default for Tally {
 }
 
 impl Tally {
-    /// A tally counting into `counts` (an empty table, perhaps a large one to reuse).
+    /// A tally adding to the counts of `counts` (an empty table, perhaps a large one
+    /// to reuse, or one that is counting a file part after part).
     pub fn with_counts(counts: PackedMap<u64>) -> Self {
-        debug_assert!(counts.is_empty());
         Self {
             counts,
             ..Self::default()
