@@ -121,7 +121,7 @@ impl<V: Copy + Default> PackedMap<V> {
     }
 
     /// The keys and values, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (u128, V)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (u128, V)> + Clone + '_ {
         self.slots
             .iter()
             .filter(|s| s.key != 0)

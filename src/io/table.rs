@@ -16,14 +16,15 @@ const VERSION: u32 = 1;
 
 /// The table as bytes.
 pub fn to_bytes(counts: &Counts) -> Vec<u8> {
-    let mut entries: Vec<(&Vec<u8>, &u64)> = counts.iter().collect();
-    entries.sort_unstable();
-    let size: usize = entries.iter().map(|(k, _)| 12 + k.len()).sum();
+    let mut entries: Vec<_> = counts.iter().collect();
+    entries.sort_unstable_by(|(a, _), (b, _)| a.as_ref().cmp(b.as_ref()));
+    let size: usize = entries.iter().map(|(k, _)| 12 + k.as_ref().len()).sum();
     let mut out = Vec::with_capacity(20 + size);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
     for (token, count) in entries {
+        let token = token.as_ref();
         out.extend_from_slice(&(token.len() as u32).to_le_bytes());
         out.extend_from_slice(token);
         out.extend_from_slice(&count.to_le_bytes());
@@ -46,13 +47,12 @@ pub fn add_from_bytes(data: &[u8], counts: &mut Counts) -> Result<(), String> {
         ));
     }
     let entries = u64::from_le_bytes(r.array("the number of entries")?);
-    counts.reserve(entries.min(data.len() as u64 / 12) as usize);
     for n in 0..entries {
         let what = format!("entry {n}");
         let len = u32::from_le_bytes(r.array(&what)?) as usize;
         let token = r.take(len, &what)?;
         let count = u64::from_le_bytes(r.array(&what)?);
-        *counts.entry(token.to_vec()).or_insert(0) += count;
+        counts.add(token, count);
     }
     if r.at != data.len() {
         return Err(format!(
@@ -62,22 +62,6 @@ pub fn add_from_bytes(data: &[u8], counts: &mut Counts) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Adds `other`'s counts to `counts` (owned keys move in; borrowed ones are copied
-/// only when new).
-pub fn add_counts<K: AsRef<[u8]> + Into<Vec<u8>>>(
-    counts: &mut Counts,
-    other: impl IntoIterator<Item = (K, u64)>,
-) {
-    for (k, v) in other {
-        match counts.get_mut(k.as_ref()) {
-            Some(c) => *c += v,
-            None => {
-                counts.insert(k.into(), v);
-            }
-        }
-    }
 }
 
 struct Reader<'a> {
@@ -110,15 +94,13 @@ mod tests {
     use super::*;
 
     fn table(entries: &[(&str, u64)]) -> Counts {
-        entries
-            .iter()
-            .map(|&(k, v)| (k.as_bytes().to_vec(), v))
-            .collect()
+        entries.iter().map(|&(k, v)| (k, v)).collect()
     }
 
     #[test]
     fn a_table_round_trips_through_bytes() {
-        let counts = table(&[(" the", 7), ("a", 1), ("", 3), ("\u{e9}\0", 1 << 40)]);
+        let long = "a piece of more than fifteen bytes";
+        let counts = table(&[(" the", 7), ("a", 1), ("", 3), ("\u{e9}\0", 1 << 40), (long, 2)]);
         let bytes = to_bytes(&counts);
         assert_eq!(&bytes[..8], b"BPCOUNTS");
         let mut back = Counts::default();
@@ -130,10 +112,11 @@ mod tests {
     #[test]
     fn reading_and_merging_add_counts() {
         let mut total = table(&[("a", 1), ("b", 2)]);
-        add_counts(&mut total, table(&[("b", 3), ("c", 4)]));
+        total.add_all(table(&[("b", 3), ("c", 4)]));
         assert_eq!(total, table(&[("a", 1), ("b", 5), ("c", 4)]));
         add_from_bytes(&to_bytes(&table(&[("a", 10)])), &mut total).unwrap();
-        assert_eq!(total[b"a".as_slice()], 11);
+        assert_eq!(total.get(b"a"), Some(11));
+        assert_ne!(total, table(&[("a", 11), ("b", 5), ("c", 5)]));
     }
 
     #[test]

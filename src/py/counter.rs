@@ -63,7 +63,7 @@ impl PreTokenCounter {
         if self.counts.is_empty() {
             self.counts = counts;
         } else {
-            table::add_counts(&mut self.counts, counts);
+            self.counts.add_all(counts);
         }
         Ok(())
     }
@@ -89,21 +89,15 @@ impl PreTokenCounter {
         };
         for item in items.try_iter()? {
             let (token, count): (Vec<u8>, u64) = item?.extract()?;
-            table::add_counts(&mut self.counts, [(token, count)]);
+            self.counts.add(&token, count);
         }
         Ok(())
     }
 
     /// Adds the counts of `other` (counted apart: another file, process or machine).
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, Self>) -> PyResult<()> {
-        if slf.is(other) {
-            let mut this = slf.borrow_mut();
-            this.counts.values_mut().for_each(|c| *c *= 2);
-            return Ok(());
-        }
-        let other = other.borrow();
-        let counts = other.counts.iter().map(|(k, &v)| (k.as_slice(), v));
-        table::add_counts(&mut slf.borrow_mut().counts, counts);
+        let counts = other.borrow().counts.clone();
+        slf.borrow_mut().counts.add_all(counts);
         Ok(())
     }
 
@@ -137,8 +131,8 @@ impl PreTokenCounter {
     /// The counts as a dict {pre-token bytes: count}.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (k, v) in &self.counts {
-            d.set_item(PyBytes::new(py, k), *v)?;
+        for (k, v) in self.counts.iter() {
+            d.set_item(PyBytes::new(py, k.as_ref()), v)?;
         }
         Ok(d)
     }
@@ -162,7 +156,7 @@ impl PreTokenCounter {
         let progress = Progress::new(progress);
         let trained = py.detach(|| {
             train_merges(
-                self.counts.iter().map(|(k, &v)| (k.as_slice(), v)),
+                self.counts.iter(),
                 num_merges,
                 limits,
                 self.num_threads,
