@@ -247,6 +247,19 @@ impl Tally {
         }
     }
 
+    /// Asks the CPU for `hash`'s slot, ahead of [`Tally::add_now`].
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        self.counts.prefetch(hash);
+    }
+
+    /// Counts `key` (of hash `hash`) once, now: for callers that prefetched its slot a
+    /// while before ([`Tally::prefetch`]).
+    #[inline]
+    pub fn add_now(&mut self, key: u128, hash: u64) {
+        *self.counts.entry(key, hash) += 1;
+    }
+
     fn flush(&mut self) {
         for &(key, hash) in &self.queue[..self.queued] {
             *self.counts.entry(key, hash) += 1;
