@@ -294,11 +294,22 @@ pub fn packed(bytes: &[u8], start: usize, end: usize) -> u128 {
         // One unaligned load, then clear what lies past the piece.
         let mut buf = [0u8; 16];
         buf.copy_from_slice(&bytes[start..start + 16]);
-        let mask = (1u128 << (8 * len)) - 1;
-        return (u128::from_le_bytes(buf) & mask) | ((len as u128) << 120);
+        return (u128::from_le_bytes(buf) & KEEP[len]) | ((len as u128) << 120);
     }
     packed_all(&bytes[start..end])
 }
+
+/// `KEEP[len]`: the low `len` bytes set. A shift of a u128 by a variable amount is a
+/// branchy sequence of instructions; a load from this table (256 bytes, in L1) is one.
+static KEEP: [u128; 16] = {
+    let mut masks = [0u128; 16];
+    let mut len = 1;
+    while len < 16 {
+        masks[len] = (1u128 << (8 * len)) - 1;
+        len += 1;
+    }
+    masks
+};
 
 /// [`packed`] of all of `bytes` (at most [`MAX_PACKED`]), read with two
 /// overlapping loads instead of copying into a buffer first (a copy of a
