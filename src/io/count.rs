@@ -202,7 +202,11 @@ struct Tables(Mutex<Vec<PackedMap<u64>>>);
 
 impl Tables {
     fn take(&self) -> PackedMap<u64> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default()
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default()
     }
 
     fn give_back(&self, table: PackedMap<u64>) {
@@ -212,7 +216,10 @@ impl Tables {
     /// All the tables' counts in one table.
     fn into_total(self) -> PackedMap<u64> {
         let tables = self.0.into_inner().unwrap_or_else(|e| e.into_inner());
-        tables.into_iter().reduce(PackedMap::merged).unwrap_or_default()
+        tables
+            .into_iter()
+            .reduce(PackedMap::merged)
+            .unwrap_or_default()
     }
 }
 
@@ -378,9 +385,29 @@ mod tests {
         // Pieces of every kind, special tokens at every position, runs longer than a
         // packed key and than the walker's 64-byte windows.
         let bits = [
-            "a", "The", " cat", "  ", "\n", "\r\n", "\u{e9}", "\u{65e5}\u{672c}", "'s", "'LL",
-            "123456", "!!", ".", "<|e|>", "\t", "xxxxxxxxxxxxxxxxxxxxx", "                 ",
-            "\u{1f600}", "\u{dc}n\u{ef}", " 7", "\u{a0}", "DON'T", "<|e|><|e|>",
+            "a",
+            "The",
+            " cat",
+            "  ",
+            "\n",
+            "\r\n",
+            "\u{e9}",
+            "\u{65e5}\u{672c}",
+            "'s",
+            "'LL",
+            "123456",
+            "!!",
+            ".",
+            "<|e|>",
+            "\t",
+            "xxxxxxxxxxxxxxxxxxxxx",
+            "                 ",
+            "\u{1f600}",
+            "\u{dc}n\u{ef}",
+            " 7",
+            "\u{a0}",
+            "DON'T",
+            "<|e|><|e|>",
         ];
         let specials = SpecialMatcher::new(&["<|e|>".into()]).unwrap();
         let mut state = 0x9E37_79B9_7F4A_7C15u64;

@@ -100,7 +100,13 @@ mod tests {
     #[test]
     fn a_table_round_trips_through_bytes() {
         let long = "a piece of more than fifteen bytes";
-        let counts = table(&[(" the", 7), ("a", 1), ("", 3), ("\u{e9}\0", 1 << 40), (long, 2)]);
+        let counts = table(&[
+            (" the", 7),
+            ("a", 1),
+            ("", 3),
+            ("\u{e9}\0", 1 << 40),
+            (long, 2),
+        ]);
         let bytes = to_bytes(&counts);
         assert_eq!(&bytes[..8], b"BPCOUNTS");
         let mut back = Counts::default();

@@ -32,7 +32,9 @@ impl Checksum {
     fn update(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let buffer = PyUntypedBuffer::get(data)?;
         if !buffer.is_c_contiguous() {
-            return Err(PyValueError::new_err("Checksum.update needs a contiguous buffer"));
+            return Err(PyValueError::new_err(
+                "Checksum.update needs a contiguous buffer",
+            ));
         }
         let len = buffer.len_bytes();
         // SAFETY: the buffer is held (and so kept alive and in place) until the end of
