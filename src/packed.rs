@@ -299,6 +299,30 @@ pub fn packed(bytes: &[u8], start: usize, end: usize) -> u128 {
     packed_all(&bytes[start..end])
 }
 
+/// The packed keys and hashes of a batch of consecutive pieces of `bytes`, the first
+/// starting at `first` and each ending at the next of `ends`, into `keys`; `prefetch`
+/// is called with each hash (to bring in a table line the caller reads later). Pieces
+/// longer than [`MAX_PACKED`] leave their entry of `keys` as it was.
+#[inline(always)]
+pub fn pack_pieces(
+    bytes: &[u8],
+    first: usize,
+    ends: &[usize],
+    keys: &mut [(u128, u64)],
+    prefetch: impl Fn(u64),
+) {
+    let mut start = first;
+    for (&end, key) in ends.iter().zip(keys) {
+        if end - start <= MAX_PACKED {
+            let packed = packed(bytes, start, end);
+            let hash = key_hash(packed);
+            prefetch(hash);
+            *key = (packed, hash);
+        }
+        start = end;
+    }
+}
+
 /// `KEEP[len]`: the low `len` bytes set. A shift of a u128 by a variable amount is a
 /// branchy sequence of instructions; a load from this table (256 bytes, in L1) is one.
 static KEEP: [u128; 16] = {

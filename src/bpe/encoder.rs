@@ -14,7 +14,7 @@ use super::model::BpeModel;
 use super::normalizer::Normalizer;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
-use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
+use crate::packed::{key_hash, pack_pieces, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::split::Split;
 use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit};
 
@@ -388,22 +388,11 @@ impl<'t> Lookups<'t, '_> {
         let mut walker = builtin.walker(text, from);
         let mut ends = [0usize; WALK_BATCH];
         let mut keys = [(0u128, 0u64); WALK_BATCH];
-        loop {
-            let first = walker.pos();
-            let n = walker.fill(&mut ends);
-            if n == 0 {
-                return Ok(true);
-            }
-            let mut start = first;
-            for (&end, key) in ends[..n].iter().zip(&mut keys) {
-                if end - start <= MAX_PACKED {
-                    let packed = packed(self.bytes, start, end);
-                    let hash = key_hash(packed);
-                    self.cache.small.prefetch(hash);
-                    *key = (packed, hash);
-                }
-                start = end;
-            }
+        while let Some((first, n)) = walker.next_batch(&mut ends) {
+            let cache = &self.cache.small;
+            pack_pieces(self.bytes, first, &ends[..n], &mut keys, |h| {
+                cache.prefetch(h)
+            });
             let mut start = first;
             for (&end, &(key, hash)) in ends[..n].iter().zip(&keys) {
                 if end > limit {
@@ -418,6 +407,7 @@ impl<'t> Lookups<'t, '_> {
                 start = end;
             }
         }
+        Ok(true)
     }
 
     /// Merges a piece not in the cache; its cache entry. A piece already looked up

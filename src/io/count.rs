@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 use super::blocks::for_each_block;
 pub use super::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
 use super::chunking::{split_evenly, TextCuts};
-use crate::packed::{key_hash, packed, packed_all, PackedMap, Tally, MAX_PACKED};
+use crate::packed::{key_hash, pack_pieces, packed, packed_all, PackedMap, Tally, MAX_PACKED};
 use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit};
 
 /// Distinct pre-token bytes → number of occurrences. Pieces that pack into an integer
@@ -158,22 +158,10 @@ fn count_walk<'t>(builtin: Builtin, text: &'t str, from: usize, counts: &mut Par
     let mut walker = builtin.walker(text, from);
     let mut ends = [0usize; WALK_BATCH];
     let mut keys = [(0u128, 0u64); WALK_BATCH];
-    loop {
-        let first = walker.pos();
-        let n = walker.fill(&mut ends);
-        if n == 0 {
-            return;
-        }
-        let mut start = first;
-        for (&end, key) in ends[..n].iter().zip(&mut keys) {
-            if end - start <= MAX_PACKED {
-                let k = packed(bytes, start, end);
-                let hash = key_hash(k);
-                counts.small.prefetch(hash);
-                *key = (k, hash);
-            }
-            start = end;
-        }
+    while let Some((first, n)) = walker.next_batch(&mut ends) {
+        pack_pieces(bytes, first, &ends[..n], &mut keys, |h| {
+            counts.small.prefetch(h)
+        });
         let mut start = first;
         for (&end, &(key, hash)) in ends[..n].iter().zip(&keys) {
             if end - start <= MAX_PACKED {

@@ -547,9 +547,12 @@ pub struct PieceWalker<'a> {
 }
 
 impl PieceWalker<'_> {
-    /// Where the next piece starts (the text's length once all are handed out).
-    pub fn pos(&self) -> usize {
-        self.pos
+    /// The next batch of pieces: where the first starts, and how many ends
+    /// [`PieceWalker::fill`] wrote into `ends`; None at the end of the text.
+    pub fn next_batch(&mut self, ends: &mut [usize]) -> Option<(usize, usize)> {
+        let first = self.pos;
+        let n = self.fill(ends);
+        (n > 0).then_some((first, n))
     }
 
     /// Writes the ends of the next pieces into `ends`, as many as fit; returns how
