@@ -172,36 +172,39 @@ pub fn prefetch<T>(item: Option<&T>) {
 }
 
 impl PackedMap<u64> {
-    /// Both tables' counts in one (the larger table, the smaller one's counts added).
-    pub fn merged(mut self, mut other: PackedMap<u64>) -> PackedMap<u64> {
-        if self.len < other.len {
-            std::mem::swap(&mut self, &mut other);
-        }
-        self.add_counts_of(&other);
-        self
-    }
-
-    fn add_counts_of(&mut self, other: &PackedMap<u64>) {
-        for (key, n) in other.iter() {
-            *self.entry(key, key_hash(key)) += n;
-        }
-    }
-
     /// Adds `other`'s counts to these. The smaller table goes into the larger:
     /// taking a table's keys in slot order into a smaller one piles them into one
     /// long probe run (seconds on a million keys).
-    ///
-    /// Returns the table that was added, emptied, to count into again: a fresh table
-    /// per part of every block made the kernel map and zero new pages all the time
-    /// (an eighth of counting a 2.2 GB corpus).
-    pub fn absorb(&mut self, mut other: PackedMap<u64>) -> PackedMap<u64> {
+    pub fn add_all(&mut self, other: PackedMap<u64>) {
+        self.add_smaller(other);
+    }
+
+    /// Adds `other`'s counts to these, as [`PackedMap::add_all`] does, and returns the
+    /// table that was added, emptied, to count into again: a fresh table per part of
+    /// every block made the kernel map and zero new pages all the time (an eighth of
+    /// counting a 2.2 GB corpus).
+    pub fn absorb(&mut self, other: PackedMap<u64>) -> PackedMap<u64> {
+        let mut emptied = self.add_smaller(other);
+        emptied.slots.fill(Slot::default());
+        emptied.len = 0;
+        emptied
+    }
+
+    /// Adds the counts of the smaller of the two tables into the larger, which `self`
+    /// becomes; returns the smaller, as it was.
+    fn add_smaller(&mut self, mut other: PackedMap<u64>) -> PackedMap<u64> {
         if self.len < other.len {
             std::mem::swap(self, &mut other);
         }
         self.add_counts_of(&other);
-        other.slots.fill(Slot::default());
-        other.len = 0;
         other
+    }
+
+    /// Adds the counts of `other` (borrowed) to these.
+    pub fn add_counts_of(&mut self, other: &PackedMap<u64>) {
+        for (key, n) in other.iter() {
+            *self.entry(key, key_hash(key)) += n;
+        }
     }
 }
 

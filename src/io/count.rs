@@ -52,19 +52,24 @@ impl Counts {
         if (1..=MAX_PACKED).contains(&piece.len()) {
             let key = packed_all(piece);
             *self.small.entry(key, key_hash(key)) += n;
-        } else if let Some(c) = self.long.get_mut(piece) {
-            *c += n;
         } else {
-            self.long.insert(piece.to_vec(), n);
+            add_long(&mut self.long, piece, n);
         }
     }
 
-    /// Adds all of `other`'s counts.
+    /// Adds all of `other`'s counts (its keys move in).
     pub fn add_all(&mut self, other: Counts) {
-        let small = std::mem::take(&mut self.small);
-        self.small = small.merged(other.small);
+        self.small.add_all(other.small);
         for (piece, n) in other.long {
             *self.long.entry(piece).or_insert(0) += n;
+        }
+    }
+
+    /// Adds all of `other`'s counts, leaving it as it is.
+    pub fn add_counts_of(&mut self, other: &Counts) {
+        self.small.add_counts_of(&other.small);
+        for (piece, &n) in &other.long {
+            add_long(&mut self.long, piece, n);
         }
     }
 
@@ -93,6 +98,17 @@ impl Counts {
         let small = small.map(|(k, n)| (PieceBytes::Packed(k.to_le_bytes()), n));
         let long = self.long.iter().map(|(k, &n)| (PieceBytes::Long(k), n));
         small.chain(long)
+    }
+}
+
+/// Adds `n` occurrences of a piece too long to pack; its bytes are copied only when
+/// it is new.
+fn add_long(long: &mut FxHashMap<Vec<u8>, u64>, piece: &[u8], n: u64) {
+    match long.get_mut(piece) {
+        Some(c) => *c += n,
+        None => {
+            long.insert(piece.to_vec(), n);
+        }
     }
 }
 
@@ -204,16 +220,16 @@ impl Tables {
     /// All the tables' counts in one table.
     fn into_total(self) -> PackedMap<u64> {
         let tables = self.0.into_inner().unwrap_or_else(|e| e.into_inner());
-        tables
-            .into_iter()
-            .reduce(PackedMap::merged)
-            .unwrap_or_default()
+        let mut tables = tables.into_iter();
+        let mut total = tables.next().unwrap_or_default();
+        tables.for_each(|table| total.add_all(table));
+        total
     }
 }
 
 /// Adds a part's counts into the owned table.
 fn absorb(total: &mut Counts, part: PartCounts) {
-    total.small.absorb(part.small.into_counts());
+    total.small.add_all(part.small.into_counts());
     for (piece, n) in part.long {
         total.add(piece, n);
     }
@@ -270,12 +286,7 @@ fn count_block(
     });
     for part in longs {
         for (piece, n) in part? {
-            match long.get_mut(piece) {
-                Some(c) => *c += n,
-                None => {
-                    long.insert(piece.to_vec(), n);
-                }
-            }
+            add_long(long, piece, n);
         }
     }
     Ok(())

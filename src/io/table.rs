@@ -120,6 +120,16 @@ mod tests {
         let mut total = table(&[("a", 1), ("b", 2)]);
         total.add_all(table(&[("b", 3), ("c", 4)]));
         assert_eq!(total, table(&[("a", 1), ("b", 5), ("c", 4)]));
+        let long = "a piece of more than fifteen bytes";
+        let other = table(&[("c", 1), (long, 2)]);
+        total.add_counts_of(&other);
+        total.add_counts_of(&other);
+        assert_eq!(total, table(&[("a", 1), ("b", 5), ("c", 6), (long, 4)]));
+        assert_eq!(other, table(&[("c", 1), (long, 2)]));
+        total.add_all(table(&[(long, 1)]));
+        assert_eq!(total.get(long.as_bytes()), Some(5));
+        total.add_all(table(&[("c", 1)]));
+        assert_eq!(total.get(b"c"), Some(7));
         add_from_bytes(&to_bytes(&table(&[("a", 10)])), &mut total).unwrap();
         assert_eq!(total.get(b"a"), Some(11));
         assert_ne!(total, table(&[("a", 11), ("b", 5), ("c", 5)]));

@@ -96,8 +96,14 @@ impl PreTokenCounter {
 
     /// Adds the counts of `other` (counted apart: another file, process or machine).
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, Self>) -> PyResult<()> {
-        let counts = other.borrow().counts.clone();
-        slf.borrow_mut().counts.add_all(counts);
+        if slf.is(other) {
+            let counts = slf.borrow().counts.clone();
+            slf.borrow_mut().counts.add_all(counts);
+        } else {
+            slf.borrow_mut()
+                .counts
+                .add_counts_of(&other.borrow().counts);
+        }
         Ok(())
     }
 
