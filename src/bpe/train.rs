@@ -34,19 +34,25 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 type Pair = (u32, u32);
 /// Pair → how often it occurs and the words it occurs in.
 type Pairs = FxHashMap<Pair, PairEntry>;
+/// A pair's words (see [`PairEntry`]).
+type WordList = SmallVec<[u32; WORDS_INLINE]>;
+const WORDS_INLINE: usize = 4;
 
 #[derive(Default)]
 struct PairEntry {
     count: i64,
-    /// Ascending; may name words that lost the pair since.
-    words: Vec<u32>,
+    /// Ascending; may name words that lost the pair since. Up to 4 are kept inline:
+    /// most of the million pairs a big training makes occur in a few words.
+    words: WordList,
 }
 
 /// A word is named by where it starts in the arena, in units of [`ALIGN`] ids: at
@@ -61,11 +67,12 @@ const GIANT: u32 = u32::MAX;
 /// the allocator when they use less than a quarter of it (runs halve with each merge).
 const SHRINK_IDS_FROM: usize = 1 << 16;
 
-/// A merge touching at least this many words shares them among the threads (each
-/// merge is a barrier: below this, on a busy 2-core machine, waiting for the other
-/// thread cost more than it saved; at 3.7 M distinct words about the first hundred
-/// merges get there).
-const PARALLEL_FROM: usize = 200_000;
+/// A merge touching at least this many words shares them among the threads of a pool
+/// made once per training (each merge is a barrier). On 3.7 M distinct words the 868
+/// merges past 5,000 words hold 80% of all word visits and take 1.6x less time on two
+/// threads; below it (a merge of 1,000-5,000 words takes ~0.15 ms) sharing gained
+/// nothing.
+const PARALLEL_FROM: usize = 5_000;
 
 /// How many words ahead of the one being merged (or loaded) its memory is asked for.
 const PREFETCH_WORDS: usize = 8;
@@ -326,81 +333,192 @@ impl Default for Limits {
 /// Lays the words out (arena and giants) and counts their byte pairs: 256 × 256
 /// arrays, no hashing. Pre-tokens shorter than 2 bytes hold no pair and are left out.
 /// Also returns how many merges the words can take at most (a merge shortens a word).
-fn load_words<K: AsRef<[u8]>, I>(counts: I) -> Result<(Words, Pairs, usize), OutOfMemory>
+///
+/// With a pool, each thread lays out a run of the words into its own part of the
+/// arena (where each word goes is known from a first pass over the sizes) and counts
+/// into arrays of its own; the word lists are joined in part order, so they come out
+/// ascending and the same for any number of threads.
+fn load_words<K, I>(
+    counts: I,
+    pool: Option<&rayon::ThreadPool>,
+) -> Result<(Words, Pairs, usize), OutOfMemory>
 where
+    K: AsRef<[u8]>,
     I: IntoIterator<Item = (K, u64)>,
-    I::IntoIter: Clone,
+    I::IntoIter: Clone + Send,
 {
     let counts = counts.into_iter();
-    let arena_len: usize = counts
-        .clone()
-        .map(|(token, _)| token.as_ref().len())
-        .filter(|&n| n >= 2)
-        .map(arena_span)
-        .sum();
+    let parts = pool.map_or(1, |p| p.current_num_threads().max(1));
+    let items = if parts > 1 { counts.clone().count() } else { 0 };
+    // Where each part's words start: in the counts, and in the arena.
+    let mut firsts = vec![0usize; parts + 1];
+    let mut offsets = vec![0usize; parts + 1];
+    let mut arena_len = 0usize;
+    let mut part = 1;
+    for (i, (token, _)) in counts.clone().enumerate() {
+        while part < parts && i == items * part / parts {
+            (firsts[part], offsets[part]) = (i, arena_len);
+            part += 1;
+        }
+        let n = token.as_ref().len();
+        if n >= 2 {
+            arena_len += arena_span(n);
+        }
+    }
+    while part < parts {
+        (firsts[part], offsets[part]) = (usize::MAX, arena_len);
+        part += 1;
+    }
+    (firsts[parts], offsets[parts]) = (usize::MAX, arena_len);
     // Words are named by u32 offsets in units of ALIGN ids: a 64 GB arena at most.
     if arena_len / ALIGN > u32::MAX as usize {
         return Err(OutOfMemory {
             bytes: arena_len.saturating_mul(4),
         });
     }
+    let mut arena: Vec<u32> = Vec::new();
+    try_reserve(&mut arena, arena_len)?;
+
+    let mut slices = Vec::with_capacity(parts);
+    let mut rest = &mut arena.spare_capacity_mut()[..arena_len];
+    for k in 0..parts {
+        let (mine, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
+        let take = firsts[k + 1].saturating_sub(firsts[k]);
+        slices.push((counts.clone().skip(firsts[k]).take(take), mine, offsets[k]));
+        rest = tail;
+    }
+    let mut loaded: Vec<Option<Result<Loaded, OutOfMemory>>> = (0..parts).map(|_| None).collect();
+    match pool {
+        Some(pool) if parts > 1 => pool.in_place_scope(|scope| {
+            for ((counts, mine, base), out) in slices.into_iter().zip(loaded.iter_mut()) {
+                scope.spawn(move |_| *out = Some(load_part(counts, mine, base)));
+            }
+        }),
+        _ => {
+            for ((counts, mine, base), out) in slices.into_iter().zip(loaded.iter_mut()) {
+                *out = Some(load_part(counts, mine, base));
+            }
+        }
+    }
+    let loaded = loaded
+        .into_iter()
+        .map(|l| l.expect("every part ran"))
+        .collect::<Result<Vec<_>, _>>()?;
+    // SAFETY: each part wrote every id of its span (`load_part` checks it), and the
+    // spans tile `0..arena_len`.
+    unsafe { arena.set_len(arena_len) };
+
     let mut words = Words {
-        arena: Vec::new(),
+        arena,
         giants: Vec::new(),
     };
-    try_reserve(&mut words.arena, arena_len)?;
-    let mut ahead = counts.clone().skip(PREFETCH_WORDS);
-    let mut byte_counts = vec![0i64; 1 << 16];
-    let mut byte_words: Vec<Vec<u32>> = vec![Vec::new(); 1 << 16];
     let mut most_merges = 0;
-    for (token, count) in counts {
-        if let Some((soon, _)) = ahead.next() {
-            prefetch(soon.as_ref().as_ptr());
+    let mut byte_counts = vec![0i64; 1 << 16];
+    let mut lists = Vec::with_capacity(loaded.len());
+    for part in loaded {
+        most_merges += part.most_merges;
+        for (at, ids) in part.giants {
+            words.arena[at] = words.giants.len() as u32;
+            words.giants.push(Mutex::new(ids));
         }
+        for (all, count) in byte_counts.iter_mut().zip(part.byte_counts) {
+            *all += count;
+        }
+        lists.push(part.byte_words.into_iter());
+    }
+    // Each pair's list is the parts' lists joined, allocated once at its size; a
+    // part's list is freed as soon as it is copied.
+    let mut pairs = Pairs::default();
+    for (p, &count) in byte_counts.iter().enumerate() {
+        let parts: Vec<Vec<u32>> = lists
+            .iter_mut()
+            .map(|l| l.next().expect("a list per pair"))
+            .collect();
+        let len: usize = parts.iter().map(Vec::len).sum();
+        if len == 0 {
+            continue;
+        }
+        let mut words = WordList::with_capacity(len);
+        for list in parts {
+            words.extend_from_slice(&list);
+        }
+        let pair = ((p >> 8) as u32, (p & 0xff) as u32);
+        pairs.insert(pair, PairEntry { count, words });
+    }
+    Ok((words, pairs, most_merges))
+}
+
+/// What one part of [`load_words`] found besides the words it laid out.
+struct Loaded {
+    byte_counts: Vec<i64>,
+    byte_words: Vec<Vec<u32>>,
+    /// The giant words: where in the arena their buffer's index goes, and their ids.
+    giants: Vec<(usize, Vec<u32>)>,
+    most_merges: usize,
+}
+
+/// Lays out the words of `counts` into `arena`, which is exactly their span of the
+/// whole arena, starting at id `base` of it.
+fn load_part<K: AsRef<[u8]>>(
+    counts: impl Iterator<Item = (K, u64)>,
+    arena: &mut [MaybeUninit<u32>],
+    base: usize,
+) -> Result<Loaded, OutOfMemory> {
+    let mut out = Loaded {
+        byte_counts: vec![0i64; 1 << 16],
+        byte_words: vec![Vec::new(); 1 << 16],
+        giants: Vec::new(),
+        most_merges: 0,
+    };
+    let mut at = 0;
+    for (token, count) in counts {
         let token = token.as_ref();
         if token.len() < 2 {
             continue;
         }
-        let start = words.arena.len();
-        let w = (start / ALIGN) as u32;
+        let w = ((base + at) / ALIGN) as u32;
         for pair in token.windows(2) {
             let p = (pair[0] as usize) << 8 | pair[1] as usize;
-            byte_counts[p] += count as i64;
-            let list = &mut byte_words[p];
+            out.byte_counts[p] += count as i64;
+            let list = &mut out.byte_words[p];
             if list.last() != Some(&w) {
                 list.push(w);
             }
         }
-        most_merges += token.len() - 1;
+        out.most_merges += token.len() - 1;
+        let span = &mut arena[at..at + arena_span(token.len())];
+        let (header, ids) = span.split_at_mut(HEADER);
         let len = if token.len() < SHRINK_IDS_FROM {
             token.len() as u32
         } else {
             GIANT
         };
-        words
-            .arena
-            .extend([len, count as u32, (count >> 32) as u32]);
-        if len == GIANT {
-            let mut ids: Vec<u32> = Vec::new();
-            try_reserve(&mut ids, token.len())?;
-            ids.extend(token.iter().map(|&b| b as u32));
-            words.arena.push(words.giants.len() as u32);
-            words.giants.push(Mutex::new(ids));
+        for (slot, v) in header
+            .iter_mut()
+            .zip([len, count as u32, (count >> 32) as u32])
+        {
+            slot.write(v);
+        }
+        let written = if len == GIANT {
+            let mut giant: Vec<u32> = Vec::new();
+            try_reserve(&mut giant, token.len())?;
+            giant.extend(token.iter().map(|&b| b as u32));
+            out.giants.push((base + at + HEADER, giant));
+            ids[0].write(0); // the buffer's index, set when the parts are joined
+            1
         } else {
-            words.arena.extend(token.iter().map(|&b| b as u32));
+            for (slot, &b) in ids.iter_mut().zip(token) {
+                slot.write(b as u32);
+            }
+            token.len()
+        };
+        for slot in &mut ids[written..] {
+            slot.write(0);
         }
-        words.arena.resize(start + arena_span(token.len()), 0);
+        at += span.len();
     }
-    let mut pairs = Pairs::default();
-    for (p, mut list) in byte_words.into_iter().enumerate() {
-        if !list.is_empty() {
-            list.shrink_to_fit(); // up to half of a list was room to grow
-            let pair = ((p >> 8) as u32, (p & 0xff) as u32);
-            let count = byte_counts[p];
-            pairs.insert(pair, PairEntry { count, words: list });
-        }
-    }
-    Ok((words, pairs, most_merges))
+    assert_eq!(at, arena.len(), "a part's words fill its span of the arena");
+    Ok(out)
 }
 
 /// Learns up to `num_merges` merges from pre-token counts, within `limits`. Stops
@@ -417,10 +535,19 @@ pub fn train_merges<K: AsRef<[u8]>, I>(
 ) -> Result<Trained, OutOfMemory>
 where
     I: IntoIterator<Item = (K, u64)>,
-    I::IntoIter: Clone,
+    I::IntoIter: Clone + Send,
 {
+    // Built once: a merge is a barrier, too short to pay for starting threads.
+    let pool = (num_threads > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(num_threads)
+                .build()
+                .ok()
+        })
+        .flatten();
     let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
-    let (mut words, mut pairs, most_merges) = load_words(counts)?;
+    let (mut words, mut pairs, most_merges) = load_words(counts, pool.as_ref())?;
     let mut queue = Queue::default();
     for (&pair, entry) in &pairs {
         queue.push(pair, entry.count, &vocab);
@@ -454,7 +581,7 @@ where
 
         near.start(vocab.len());
         let word_ids = pairs.remove(&top.pair).unwrap_or_default().words;
-        let threads = if word_ids.len() >= PARALLEL_FROM {
+        let threads = if word_ids.len() >= PARALLEL_FROM && pool.is_some() {
             num_threads.max(1)
         } else {
             1
@@ -491,11 +618,12 @@ where
             }
             let giants = &words.giants;
             let (pair, vocab_len) = (top.pair, vocab.len());
-            std::thread::scope(|scope| {
+            let pool = pool.as_ref().expect("a pool when threads > 1");
+            pool.in_place_scope(|scope| {
                 let mut parts = parts.into_iter();
                 let (first, first_base, first_words) = parts.next().expect("one part at least");
                 for ((part, base, chunk), helper) in parts.zip(helpers.iter_mut()) {
-                    scope.spawn(move || {
+                    scope.spawn(move |_| {
                         helper.start(vocab_len);
                         merge_words(part, base, giants, chunk, pair, new_id, helper);
                     });
@@ -526,6 +654,7 @@ where
     let _ = progress(merges.len());
     // The queue's clones of the tokens go first, so each token's bytes are copied out
     // and freed one at a time (the vocabulary of a giant run is held once, not twice).
+    drop(pairs);
     drop(queue);
     drop(words);
     let mut out = Vec::with_capacity(vocab.len());
@@ -573,7 +702,13 @@ fn apply_merge(
         };
         let entry = pairs.get_mut(&pair).expect("added above");
         if entry.count > 0 {
-            entry.words = std::mem::take(&mut side.words);
+            // A long list moves (its buffer is the pair's now); a short one is copied
+            // inline, and the side keeps its few slots for the next merge.
+            entry.words = if side.words.len() > WORDS_INLINE {
+                WordList::from_vec(std::mem::take(&mut side.words))
+            } else {
+                WordList::from_slice(&side.words)
+            };
             push(pair, entry.count);
         } else {
             pairs.remove(&pair);

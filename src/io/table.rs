@@ -36,22 +36,23 @@ pub fn to_bytes(counts: &Counts) -> Vec<u8> {
 /// message naming the byte offset where it is.
 pub fn add_from_bytes(data: &[u8], counts: &mut Counts) -> Result<(), String> {
     let mut r = Reader { data, at: 0 };
-    if r.take(8, "the header")? != MAGIC {
+    if r.take(8, || "the header".into())? != MAGIC {
         return Err("not a bytepair pre-token count table (no BPCOUNTS at byte offset 0)".into());
     }
-    let version = u32::from_le_bytes(r.array("the version")?);
+    let version = u32::from_le_bytes(r.array(|| "the version".into())?);
     if version != VERSION {
         return Err(format!(
             "count table version {version} (at byte offset 8) is not supported: this \
              bytepair reads version {VERSION}; upgrade bytepair"
         ));
     }
-    let entries = u64::from_le_bytes(r.array("the number of entries")?);
+    let entries = u64::from_le_bytes(r.array(|| "the number of entries".into())?);
     for n in 0..entries {
-        let what = format!("entry {n}");
-        let len = u32::from_le_bytes(r.array(&what)?) as usize;
-        let token = r.take(len, &what)?;
-        let count = u64::from_le_bytes(r.array(&what)?);
+        // Named only on a fault: formatting millions of names cost more than reading.
+        let what = || format!("entry {n}");
+        let len = u32::from_le_bytes(r.array(what)?) as usize;
+        let token = r.take(len, what)?;
+        let count = u64::from_le_bytes(r.array(what)?);
         counts.add(token, count);
     }
     if r.at != data.len() {
@@ -70,9 +71,11 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+    /// The next `n` bytes; `what` names them in the message if there are fewer.
+    fn take(&mut self, n: usize, what: impl Fn() -> String) -> Result<&'a [u8], String> {
         let rest = self.data.len() - self.at;
         if n > rest {
+            let what = what();
             return Err(format!(
                 "truncated count table: {what} at byte offset {} needs {n} bytes; the data \
                  ends at byte offset {}",
@@ -84,7 +87,7 @@ impl<'a> Reader<'a> {
         Ok(&self.data[self.at - n..self.at])
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
+    fn array<const N: usize>(&mut self, what: impl Fn() -> String) -> Result<[u8; N], String> {
         Ok(self.take(N, what)?.try_into().expect("N bytes"))
     }
 }
