@@ -251,9 +251,10 @@ def test_network_is_off_during_tests():
         socket.create_connection(("127.0.0.1", 9), timeout=1)
 
 
-def test_the_scalar_pre_tokenizer_gives_the_ids_of_the_simd_one(tmp_path):
-    # BYTEPAIR_SCALAR=1 turns the SIMD runs off (CI also runs this file's tiktoken
-    # comparisons that way); both must give the same ids on text that exercises them.
+def test_every_simd_level_of_the_pre_tokenizer_gives_the_ids_of_the_scalar_one(tmp_path):
+    # BYTEPAIR_SCALAR=1 turns the SIMD code off (CI also runs this file's tiktoken
+    # comparisons that way) and BYTEPAIR_SIMD caps the level; every level must give
+    # the same ids on text that exercises them.
     import json
     import platform
     import subprocess
@@ -276,11 +277,16 @@ def test_the_scalar_pre_tokenizer_gives_the_ids_of_the_simd_one(tmp_path):
         "texts = json.load(open(sys.argv[1]))\n"
         "ids = {n: [bytepair.get_encoding(n).encode_ordinary(t) for t in texts]"
         " for n in ('gpt2', 'cl100k_base', 'o200k_base')}\n"
-        "print(json.dumps([_core.simd_in_use(), ids]))\n"
+        "print(json.dumps([_core.simd_in_use(), _core.simd_level(), ids]))\n"
     )
     runs = {}
-    for scalar in ("0", "1"):
-        env = {**os.environ, "BYTEPAIR_SCALAR": scalar}
+    for name, extra in [
+        ("scalar", {"BYTEPAIR_SCALAR": "1"}),
+        ("sse2", {"BYTEPAIR_SIMD": "sse2"}),
+        ("widest", {}),
+    ]:
+        env = {k: v for k, v in os.environ.items() if k not in ("BYTEPAIR_SCALAR", "BYTEPAIR_SIMD")}
+        env.update(extra)
         done = subprocess.run(
             [sys.executable, "-c", script, str(path)],
             env=env,
@@ -289,7 +295,14 @@ def test_the_scalar_pre_tokenizer_gives_the_ids_of_the_simd_one(tmp_path):
             timeout=300,
         )
         assert done.returncode == 0, done.stderr
-        runs[scalar] = json.loads(done.stdout)
-    assert runs["1"][0] is False
-    assert runs["0"][0] is (platform.machine() in ("x86_64", "AMD64"))
-    assert runs["0"][1] == runs["1"][1]
+        runs[name] = json.loads(done.stdout)
+    x86 = platform.machine() in ("x86_64", "AMD64")
+    assert runs["scalar"][:2] == [False, "scalar"]
+    assert runs["sse2"][:2] == ([True, "sse2"] if x86 else [False, "scalar"])
+    assert runs["widest"][1] in (("sse2", "avx2") if x86 else ("scalar",))
+    if x86 and Path("/proc/cpuinfo").exists():
+        flags = Path("/proc/cpuinfo").read_text().split()
+        has_avx2 = all(f in flags for f in ("avx2", "bmi1", "bmi2", "abm", "popcnt"))
+        assert runs["widest"][1] == ("avx2" if has_avx2 else "sse2")
+    assert runs["sse2"][2] == runs["scalar"][2]
+    assert runs["widest"][2] == runs["scalar"][2]

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use regex_syntax::hir::{Class, HirKind};
 
-use super::blocks;
+use super::blocks::{self, Simd};
 
 /// Lu, Lt
 const UPPER: u8 = 1;
@@ -103,18 +103,8 @@ fn table() -> &'static [u8] {
 struct Chars<'a> {
     text: &'a [u8],
     table: &'static [u8],
-    /// Whether runs may be found with SIMD instructions ([`simd_allowed`]).
-    simd: bool,
-}
-
-/// Whether the pre-tokenizers may use SIMD instructions: yes, unless the environment
-/// variable `BYTEPAIR_SCALAR` is set (to anything but `0` or empty) when it is first
-/// asked. Both paths give the same pieces; the switch lets tests and CI run the
-/// scalar one on a CPU that has the SIMD one.
-pub fn simd_allowed() -> bool {
-    static ALLOWED: OnceLock<bool> = OnceLock::new();
-    *ALLOWED
-        .get_or_init(|| !std::env::var("BYTEPAIR_SCALAR").is_ok_and(|v| !v.is_empty() && v != "0"))
+    /// The instructions runs and classes are found with ([`Simd::detected`]).
+    simd: Simd,
 }
 
 impl Chars<'_> {
@@ -174,7 +164,7 @@ impl Chars<'_> {
     #[inline(always)]
     fn ascii_run(&self, i: usize, class: AsciiClass) -> usize {
         #[cfg(target_arch = "x86_64")]
-        if self.simd {
+        if self.simd != Simd::Scalar {
             return self.ascii_run_sse2(i, class);
         }
         self.ascii_run_scalar(i, class)
@@ -516,11 +506,13 @@ impl Builtin {
     /// A walker over the pieces of `text` from byte `from` (a char boundary where a
     /// piece starts), which hands them out a batch at a time ([`PieceWalker::fill`]).
     pub fn walker(self, text: &str, from: usize) -> PieceWalker<'_> {
-        self.walker_with(text, from, simd_allowed())
+        self.walker_with(text, from, Simd::detected())
     }
 
-    /// [`Builtin::walker`], with SIMD instructions or without.
-    fn walker_with(self, text: &str, from: usize, simd: bool) -> PieceWalker<'_> {
+    /// [`Builtin::walker`], with the instructions of `simd`, which this CPU must have:
+    /// [`Simd::detected`], or in tests a level checked [`Simd::available`].
+    fn walker_with(self, text: &str, from: usize, simd: Simd) -> PieceWalker<'_> {
+        debug_assert!(simd.available(), "{simd:?} is not on this CPU");
         PieceWalker {
             builtin: self,
             chars: Chars {
@@ -558,10 +550,34 @@ impl PieceWalker<'_> {
     /// Writes the ends of the next pieces into `ends`, as many as fit; returns how
     /// many (0 at the end of the text).
     pub fn fill(&mut self, ends: &mut [usize]) -> usize {
+        match self.chars.simd {
+            Simd::Scalar => self.fill_with::<blocks::Scalar>(ends),
+            #[cfg(target_arch = "x86_64")]
+            Simd::Sse2 => self.fill_with::<blocks::Sse2>(ends),
+            // SAFETY: a walker's level is one this CPU has (see `walker_with`).
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2 => unsafe { self.fill_avx2(ends) },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => self.fill_with::<blocks::Scalar>(ends),
+        }
+    }
+
+    /// [`PieceWalker::fill`] compiled for AVX2 (and the bit scans of BMI1/BMI2/LZCNT):
+    /// the classes 32 bytes at a time, and one instruction for each bit scan.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    fn fill_avx2(&mut self, ends: &mut [usize]) -> usize {
+        self.fill_with::<blocks::Avx2>(ends)
+    }
+
+    #[inline(always)]
+    fn fill_with<C: blocks::Classify>(&mut self, ends: &mut [usize]) -> usize {
         match self.builtin {
-            Builtin::Gpt2 => self.fill_by_blocks(ends, blocks::gpt2_starts, gpt2_piece_end),
-            Builtin::Cl100k => self.fill_by_blocks(ends, blocks::cl100k_starts, cl100k_piece_end),
-            Builtin::O200k => self.fill_by_blocks(ends, blocks::o200k_starts, o200k_piece_end),
+            Builtin::Gpt2 => self.fill_by_blocks::<C>(ends, blocks::gpt2_starts, gpt2_piece_end),
+            Builtin::Cl100k => {
+                self.fill_by_blocks::<C>(ends, blocks::cl100k_starts, cl100k_piece_end)
+            }
+            Builtin::O200k => self.fill_by_blocks::<C>(ends, blocks::o200k_starts, o200k_piece_end),
         }
     }
 
@@ -572,7 +588,7 @@ impl PieceWalker<'_> {
     /// end of a window that holds one or decides nothing (a word of 60 letters),
     /// and in the text's last 64 bytes.
     #[inline(always)]
-    fn fill_by_blocks(
+    fn fill_by_blocks<C: blocks::Classify>(
         &mut self,
         ends: &mut [usize],
         starts_of: fn(&[u8; 64], &blocks::Masks) -> u64,
@@ -590,7 +606,7 @@ impl PieceWalker<'_> {
             } else if i + 64 <= len {
                 let at = i;
                 let window: &[u8; 64] = text[at..at + 64].try_into().expect("64 bytes");
-                let masks = blocks::classify(window, self.chars.simd);
+                let masks = C::classify(window);
                 let mut starts = starts_of(window, &masks);
                 while starts != 0 && n < ends.len() {
                     i = at + starts.trailing_zeros() as usize;
@@ -663,18 +679,20 @@ mod tests {
     /// The pieces, found with SIMD instructions and without (both must agree), in
     /// batches of a few (so that batches end everywhere).
     fn builtin_pieces(b: Builtin, text: &str) -> Vec<(usize, usize)> {
-        let walk = |simd: bool, batch: usize| {
+        let walk = |simd: Simd, batch: usize| {
             let mut out = Vec::new();
             let walker = b.walker_with(text, 0, simd);
             walker.for_each_piece(&mut vec![0; batch], |s, e| out.push((s, e)));
             out
         };
-        let scalar = walk(false, 3);
-        assert_eq!(
-            walk(true, 1),
-            scalar,
-            "{b:?}: SIMD and scalar differ on {text:?}"
-        );
+        let scalar = walk(Simd::Scalar, 3);
+        for level in Simd::ALL[1..].iter().filter(|l| l.available()) {
+            assert_eq!(
+                walk(*level, 1),
+                scalar,
+                "{b:?}: {level:?} and scalar differ on {text:?}"
+            );
+        }
         let mut whole = Vec::new();
         b.for_each_piece(text, |s, e| whole.push((s, e)));
         assert_eq!(

@@ -21,6 +21,7 @@ pub use patterns::{
 };
 pub use specials::{for_each_unit, SpecialMatcher, TokenFlags, Unit};
 
+pub use blocks::Simd;
 pub use builtin::Builtin;
 use patterns::{RegexSplitter, DEFAULT_BACKTRACK_LIMIT};
 use split::Split;

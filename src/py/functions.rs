@@ -106,11 +106,20 @@ fn last_pattern_cut(text: &str) -> usize {
 /// process: on x86_64, unless `BYTEPAIR_SCALAR` was set when first asked.
 #[pyfunction]
 fn simd_in_use() -> bool {
-    cfg!(target_arch = "x86_64") && crate::pretok::builtin::simd_allowed()
+    crate::pretok::Simd::detected() != crate::pretok::Simd::Scalar
+}
+
+/// The instructions the built-in pre-tokenizers use in this process: "scalar",
+/// "sse2" or "avx2" (the widest this CPU has, capped by `BYTEPAIR_SCALAR`
+/// or `BYTEPAIR_SIMD` when first asked).
+#[pyfunction]
+fn simd_level() -> &'static str {
+    crate::pretok::Simd::detected().name()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_in_use, m)?)?;
+    m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(assign_special_ids, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_cuts, m)?)?;
     m.add_function(wrap_pyfunction!(last_pattern_cut, m)?)?;
