@@ -233,6 +233,16 @@ impl Words {
     }
 }
 
+/// Slots of [`Trainer::recent`]: 1 MiB.
+const RECENT_SLOTS: usize = 1 << 16;
+/// No pair has this key (symbol ids are below `NO_SYMBOL`).
+const NO_PAIR: u64 = u64::MAX;
+
+/// The slot of [`Trainer::recent`] for `key`.
+fn recent_slot(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize
+}
+
 /// The key of the pair of symbols `(a, b)` in [`Trainer::pairs`].
 fn pair_key(a: u32, b: u32) -> u64 {
     (u64::from(a) << 32) | u64::from(b)
@@ -267,6 +277,11 @@ struct Trainer<'v> {
     /// Live pair symbols by [`pair_key`] of their two symbols, and
     /// [`NOT_A_PIECE`] for pairs that are not valid pieces.
     pairs: FxHashMap<u64, u32>,
+    /// A direct-mapped cache of `pairs` (slot by the key's hash): the pairs of
+    /// frequent symbols, looked up at every occurrence a merge touches, stay in a
+    /// megabyte instead of a hash table of many; a slot whose key is dropped from
+    /// `pairs` is cleared.
+    recent: Vec<(u64, u32)>,
     /// Symbols in sentencepiece's cache (chars and live pairs): sizes the active set.
     cache_len: usize,
     words: Words,
@@ -322,6 +337,7 @@ impl<'v> Trainer<'v> {
             state: Vec::new(),
             chars: FxHashMap::default(),
             pairs: FxHashMap::default(),
+            recent: vec![(NO_PAIR, 0); RECENT_SLOTS],
             cache_len: 0,
             words: Words {
                 cells: Vec::new(),
@@ -409,7 +425,13 @@ impl<'v> Trainer<'v> {
     /// The live pair symbol of `(a, b)`, made if it is a valid piece.
     fn pair_symbol(&mut self, a: u32, b: u32) -> Option<u32> {
         let key = pair_key(a, b);
+        let slot = recent_slot(key);
+        let (seen, id) = self.recent[slot];
+        if seen == key {
+            return (id != NOT_A_PIECE).then_some(id);
+        }
         if let Some(&id) = self.pairs.get(&key) {
+            self.recent[slot] = (key, id);
             return (id != NOT_A_PIECE).then_some(id);
         }
         let mut chars = std::mem::take(&mut self.pair_chars);
@@ -561,7 +583,12 @@ impl<'v> Trainer<'v> {
         state.active = false;
         let s = &mut self.symbols[best as usize];
         s.positions = Vec::new();
-        self.pairs.remove(&pair_key(s.left, s.right));
+        let key = pair_key(s.left, s.right);
+        self.pairs.remove(&key);
+        let slot = &mut self.recent[recent_slot(key)];
+        if slot.0 == key {
+            *slot = (NO_PAIR, 0);
+        }
         self.cache_len -= 1;
     }
 
