@@ -67,10 +67,10 @@ impl BpeModel {
         for (id, &b) in ids.iter_mut().zip(piece) {
             *id = self.byte_ids[b as usize];
         }
-        // pairs[i]: the pair ids[i], ids[i + 1].
+        // pairs[i]: the pair ids[i], ids[i + 1]; at first, of two single bytes.
         let mut pairs = [(u32::MAX, 0u32); SHORT_PIECE];
-        for i in 0..len - 1 {
-            pairs[i] = self.pair(ids[i], ids[i + 1]);
+        for (pair, two) in pairs.iter_mut().zip(piece.windows(2)) {
+            *pair = self.byte_pairs[(two[0] as usize) << 8 | two[1] as usize];
         }
         while len > 1 {
             let mut best = 0;

@@ -19,6 +19,11 @@ pub struct Merge {
 pub struct BpeModel {
     pub(super) merges: FxHashMap<(u32, u32), Merge>,
     pub(super) byte_ids: [u32; 256],
+    /// (rank, merged id) of the pair of the single bytes `a`, `b` at `a << 8 | b`
+    /// (`u32::MAX` for a pair that does not merge): the first pairs of every piece
+    /// merged, read from 512 KB without hashing instead of from `merges`, which under
+    /// tiktoken's rule holds every split of every token (megabytes).
+    pub(super) byte_pairs: Box<[(u32, u32)]>,
     decoder: FxHashMap<u32, Vec<u8>>,
     special_ids: FxHashMap<String, u32>,
     /// Every merge ranks after the merges that made its two parts, so a merge never
@@ -168,6 +173,14 @@ impl BpeModel {
         // Under tiktoken's rule every split of a token has the token's rank: the
         // by-rank loop, which keeps one pair a rank, is not for it.
         let ranks_grow = whole.is_none() && ranks_grow(&merge_map);
+        let byte_pairs = (0..1usize << 16)
+            .map(|p| {
+                let (a, b) = (byte_ids[p >> 8], byte_ids[p & 0xFF]);
+                merge_map
+                    .get(&(a, b))
+                    .map_or((u32::MAX, 0), |m| (m.rank, m.id))
+            })
+            .collect();
         let mut decoder = vocab;
         for (t, &id) in &specials {
             decoder.insert(id, t.as_bytes().to_vec());
@@ -176,6 +189,7 @@ impl BpeModel {
             merges: merge_map,
             ranks_grow,
             byte_ids,
+            byte_pairs,
             decoder,
             special_ids: specials,
             whole,
