@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -68,6 +67,8 @@ def temporary_name(path: str | os.PathLike) -> str:
     >>> temporary_name("/data/out.bin").startswith("/data/.out.bin.")
     True
     """
+    import secrets  # here, not at import: `import bytepair` stays quick
+
     path = Path(path)
     return str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
 

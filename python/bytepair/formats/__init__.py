@@ -25,7 +25,6 @@ line or entry at fault. Writers go through a temporary file and a rename.
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 
@@ -80,6 +79,8 @@ def detect(path: str | os.PathLike) -> str:
 
 
 def _unknown_name(name: str) -> str:
+    import difflib  # only for this message: it costs an import of `import bytepair`
+
     names = bundled.names()
     guess = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
     if not guess:

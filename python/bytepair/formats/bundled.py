@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import lzma
 import threading
-from importlib import resources
 
 from bytepair.formats import tiktoken
 from bytepair.models import BPE
@@ -58,6 +57,8 @@ def names() -> list[str]:
 
 def rank_file_text(file: str) -> bytes:
     """The text of a bundled ``.tiktoken`` file (decompressed), e.g. ``"cl100k_base"``."""
+    from importlib import resources  # here, not at import: `import bytepair` stays quick
+
     packed = resources.files("bytepair").joinpath("data", f"{file}.tiktoken.xz")
     return lzma.decompress(packed.read_bytes())
 
