@@ -257,6 +257,53 @@ impl Masks {
     }
 }
 
+/// The classes of the bytes of the vector `v`, one mask each in the order of
+/// [`Masks`]' fields, then the bytes >= 0x80: the SSE2 and AVX2 classifiers are this
+/// with the intrinsics of their width, 16 or 32 bytes at a time.
+#[cfg(target_arch = "x86_64")]
+macro_rules! lane_masks {
+    ($v:expr, $set1:ident, $sub:ident, $or:ident, $cmpeq:ident, $min:ident, $movemask:ident) => {{
+        let v = $v;
+        let eq = |c: u8| $cmpeq(v, $set1(c as i8));
+        // x <= span, as unsigned bytes (x is b - base: b in base..=base + span).
+        let within = |x, span: u8| $cmpeq($min(x, $set1(span as i8)), x);
+        let space = eq(b' ');
+        [
+            within($sub($or(v, $set1(0x20)), $set1(b'a' as i8)), 25),
+            within($sub(v, $set1(b'0' as i8)), 9),
+            $or(within($sub(v, $set1(9)), 4), space),
+            $or(eq(b'\n'), eq(b'\r')),
+            space,
+            eq(b'\''),
+            within($sub(v, $set1(b'A' as i8)), 25),
+            eq(b'/'),
+            v,
+        ]
+        .map(|x| $movemask(x) as u32 as u64)
+    }};
+}
+
+impl Masks {
+    /// The masks of 64 bytes from the lanes' masks put together (`lane_masks`' order).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn from_lanes(m: [u64; 9]) -> Masks {
+        let [letter, digit, white, newline, space, quote, upper, slash, high] = m;
+        Masks {
+            letter,
+            digit,
+            white,
+            newline,
+            space,
+            quote,
+            upper,
+            slash,
+            ascii: high.trailing_zeros(),
+        }
+        .keep_ascii()
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn classify_sse2(bytes: &[u8; 64]) -> Masks {
@@ -265,55 +312,23 @@ fn classify_sse2(bytes: &[u8; 64]) -> Masks {
     for chunk in 0..4 {
         // SAFETY: the 16 bytes at `16 * chunk` are inside `bytes`; SSE2 is part of
         // x86_64.
-        let masks = unsafe {
+        let lanes = unsafe {
             let v = _mm_loadu_si128(bytes.as_ptr().add(16 * chunk).cast::<__m128i>());
-            let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
-            // low <= b - base, as unsigned bytes: b - base <= span.
-            let within = |x: __m128i, span: u8| {
-                _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(span as i8)), x)
-            };
-            let letter = within(
-                _mm_sub_epi8(
-                    _mm_or_si128(v, _mm_set1_epi8(0x20)),
-                    _mm_set1_epi8(b'a' as i8),
-                ),
-                25,
-            );
-            let digit = within(_mm_sub_epi8(v, _mm_set1_epi8(b'0' as i8)), 9);
-            let space = eq(b' ');
-            let white = _mm_or_si128(within(_mm_sub_epi8(v, _mm_set1_epi8(9)), 4), space);
-            let newline = _mm_or_si128(eq(b'\n'), eq(b'\r'));
-            let upper = within(_mm_sub_epi8(v, _mm_set1_epi8(b'A' as i8)), 25);
-            [
-                letter,
-                digit,
-                white,
-                newline,
-                space,
-                eq(b'\''),
-                upper,
-                eq(b'/'),
+            lane_masks!(
                 v,
-            ]
-            .map(|x| _mm_movemask_epi8(x) as u32 as u64)
+                _mm_set1_epi8,
+                _mm_sub_epi8,
+                _mm_or_si128,
+                _mm_cmpeq_epi8,
+                _mm_min_epu8,
+                _mm_movemask_epi8
+            )
         };
-        for (all, part) in m.iter_mut().zip(masks) {
+        for (all, part) in m.iter_mut().zip(lanes) {
             *all |= part << (16 * chunk);
         }
     }
-    let [letter, digit, white, newline, space, quote, upper, slash, high] = m;
-    Masks {
-        letter,
-        digit,
-        white,
-        newline,
-        space,
-        quote,
-        upper,
-        slash,
-        ascii: high.trailing_zeros(),
-    }
-    .keep_ascii()
+    Masks::from_lanes(m)
 }
 
 /// [`classify_sse2`] 32 bytes at a time.
@@ -326,51 +341,20 @@ fn classify_avx2(bytes: &[u8; 64]) -> Masks {
     for half in 0..2 {
         // SAFETY: the 32 bytes at `32 * half` are inside `bytes`.
         let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(32 * half).cast::<__m256i>()) };
-        let eq = |c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
-        let within = |x: __m256i, span: u8| {
-            _mm256_cmpeq_epi8(_mm256_min_epu8(x, _mm256_set1_epi8(span as i8)), x)
-        };
-        let letter = within(
-            _mm256_sub_epi8(
-                _mm256_or_si256(v, _mm256_set1_epi8(0x20)),
-                _mm256_set1_epi8(b'a' as i8),
-            ),
-            25,
-        );
-        let digit = within(_mm256_sub_epi8(v, _mm256_set1_epi8(b'0' as i8)), 9);
-        let space = eq(b' ');
-        let white = _mm256_or_si256(within(_mm256_sub_epi8(v, _mm256_set1_epi8(9)), 4), space);
-        let newline = _mm256_or_si256(eq(b'\n'), eq(b'\r'));
-        let upper = within(_mm256_sub_epi8(v, _mm256_set1_epi8(b'A' as i8)), 25);
-        let masks = [
-            letter,
-            digit,
-            white,
-            newline,
-            space,
-            eq(b'\''),
-            upper,
-            eq(b'/'),
+        let lanes = lane_masks!(
             v,
-        ]
-        .map(|x| _mm256_movemask_epi8(x) as u32 as u64);
-        for (all, part) in m.iter_mut().zip(masks) {
+            _mm256_set1_epi8,
+            _mm256_sub_epi8,
+            _mm256_or_si256,
+            _mm256_cmpeq_epi8,
+            _mm256_min_epu8,
+            _mm256_movemask_epi8
+        );
+        for (all, part) in m.iter_mut().zip(lanes) {
             *all |= part << (32 * half);
         }
     }
-    let [letter, digit, white, newline, space, quote, upper, slash, high] = m;
-    Masks {
-        letter,
-        digit,
-        white,
-        newline,
-        space,
-        quote,
-        upper,
-        slash,
-        ascii: high.trailing_zeros(),
-    }
-    .keep_ascii()
+    Masks::from_lanes(m)
 }
 
 /// The bits below `n` (all 64 for 64).
