@@ -74,7 +74,7 @@ const SHRINK_IDS_FROM: usize = 1 << 16;
 /// nothing.
 const PARALLEL_FROM: usize = 5_000;
 
-/// How many words ahead of the one being merged (or loaded) its memory is asked for.
+/// How many words ahead of the one being merged its memory is asked for.
 const PREFETCH_WORDS: usize = 8;
 
 /// Asks the CPU to bring in the line at `p`. A hint: no effect on results.
