@@ -2,11 +2,15 @@
 by side, each in a fresh process, on the same corpus and options.
 
     python benchmarks/bench_spm_train.py CORPUS.txt [--vocab-size 8000] [--num-threads N]
+        [--repeat R]
 
 Both train with identity normalization, byte fallback and no sampling
 (input_sentence_size=0), so the results must be identical: the script checks that
 the pieces, scores and types agree (or prints the first difference). Reported: wall
-time and peak RSS of each child process (from getrusage), and the ratios.
+time and peak RSS of each child process (its own getrusage), and the ratios. With
+`--repeat R` the two tools take turns R times and the best wall time of each is
+compared (every run is printed): on a shared, noisy machine the best of a few runs is
+the one least disturbed by other work.
 """
 
 from __future__ import annotations
@@ -14,14 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 
 CHILD = r"""
-import io, json, sys, time
+import io, json, resource, sys, time
 args = json.loads(sys.argv[1])
 start = time.perf_counter()
 if args["tool"] == "sentencepiece":
@@ -41,23 +44,21 @@ else:
         byte_fallback=True, num_threads=args["threads"], progress=False,
     )
     seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds}))
+rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": seconds, "rss_mb": rss_mb}))
 """
 
 
 def run(tool: str, corpus: str, vocab: int, threads: int, output: str) -> dict:
     """Trains in a child process; its wall time and peak RSS (MB)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     args = {"tool": tool, "corpus": corpus, "vocab": vocab, "threads": threads, "output": output}
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, json.dumps(args)], capture_output=True, text=True, check=True
     )
     wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak <= before:
-        print(f"warning: {tool}'s peak RSS is not above an earlier child's; run it alone")
-    return {"wall": wall, "train": json.loads(proc.stdout)["seconds"], "rss_mb": peak / 1024}
+    child = json.loads(proc.stdout)
+    return {"wall": wall, "train": child["seconds"], "rss_mb": child["rss_mb"]}
 
 
 def main() -> None:
@@ -65,23 +66,27 @@ def main() -> None:
     p.add_argument("corpus")
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--num-threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--repeat", type=int, default=1, help="runs of each tool, taking turns")
     a = p.parse_args()
     from bytepair._core import SentencePieceModel
 
     with tempfile.TemporaryDirectory() as tmp:
-        # bytepair first: getrusage gives the largest child so far, and it is the smaller.
-        results, models = {}, {}
-        for tool in ("bytepair", "sentencepiece"):
-            out = os.path.join(tmp, f"{tool}.model")
-            results[tool] = run(tool, a.corpus, a.vocab_size, a.num_threads, out)
-            with open(out, "rb") as f:
-                models[tool] = SentencePieceModel.from_bytes(f.read()).pieces()
+        runs, models = {"bytepair": [], "sentencepiece": []}, {}
+        for _ in range(max(1, a.repeat)):
+            for tool in runs:
+                out = os.path.join(tmp, f"{tool}.model")
+                runs[tool].append(run(tool, a.corpus, a.vocab_size, a.num_threads, out))
+                with open(out, "rb") as f:
+                    models[tool] = SentencePieceModel.from_bytes(f.read()).pieces()
+    results = {tool: min(rs, key=lambda r: r["wall"]) for tool, rs in runs.items()}
     size_mb = os.path.getsize(a.corpus) / 1e6
-    print(f"{a.corpus}: {size_mb:.0f} MB, vocab {a.vocab_size}, {a.num_threads} threads")
+    best = " (best of each)" if a.repeat > 1 else ""
+    print(f"{a.corpus}: {size_mb:.0f} MB, vocab {a.vocab_size}, {a.num_threads} threads{best}")
     for tool, r in results.items():
+        walls = ", ".join(f"{x['wall']:.2f}" for x in runs[tool])
         print(
-            f"  {tool:14s} {r['wall']:8.1f} s wall ({r['train']:.1f} s training)"
-            f"  peak RSS {r['rss_mb']:8.0f} MB"
+            f"  {tool:14s} {r['wall']:8.2f} s wall ({r['train']:.2f} s training)"
+            f"  peak RSS {r['rss_mb']:8.0f} MB   runs: {walls}"
         )
     ours, theirs = results["bytepair"], results["sentencepiece"]
     print(

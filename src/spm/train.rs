@@ -313,30 +313,35 @@ impl WordList {
         (0..self.len()).map(|i| (self.word(i), self.counts[i]))
     }
 
-    /// The words in sentencepiece's order: count descending, then the word,
-    /// sorted on `threads` threads (the words are distinct: one order, whatever
-    /// the threads).
+    /// The words in sentencepiece's order (see [`sort_words`]).
+    #[cfg(test)]
     fn sorted(&self, threads: usize) -> Vec<(&str, u64)> {
-        // The first 8 bytes, big-endian, order words as their bytes do: most
-        // comparisons of equal counts end there without a call to memcmp.
-        let prefix = |w: &str| {
-            let mut buf = [0u8; 8];
-            let n = w.len().min(8);
-            buf[..n].copy_from_slice(&w.as_bytes()[..n]);
-            u64::from_be_bytes(buf)
-        };
-        let mut keyed: Vec<(std::cmp::Reverse<u64>, u64, &str)> = self
-            .iter()
-            .map(|(w, n)| (std::cmp::Reverse(n), prefix(w), w))
-            .collect();
-        let pool =
-            (threads > 1).then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build());
-        match pool {
-            Some(Ok(pool)) => pool.install(|| keyed.par_sort_unstable()),
-            _ => keyed.sort_unstable(),
-        }
-        keyed.into_iter().map(|(n, _, w)| (w, n.0)).collect()
+        sort_words(self.iter().collect(), threads)
     }
+}
+
+/// Distinct words in sentencepiece's order: count descending, then the word,
+/// sorted on `threads` threads (the words are distinct: one order, whatever the
+/// threads).
+fn sort_words(words: Vec<(&str, u64)>, threads: usize) -> Vec<(&str, u64)> {
+    // The first 8 bytes, big-endian, order words as their bytes do: most
+    // comparisons of equal counts end there without a call to memcmp.
+    let prefix = |w: &str| {
+        let mut buf = [0u8; 8];
+        let n = w.len().min(8);
+        buf[..n].copy_from_slice(&w.as_bytes()[..n]);
+        u64::from_be_bytes(buf)
+    };
+    let mut keyed: Vec<(std::cmp::Reverse<u64>, u64, &str)> = words
+        .into_iter()
+        .map(|(w, n)| (std::cmp::Reverse(n), prefix(w), w))
+        .collect();
+    let pool = (threads > 1).then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build());
+    match pool {
+        Some(Ok(pool)) => pool.install(|| keyed.par_sort_unstable()),
+        _ => keyed.sort_unstable(),
+    }
+    keyed.into_iter().map(|(n, _, w)| (w, n.0)).collect()
 }
 
 const SPACE_BYTES: &[u8] = SPACE_SYMBOL.as_bytes();
@@ -838,12 +843,13 @@ fn train_from_words(
         _ => known.contains(&c),
     };
     // Words with characters outside the alphabet get `▅` for them, and may then
-    // spell the same; the others cannot meet them (no word held `▅`).
-    let mut words = WordList::default();
+    // spell the same; the others cannot meet them (no word held `▅`), and are
+    // sorted where they are, not copied.
+    let mut words: Vec<(&str, u64)> = Vec::with_capacity(counts.len());
     let mut unknown: Counts = FxHashMap::default();
     for (w, n) in counts.iter() {
         if w.chars().all(is_known) {
-            words.push(&[w], n);
+            words.push((w, n));
         } else {
             let w: String = w
                 .chars()
@@ -852,11 +858,12 @@ fn train_from_words(
             *unknown.entry(w).or_insert(0) += n;
         }
     }
-    drop(counts);
+    let mut respelled = WordList::default();
     for (w, n) in unknown {
-        words.push(&[&w], n);
+        respelled.push(&[&w], n);
     }
-    let sorted = words.sorted(opts.num_threads.max(1));
+    words.extend(respelled.iter());
+    let sorted = sort_words(words, opts.num_threads.max(1));
 
     let num_pieces = opts.vocab_size - num_reserved - required.len();
     let learned = learn_pieces(&sorted, num_pieces, &opts.validity, |n| progress.pieces(n));
@@ -874,7 +881,8 @@ fn train_from_words(
         }
     };
     drop(sorted);
-    drop(words);
+    drop(respelled);
+    drop(counts);
 
     let ranked = learned
         .into_iter()

@@ -156,6 +156,8 @@ fn script_of(c: char) -> Script {
 /// A character or a pair of symbols.
 struct Symbol {
     text: Rc<str>,
+    /// Orders pair symbols as their texts do, mostly without reading them.
+    order: TextOrder,
     chars: u32,
     is_unk: bool,
     /// For a pair: its two symbols; `NO_SYMBOL` for a character.
@@ -184,7 +186,32 @@ struct State {
 }
 
 /// A heap entry: count, then shorter, then smaller string, then older.
-type Entry = (u64, Reverse<u32>, Reverse<Rc<str>>, Reverse<u32>);
+type Entry = (u64, Reverse<u32>, Reverse<TextOrder>, Reverse<u32>);
+
+/// A piece's text as it sorts: its first 16 bytes, big-endian and zero-padded,
+/// then the whole text only when it is longer. Valid pieces hold no NUL, so
+/// padding sorts a text before its extensions, as `str` does; and an entry
+/// pushed on the heap (a few per merge) copies 16 bytes instead of touching the
+/// text's reference count, a cache miss each.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
+struct TextOrder {
+    /// The two big-endian halves: a `u128` would align (and grow) every symbol to 16.
+    prefix: [u64; 2],
+    rest: Option<Rc<str>>,
+}
+
+impl TextOrder {
+    fn of(text: &Rc<str>) -> TextOrder {
+        let mut buf = [0u8; 16];
+        let n = text.len().min(16);
+        buf[..n].copy_from_slice(&text.as_bytes()[..n]);
+        let half = |h: &[u8]| u64::from_be_bytes(h.try_into().expect("8 bytes"));
+        TextOrder {
+            prefix: [half(&buf[..8]), half(&buf[8..])],
+            rest: (text.len() > 16).then(|| text.clone()),
+        }
+    }
+}
 
 /// One symbol of a word: its id (`REMOVED` where merged away) and the clock
 /// when it was last set (a pair of neighbours came about at the later of their
@@ -274,6 +301,8 @@ struct Trainer<'v> {
     symbols: Vec<Symbol>,
     state: Vec<State>,
     chars: FxHashMap<char, u32>,
+    /// `chars` for ASCII, without hashing (`NO_SYMBOL` until seen).
+    ascii: [u32; 128],
     /// Live pair symbols by [`pair_key`] of their two symbols, and
     /// [`NOT_A_PIECE`] for pairs that are not valid pieces.
     pairs: FxHashMap<u64, u32>,
@@ -336,11 +365,14 @@ impl<'v> Trainer<'v> {
             symbols: Vec::new(),
             state: Vec::new(),
             chars: FxHashMap::default(),
+            ascii: [NO_SYMBOL; 128],
             pairs: FxHashMap::default(),
             recent: vec![(NO_PAIR, 0); RECENT_SLOTS],
             cache_len: 0,
             words: Words {
-                cells: Vec::new(),
+                // A word has at most as many characters as bytes: one allocation,
+                // never copied as it grows (pages past the end are never touched).
+                cells: Vec::with_capacity(words.iter().map(|(w, _)| w.len()).sum()),
                 starts: vec![0],
                 counts: Vec::with_capacity(words.len()),
             },
@@ -395,6 +427,7 @@ impl<'v> Trainer<'v> {
     fn new_symbol(&mut self, text: Rc<str>, chars: u32, left: u32, right: u32, unk: bool) -> u32 {
         let id = self.symbols.len() as u32;
         self.symbols.push(Symbol {
+            order: TextOrder::of(&text),
             text,
             chars,
             is_unk: unk,
@@ -414,11 +447,20 @@ impl<'v> Trainer<'v> {
     }
 
     fn char_symbol(&mut self, c: char) -> u32 {
-        if let Some(&id) = self.chars.get(&c) {
+        if let Some(&id) = self.ascii.get(c as usize) {
+            if id != NO_SYMBOL {
+                return id;
+            }
+        } else if let Some(&id) = self.chars.get(&c) {
             return id;
         }
         let id = self.new_symbol(c.to_string().into(), 1, NO_SYMBOL, NO_SYMBOL, c == UNK_CHAR);
-        self.chars.insert(c, id);
+        match self.ascii.get_mut(c as usize) {
+            Some(slot) => *slot = id,
+            None => {
+                self.chars.insert(c, id);
+            }
+        }
         id
     }
 
@@ -497,7 +539,7 @@ impl<'v> Trainer<'v> {
         (
             self.state[id as usize].freq,
             Reverse(s.chars),
-            Reverse(s.text.clone()),
+            Reverse(s.order.clone()),
             Reverse(id),
         )
     }
@@ -544,7 +586,7 @@ impl<'v> Trainer<'v> {
         if need < ties.len() {
             let key = |id: &u32| {
                 let s = &self.symbols[*id as usize];
-                (s.chars, s.text.clone(), *id)
+                (s.chars, s.order.clone(), *id)
             };
             ties.select_nth_unstable_by_key(need - 1, key);
             ties.truncate(need);
@@ -647,6 +689,45 @@ mod tests {
                 s => s,
             };
             assert_eq!(script_of(c), want, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn text_order_sorts_as_the_texts_do() {
+        // Lengths around the 16-byte prefix, shared prefixes, multi-byte characters.
+        let stems = [
+            "",
+            "a",
+            "ab",
+            "\u{2581}",
+            "abcdefghijklmno",
+            "abcdefghijklmnop",
+        ];
+        let tails = [
+            "",
+            "a",
+            "b",
+            "\u{2581}the",
+            "qrstuvwxyz",
+            "\u{ff}",
+            "\u{10ffff}",
+        ];
+        let mut texts: Vec<Rc<str>> = Vec::new();
+        for stem in stems {
+            for tail in tails {
+                for more in tails {
+                    texts.push(format!("{stem}{tail}{more}").into());
+                }
+            }
+        }
+        for a in &texts {
+            for b in &texts {
+                assert_eq!(
+                    TextOrder::of(a).cmp(&TextOrder::of(b)),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
+            }
         }
     }
 }
