@@ -74,6 +74,10 @@ const SHRINK_IDS_FROM: usize = 1 << 16;
 /// nothing.
 const PARALLEL_FROM: usize = 5_000;
 
+/// How often (in items) [`load_words`] keeps a copy of the counts' iterator, where
+/// a part of the words may start (in tests, often: small inputs split too).
+const MARK_EVERY: usize = if cfg!(test) { 2 } else { 1 << 16 };
+
 /// How many words ahead of the one being merged its memory is asked for.
 const PREFETCH_WORDS: usize = 8;
 
@@ -349,27 +353,22 @@ where
 {
     let counts = counts.into_iter();
     let parts = pool.map_or(1, |p| p.current_num_threads().max(1));
-    let items = if parts > 1 { counts.clone().count() } else { 0 };
-    // Where each part's words start: in the counts, and in the arena.
-    let mut firsts = vec![0usize; parts + 1];
-    let mut offsets = vec![0usize; parts + 1];
+    // One pass sizes the arena, keeping a copy of the iterator every `MARK_EVERY`
+    // items with where its words start in the arena: the parts start at marks, so
+    // no part walks past the words of those before it.
+    let mut marks = Vec::new();
     let mut arena_len = 0usize;
-    let mut part = 1;
-    for (i, (token, _)) in counts.clone().enumerate() {
-        while part < parts && i == items * part / parts {
-            (firsts[part], offsets[part]) = (i, arena_len);
-            part += 1;
+    let mut rest = counts.clone();
+    for i in 0.. {
+        if parts > 1 && i % MARK_EVERY == 0 {
+            marks.push((rest.clone(), i, arena_len));
         }
+        let Some((token, _)) = rest.next() else { break };
         let n = token.as_ref().len();
         if n >= 2 {
             arena_len += arena_span(n);
         }
     }
-    while part < parts {
-        (firsts[part], offsets[part]) = (usize::MAX, arena_len);
-        part += 1;
-    }
-    (firsts[parts], offsets[parts]) = (usize::MAX, arena_len);
     // Words are named by u32 offsets in units of ALIGN ids: a 64 GB arena at most.
     if arena_len / ALIGN > u32::MAX as usize {
         return Err(OutOfMemory {
@@ -379,17 +378,32 @@ where
     let mut arena: Vec<u32> = Vec::new();
     try_reserve(&mut arena, arena_len)?;
 
-    let mut slices = Vec::with_capacity(parts);
+    // Part k starts at the first mark past k/parts of the arena (the first part at
+    // the start); each takes the items up to the next part's start.
+    let mut starts = vec![(counts, 0usize, 0usize)];
+    for k in 1..parts {
+        let share = arena_len / parts * k;
+        let after = starts.last().map_or(0, |s| s.1);
+        if let Some(mark) = marks.iter().find(|m| m.2 >= share && m.1 > after) {
+            starts.push(mark.clone());
+        }
+    }
+    let mut slices = Vec::with_capacity(starts.len());
     let mut rest = &mut arena.spare_capacity_mut()[..arena_len];
-    for k in 0..parts {
-        let (mine, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
-        let take = firsts[k + 1].saturating_sub(firsts[k]);
-        slices.push((counts.clone().skip(firsts[k]).take(take), mine, offsets[k]));
+    for k in 0..starts.len() {
+        let (end_item, end_at) = starts
+            .get(k + 1)
+            .map_or((usize::MAX, arena_len), |s| (s.1, s.2));
+        let (items, first, at) = starts[k].clone();
+        let (mine, tail) = rest.split_at_mut(end_at - at);
+        slices.push((items.take(end_item - first), mine, at));
         rest = tail;
     }
-    let mut loaded: Vec<Option<Result<Loaded, OutOfMemory>>> = (0..parts).map(|_| None).collect();
+    drop(marks);
+    let mut loaded: Vec<Option<Result<Loaded, OutOfMemory>>> =
+        (0..slices.len()).map(|_| None).collect();
     match pool {
-        Some(pool) if parts > 1 => pool.in_place_scope(|scope| {
+        Some(pool) if slices.len() > 1 => pool.in_place_scope(|scope| {
             for ((counts, mine, base), out) in slices.into_iter().zip(loaded.iter_mut()) {
                 scope.spawn(move |_| *out = Some(load_part(counts, mine, base)));
             }
@@ -470,6 +484,9 @@ fn load_part<K: AsRef<[u8]>>(
         giants: Vec::new(),
         most_merges: 0,
     };
+    // The last word each pair's list names, read instead of the list's own last slot:
+    // 256 KB that stay in cache, where the 65,536 lists' ends do not.
+    let mut last = vec![u32::MAX; 1 << 16];
     let mut at = 0;
     for (token, count) in counts {
         let token = token.as_ref();
@@ -480,9 +497,9 @@ fn load_part<K: AsRef<[u8]>>(
         for pair in token.windows(2) {
             let p = (pair[0] as usize) << 8 | pair[1] as usize;
             out.byte_counts[p] += count as i64;
-            let list = &mut out.byte_words[p];
-            if list.last() != Some(&w) {
-                list.push(w);
+            if last[p] != w {
+                last[p] = w;
+                out.byte_words[p].push(w);
             }
         }
         out.most_merges += token.len() - 1;
