@@ -66,6 +66,58 @@ pub struct Specials<'a> {
     pub disallowed: &'a SpecialMatcher,
 }
 
+/// Where a batch's worker threads come from.
+#[derive(Clone, Copy)]
+pub enum Workers<'p> {
+    /// This many threads, started for the call and ended with it: nothing outlives a
+    /// call, so a process that forks between calls loses no threads.
+    Spawned(usize),
+    /// The threads of a pool its owner keeps from batch to batch (a job of many
+    /// batches: [`crate::py::documents::DocumentBatches`]). Starting threads for each
+    /// block of a file cost a tenth of the encoding.
+    Pool(&'p rayon::ThreadPool),
+}
+
+impl Workers<'_> {
+    fn count(self) -> usize {
+        match self {
+            Workers::Spawned(n) => n,
+            Workers::Pool(pool) => pool.current_num_threads(),
+        }
+    }
+
+    /// Runs `work` on `n` threads, each with its own sender of `tx`, while `collect`
+    /// runs on this thread (it sees the end of the messages once every worker is
+    /// done); returns what `collect` returns.
+    fn run<T: Send, R>(
+        self,
+        n: usize,
+        tx: mpsc::Sender<T>,
+        work: impl Fn(mpsc::Sender<T>) + Sync,
+        collect: impl FnOnce() -> R,
+    ) -> R {
+        let work = &work;
+        match self {
+            Workers::Spawned(_) => std::thread::scope(|s| {
+                for _ in 0..n {
+                    let tx = tx.clone();
+                    s.spawn(move || work(tx));
+                }
+                drop(tx);
+                collect()
+            }),
+            Workers::Pool(pool) => pool.in_place_scope(|s| {
+                for _ in 0..n {
+                    let tx = tx.clone();
+                    s.spawn(move |_| work(tx));
+                }
+                drop(tx);
+                collect()
+            }),
+        }
+    }
+}
+
 /// Checks one text and appends its ids to `out`, framed.
 fn encode_into<M: Model>(
     model: &M,
@@ -81,7 +133,7 @@ fn encode_into<M: Model>(
     })
 }
 
-/// Encodes every text on `threads` threads, each framed by `frame`; `receive(index, ids)` runs on the calling
+/// Encodes every text on the `threads` workers, each framed by `frame`; `receive(index, ids)` runs on the calling
 /// thread for each text as it finishes, in any order. Every wait for the next finished
 /// text goes through `wait(next)`, which must call `next` and return its result (the
 /// bindings release the GIL there); with one thread, `next` encodes a group of texts
@@ -91,7 +143,7 @@ pub fn encode_each<M: Model, E>(
     texts: &[&str],
     specials: Specials,
     frame: &Frame,
-    threads: usize,
+    threads: Workers,
     wait: impl FnMut(&mut (dyn FnMut() -> Option<Done> + Send)) -> Option<Done>,
     mut receive: impl FnMut(usize, &[u32]) -> Result<(), E>,
 ) -> Result<(), BatchError<E>> {
@@ -117,11 +169,11 @@ pub fn encode_each_in_parts<M: Model, E>(
     texts: &[&str],
     specials: Specials,
     frame: &Frame,
-    threads: usize,
+    threads: Workers,
     mut wait: impl FnMut(&mut (dyn FnMut() -> Option<Done> + Send)) -> Option<Done>,
     mut receive: impl FnMut(usize, &[&[u32]]) -> Result<(), E>,
 ) -> Result<(), BatchError<E>> {
-    let workers = threads.max(1).min(texts.len());
+    let workers = threads.count().max(1).min(texts.len());
     if workers <= 1 {
         // One thread: texts are encoded a group at a time inside one `wait` (without
         // the GIL), then received. One `wait` per text cost more than encoding a short
@@ -180,75 +232,69 @@ pub fn encode_each_in_parts<M: Model, E>(
         ids
     };
     let recycle = |ids: Vec<u32>| spare.lock().expect("no panics while held").push(ids);
-    std::thread::scope(|s| {
-        let (tx, mut rx) = mpsc::channel::<Done>();
-        for _ in 0..workers {
-            let tx = tx.clone();
-            s.spawn(move || {
-                model.with_cache(|cache| loop {
-                    let k = taken.fetch_add(1, Ordering::Relaxed);
-                    let Some(part) = parts.get(k) else {
+    let (tx, mut rx) = mpsc::channel::<Done>();
+    let work = |tx: mpsc::Sender<Done>| {
+        model.with_cache(|cache| loop {
+            let k = taken.fetch_add(1, Ordering::Relaxed);
+            let Some(part) = parts.get(k) else {
+                break;
+            };
+            if part.count > 1 {
+                // A group of short whole texts: one message for all of them.
+                let group = &texts[part.text..part.text + part.count];
+                let bytes: usize = group.iter().map(|t| t.len()).sum();
+                let mut ids = reuse(bytes / 3);
+                let mut ends = Vec::with_capacity(group.len());
+                let mut failed = None;
+                for (n, &text) in group.iter().enumerate() {
+                    if let Err(e) = encode_into(model, text, specials, frame, cache, &mut ids) {
+                        failed = Some((part.text + n, e));
                         break;
-                    };
-                    if part.count > 1 {
-                        // A group of short whole texts: one message for all of them.
-                        let group = &texts[part.text..part.text + part.count];
-                        let bytes: usize = group.iter().map(|t| t.len()).sum();
-                        let mut ids = reuse(bytes / 3);
-                        let mut ends = Vec::with_capacity(group.len());
-                        let mut failed = None;
-                        for (n, &text) in group.iter().enumerate() {
-                            if let Err(e) =
-                                encode_into(model, text, specials, frame, cache, &mut ids)
-                            {
-                                failed = Some((part.text + n, e));
-                                break;
-                            }
-                            ends.push(ids.len());
-                        }
-                        let done = match failed {
-                            Some(failure) => {
-                                stop();
-                                Err(failure)
-                            }
-                            None => Ok(Encoded { ids, ends }),
-                        };
-                        if tx.send((k, done)).is_err() {
-                            break;
-                        }
-                        continue;
                     }
-                    let text = &texts[part.text][part.start..part.end];
-                    let mut ids = reuse(text.len() / 3);
-                    let ids = if part.whole {
-                        encode_into(model, text, specials, frame, cache, &mut ids)
-                    } else {
-                        // The frame around the whole text: before its first part,
-                        // after its last.
-                        if part.nth == 0 {
-                            ids.extend_from_slice(&frame.before);
-                        }
-                        let done = model.encode_cached(text, specials.allowed, cache, &mut ids);
-                        if part.nth + 1 == part.of {
-                            ids.extend_from_slice(&frame.after);
-                        }
-                        done
-                    }
-                    .map(|()| Encoded {
-                        ids,
-                        ends: Vec::new(),
-                    })
-                    .map_err(|e| (part.text, e));
-                    if ids.is_err() {
+                    ends.push(ids.len());
+                }
+                let done = match failed {
+                    Some(failure) => {
                         stop();
+                        Err(failure)
                     }
-                    if tx.send((k, ids)).is_err() {
-                        break;
-                    }
-                })
-            });
-        }
-        drop(tx);
+                    None => Ok(Encoded { ids, ends }),
+                };
+                if tx.send((k, done)).is_err() {
+                    break;
+                }
+                continue;
+            }
+            let text = &texts[part.text][part.start..part.end];
+            let mut ids = reuse(text.len() / 3);
+            let ids = if part.whole {
+                encode_into(model, text, specials, frame, cache, &mut ids)
+            } else {
+                // The frame around the whole text: before its first part,
+                // after its last.
+                if part.nth == 0 {
+                    ids.extend_from_slice(&frame.before);
+                }
+                let done = model.encode_cached(text, specials.allowed, cache, &mut ids);
+                if part.nth + 1 == part.of {
+                    ids.extend_from_slice(&frame.after);
+                }
+                done
+            }
+            .map(|()| Encoded {
+                ids,
+                ends: Vec::new(),
+            })
+            .map_err(|e| (part.text, e));
+            if ids.is_err() {
+                stop();
+            }
+            if tx.send((k, ids)).is_err() {
+                break;
+            }
+        })
+    };
+    threads.run(workers, tx, work, || {
         let rx = &mut rx;
         let mut next = move || rx.recv().ok();
         let mut first_failure: Option<(usize, EncodeError)> = None;
@@ -452,7 +498,7 @@ pub fn encode_flat<M: Model>(
     texts: &[&str],
     specials: Specials,
     frame: &Frame,
-    threads: usize,
+    threads: Workers,
     out: &mut [MaybeUninit<u8>],
 ) -> Result<Vec<u64>, EncodeError> {
     assert!(
@@ -539,16 +585,26 @@ mod tests {
     }
 
     #[test]
-    fn flat_output_is_every_text_in_order_whatever_the_threads() {
+    fn flat_output_is_every_text_in_order_whatever_the_threads_or_pool() {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
         let texts = texts();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let specials = allowing_all(&e);
         let frames = [Frame::default(), framing()];
-        for (threads, frame) in [1, 2, 5]
+        let pools: Vec<rayon::ThreadPool> = [1, 2, 3]
+            .iter()
+            .map(|&n| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        let workers = [1, 2, 5]
+            .map(Workers::Spawned)
             .into_iter()
-            .flat_map(|t| frames.iter().map(move |f| (t, f)))
-        {
+            .chain(pools.iter().map(Workers::Pool));
+        for (threads, frame) in workers.flat_map(|t| frames.iter().map(move |f| (t, f))) {
             let want: Vec<Vec<u32>> = each_whole(&e, &texts)
                 .iter()
                 .map(|w| framed(frame, w))
@@ -586,7 +642,7 @@ mod tests {
                 &texts,
                 specials,
                 &Frame::default(),
-                threads,
+                Workers::Spawned(threads),
                 |next| next(),
                 |i, _| {
                     got.push(i);
@@ -685,7 +741,7 @@ mod tests {
                 &texts,
                 specials,
                 &frame,
-                threads,
+                Workers::Spawned(threads),
                 |next| next(),
                 |i, ids| {
                     assert!(got[i].is_none(), "each text is received once");
@@ -720,7 +776,7 @@ mod tests {
             &texts[2..4],
             specials,
             &Frame::default(),
-            2,
+            Workers::Spawned(2),
             |next| next(),
             |_, _| Ok::<(), ()>(()),
         );
@@ -776,7 +832,7 @@ mod tests {
             &texts,
             specials,
             &Frame::default(),
-            1,
+            Workers::Spawned(1),
             |next| next(),
             |i, ids| {
                 got.push((i, ids.to_vec()));

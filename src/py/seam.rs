@@ -17,7 +17,7 @@ use super::buffers::IdBuffer;
 use super::documents::DocumentBatches;
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
-use crate::io::batch::{encode_each, encode_flat, most_ids, Specials};
+use crate::io::batch::{encode_each, encode_flat, most_ids, Specials, Workers};
 use crate::io::blocks::ReadError;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::io::documents::DocumentReader;
@@ -469,7 +469,7 @@ impl<M: Model> Seam<M> {
             &texts,
             specials,
             &self.frame,
-            num_threads,
+            Workers::Spawned(num_threads),
             |next| py.detach(next), // wait without the GIL
             |i, ids| {
                 lists[i] = Some(self.id_list(py, ids)?);
@@ -527,7 +527,16 @@ impl<M: Model> Seam<M> {
         };
         advise_huge_pages(buf);
         let offsets = py
-            .detach(|| encode_flat(&*self.core, &texts, specials, &self.frame, num_threads, buf))
+            .detach(|| {
+                encode_flat(
+                    &*self.core,
+                    &texts,
+                    specials,
+                    &self.frame,
+                    Workers::Spawned(num_threads),
+                    buf,
+                )
+            })
             .map_err(|e| encode_error(py, e))?;
         let written = offsets.last().map_or(0, |&n| n as ffi::Py_ssize_t * 4);
         // SAFETY: shrinking our own bytearray to the bytes written.
@@ -662,13 +671,25 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
             first_doc,
         )
         .map_err(|e| read_error(path, e, Progress::new(None)))?;
+        // One pool for all the blocks of the file, its threads kept (and their caches
+        // warm) from block to block; it ends with the batches.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(num_threads.max(1))
+            .thread_name(|i| format!("bytepair-encode-{i}"))
+            .build()
+            .map_err(|e| {
+                pyo3::exceptions::PyOSError::new_err(format!(
+                    "cannot start {num_threads} threads: {e}"
+                ))
+            })?;
         let (core, none) = (Arc::clone(&self.core), Arc::clone(&self.none));
         let encode = move |texts: &[&str], out: &mut [MaybeUninit<u8>]| {
             let specials = Specials {
                 allowed: &allowed,
                 disallowed: &none,
             };
-            encode_flat(&*core, texts, specials, &Frame::default(), num_threads, out)
+            let workers = Workers::Pool(&pool);
+            encode_flat(&*core, texts, specials, &Frame::default(), workers, out)
         };
         let core = Arc::clone(&self.core);
         let most = move |texts: &[&str]| most_ids(&*core, texts, &Frame::default());
