@@ -484,9 +484,6 @@ fn load_part<K: AsRef<[u8]>>(
         giants: Vec::new(),
         most_merges: 0,
     };
-    // The last word each pair's list names, read instead of the list's own last slot:
-    // 256 KB that stay in cache, where the 65,536 lists' ends do not.
-    let mut last = vec![u32::MAX; 1 << 16];
     let mut at = 0;
     for (token, count) in counts {
         let token = token.as_ref();
@@ -497,9 +494,9 @@ fn load_part<K: AsRef<[u8]>>(
         for pair in token.windows(2) {
             let p = (pair[0] as usize) << 8 | pair[1] as usize;
             out.byte_counts[p] += count as i64;
-            if last[p] != w {
-                last[p] = w;
-                out.byte_words[p].push(w);
+            let list = &mut out.byte_words[p];
+            if list.last() != Some(&w) {
+                list.push(w);
             }
         }
         out.most_merges += token.len() - 1;
