@@ -54,7 +54,8 @@ fn vocab_by_id(vocab: &Bound<'_, PyDict>) -> PyResult<FxHashMap<u32, Vec<u8>>> {
 }
 
 /// A pool of `num_threads` threads, made for one call: a pool kept in an object would
-/// have no threads in a forked child, which would then wait for them forever.
+/// have no threads in a forked child, which would then wait for them forever. (The one
+/// exception, `DocumentBatches`, runs threads of its own for its whole life anyway.)
 fn thread_pool(num_threads: usize) -> PyResult<rayon::ThreadPool> {
     let n = num_threads.max(1);
     rayon::ThreadPoolBuilder::new()

@@ -672,16 +672,9 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
         )
         .map_err(|e| read_error(path, e, Progress::new(None)))?;
         // One pool for all the blocks of the file, its threads kept (and their caches
-        // warm) from block to block; it ends with the batches.
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(num_threads.max(1))
-            .thread_name(|i| format!("bytepair-encode-{i}"))
-            .build()
-            .map_err(|e| {
-                pyo3::exceptions::PyOSError::new_err(format!(
-                    "cannot start {num_threads} threads: {e}"
-                ))
-            })?;
+        // warm) from block to block; it ends with the batches, as their reading and
+        // encoding threads do.
+        let pool = thread_pool(num_threads)?;
         let (core, none) = (Arc::clone(&self.core), Arc::clone(&self.none));
         let encode = move |texts: &[&str], out: &mut [MaybeUninit<u8>]| {
             let specials = Specials {
