@@ -8,7 +8,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::cache::{CachePool, PieceCache};
+use super::cache::{CachePool, Entry, Ids, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use super::normalizer::Normalizer;
@@ -48,8 +48,12 @@ fn push_ids(out: &mut Vec<u32>, ids: &[u32]) -> Result<(), EncodeError> {
     if out.capacity() - out.len() < ids.len() {
         try_reserve(out, ids.len().max(out.len()))?;
     }
-    match ids {
-        [id] => out.push(*id),
+    match *ids {
+        [id] => out.push(id),
+        [a, b] => {
+            out.push(a);
+            out.push(b);
+        }
         _ => out.extend_from_slice(ids),
     }
     Ok(())
@@ -306,7 +310,7 @@ impl<'t> Lookups<'t, '_> {
             None => {
                 // A piece that is a token (tiktoken's rule) needs no merging.
                 let entry = match self.model.whole_packed(key, hash) {
-                    Some(id) => (id, 0),
+                    Some(id) => Entry::one(id),
                     None => self.merge(start, end, Whole::LookedUp)?,
                 };
                 if self.cache.has_room() {
@@ -412,7 +416,7 @@ impl<'t> Lookups<'t, '_> {
 
     /// Merges a piece not in the cache; its cache entry. A piece already looked up
     /// whole (and not a token) is not looked up again.
-    fn merge(&mut self, start: usize, end: usize, whole: Whole) -> Result<(u32, u32), EncodeError> {
+    fn merge(&mut self, start: usize, end: usize, whole: Whole) -> Result<Entry, EncodeError> {
         let stored = &mut self.cache.stored;
         let at = stored.len();
         let piece = &self.bytes[start..end];
@@ -420,24 +424,22 @@ impl<'t> Lookups<'t, '_> {
             Whole::LookedUp => self.model.merge_piece(piece, stored)?,
             Whole::NotLookedUp => self.model.encode_piece(piece, stored)?,
         }
-        // Most pieces are one token: keep its id in the entry itself (length 0), so
+        // Most pieces are one or two tokens: their ids go in the entry itself, so
         // that a hit reads nothing else.
-        Ok(match stored.len() - at {
-            1 => (stored.pop().expect("one id"), 0),
-            n => (at as u32, n as u32),
-        })
+        Ok(Entry::of_stored(stored, at))
     }
 
     #[inline(always)]
     fn emit_entry(
         &self,
         end: usize,
-        entry: (u32, u32),
+        entry: Entry,
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
-        match entry {
-            (id, 0) => emit(end, &[id]),
-            (at, n) => emit(end, &self.cache.stored[at as usize..(at + n) as usize]),
+        match entry.ids() {
+            Ids::One(id) => emit(end, &[id]),
+            Ids::Two(ids) => emit(end, &ids),
+            Ids::Stored(at, n) => emit(end, &self.cache.stored[at..at + n]),
         }
     }
 }
