@@ -221,15 +221,16 @@ pub fn encode_each_in_parts<M: Model, E>(
     // Id buffers the calling thread is done with, for the workers to fill again: a
     // fresh buffer per part made the kernel map and zero new pages for every part.
     let spare: &Mutex<Vec<Vec<u32>>> = &Mutex::new(Vec::new());
+    // One too small is dropped, not grown: realloc would copy its old bytes.
     let reuse = |capacity: usize| {
-        let mut ids = spare
-            .lock()
-            .expect("no panics while held")
-            .pop()
-            .unwrap_or_default();
-        ids.clear();
-        ids.reserve(capacity);
-        ids
+        let ids = spare.lock().expect("no panics while held").pop();
+        match ids.filter(|ids| ids.capacity() >= capacity) {
+            Some(mut ids) => {
+                ids.clear();
+                ids
+            }
+            None => Vec::with_capacity(capacity),
+        }
     };
     let recycle = |ids: Vec<u32>| spare.lock().expect("no panics while held").push(ids);
     let (tx, mut rx) = mpsc::channel::<Done>();
