@@ -167,6 +167,15 @@ pub trait Model: Send + Sync {
     /// Returns a cache taken with [`Model::take_cache`], for later calls.
     fn give_back_cache(&self, cache: Self::Cache);
 
+    /// Returns the caches of one call's worker threads together: a model whose caches
+    /// can learn from each other (BPE's piece cache) first gives each what the others
+    /// learned in the call.
+    fn give_back_caches(&self, caches: Vec<Self::Cache>) {
+        for cache in caches {
+            self.give_back_cache(cache);
+        }
+    }
+
     /// Where text may be cut without changing its ids.
     fn safe_cuts(&self) -> SafeCuts;
 

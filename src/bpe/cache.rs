@@ -23,7 +23,38 @@ pub struct PieceCache {
     /// what it has and takes no more pieces.
     pub(super) max_ids: usize,
     pub(super) max_pieces: usize,
+    /// The keys of the pieces this cache took in since it left the pool (at most
+    /// [`LEARNED_SMALL`] and [`LEARNED_LONG`]), for the other caches of the same multi-thread
+    /// call to take in too ([`PieceCache::share_learned`]).
+    pub(super) learned_small: Vec<(u128, u64)>,
+    pub(super) learned_long: Vec<Box<[u8]>>,
 }
+
+/// The cache keeps at most this many pieces of over 15 bytes (at most about 20 MB of
+/// keys).
+pub(super) const MAX_LONG_PIECES: usize = 1 << 17;
+
+/// Pieces learned in a call, past which they are shared on a thread per cache.
+/// (A few in tests, which share both ways.)
+const SHARE_ON_THREADS: usize = if cfg!(test) { 8 } else { 1 << 14 };
+
+/// Keys looked up this many ahead of their turn when sharing.
+const SHARE_AHEAD: usize = 8;
+
+/// What a cache learned in a call, with the ids, for the other caches of the call
+/// ([`PieceCache::share_learned`]): entries of three or more ids point into `ids`.
+#[derive(Default)]
+struct Lessons {
+    small: Vec<(u128, u64, Entry)>,
+    long: Vec<(Box<[u8]>, Entry)>,
+    ids: Vec<u32>,
+}
+
+/// Learned pieces noted at most per cache and call: 3 MB of packed keys, and up to 4
+/// MB of longer pieces. A piece past them is merged again by the other workers the
+/// first time they meet it, as before.
+const LEARNED_SMALL: usize = 1 << 17;
+const LEARNED_LONG: usize = 1 << 15;
 
 /// A cached piece's ids in 8 bytes: one or two ids in the entry itself, or where
 /// its ids lie in [`PieceCache::stored`]. Nearly all pieces are one or two tokens (in
@@ -87,6 +118,8 @@ impl Default for PieceCache {
             stored: Vec::new(),
             max_ids: 1 << 20,    // 4 MB of ids
             max_pieces: 3 << 17, // a table of 2^19 slots: 16 MB
+            learned_small: Vec::new(),
+            learned_long: Vec::new(),
         }
     }
 }
@@ -103,6 +136,143 @@ impl PieceCache {
     #[inline]
     pub(super) fn has_room(&self) -> bool {
         self.small.len() < self.max_pieces && self.stored.len() < self.max_ids
+    }
+
+    /// Keeps the entry of a piece of 2 to 15 bytes, packed as `key`.
+    #[inline]
+    pub(super) fn keep_small(&mut self, key: u128, hash: u64, entry: Entry) {
+        self.small.insert(key, hash, entry);
+        if self.learned_small.len() < LEARNED_SMALL {
+            self.learned_small.push((key, hash));
+        }
+    }
+
+    /// Keeps the entry of a piece of 16 bytes or more.
+    pub(super) fn keep_long(&mut self, piece: &[u8], entry: Entry) {
+        self.long.insert(piece.into(), entry);
+        if self.learned_long.len() < LEARNED_LONG {
+            self.learned_long.push(piece.into());
+        }
+    }
+
+    /// Forgets which pieces were learned (the cache goes back to the pool).
+    pub(super) fn forget_learned(&mut self) {
+        self.learned_small = Vec::new();
+        self.learned_long = Vec::new();
+    }
+
+    /// What this cache learned since it left the pool, with the ids (its log of
+    /// learned keys is emptied).
+    fn lessons(&mut self) -> Lessons {
+        let mut lessons = Lessons::default();
+        let copy = |entry: Entry, ids: &mut Vec<u32>| match entry.ids() {
+            Ids::Stored(at, n) => {
+                ids.extend_from_slice(&self.stored[at..at + n]);
+                Entry(ids.len() as u32 - n as u32, n as u32)
+            }
+            _ => entry,
+        };
+        let learned = std::mem::take(&mut self.learned_small);
+        for (k, &(key, hash)) in learned.iter().enumerate() {
+            // Table lines a few keys ahead are fetched while this one is looked up.
+            if let Some(&(_, ahead)) = learned.get(k + SHARE_AHEAD) {
+                self.small.prefetch(ahead);
+            }
+            if let Some(entry) = self.small.get(key, hash) {
+                let entry = copy(entry, &mut lessons.ids);
+                lessons.small.push((key, hash, entry));
+            }
+        }
+        for piece in std::mem::take(&mut self.learned_long) {
+            if let Some(&entry) = self.long.get(&piece) {
+                let entry = copy(entry, &mut lessons.ids);
+                lessons.long.push((piece, entry));
+            }
+        }
+        lessons
+    }
+
+    /// Takes in the pieces of `lessons` this cache lacks, while it has room.
+    fn take_in(&mut self, lessons: &Lessons) {
+        let entry_for = |entry: Entry, stored: &mut Vec<u32>| match entry.ids() {
+            Ids::Stored(at, n) => {
+                let to = stored.len();
+                stored.extend_from_slice(&lessons.ids[at..at + n]);
+                Entry::of_stored(stored, to)
+            }
+            _ => entry,
+        };
+        for (k, &(key, hash, entry)) in lessons.small.iter().enumerate() {
+            if !self.has_room() {
+                return;
+            }
+            if let Some(&(_, ahead, _)) = lessons.small.get(k + SHARE_AHEAD) {
+                self.small.prefetch(ahead);
+            }
+            if self.small.get(key, hash).is_none() {
+                let entry = entry_for(entry, &mut self.stored);
+                self.small.insert(key, hash, entry);
+            }
+        }
+        for (piece, entry) in &lessons.long {
+            if !self.has_room() || self.long.len() >= MAX_LONG_PIECES {
+                return;
+            }
+            if !self.long.contains_key(piece) {
+                let entry = entry_for(*entry, &mut self.stored);
+                self.long.insert(piece.clone(), entry);
+            }
+        }
+    }
+
+    /// Gives every cache of `caches` (those of one call's workers) the pieces the
+    /// others learned in the call, while it has room: the worker threads of a batch
+    /// each merged the pieces of their own parts, so each cache knew only about half
+    /// of what the call saw, and a batch on two threads needed four or five calls on
+    /// the same text to run warm (one call on one thread). Entries are ids of their
+    /// key alone, so which cache holds what never changes a result. Many pieces are
+    /// shared on a thread per cache (started and ended here).
+    pub fn share_learned(caches: &mut [PieceCache]) {
+        if caches.len() < 2 {
+            return;
+        }
+        let learned: usize = caches
+            .iter()
+            .map(|c| c.learned_small.len() + c.learned_long.len())
+            .sum();
+        if learned < SHARE_ON_THREADS {
+            let lessons: Vec<Lessons> = caches.iter_mut().map(PieceCache::lessons).collect();
+            for (j, cache) in caches.iter_mut().enumerate() {
+                lessons
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| i != j)
+                    .for_each(|(_, l)| cache.take_in(l));
+            }
+            return;
+        }
+        let lessons: Vec<Lessons> = std::thread::scope(|s| {
+            let running: Vec<_> = caches
+                .iter_mut()
+                .map(|c| s.spawn(move || c.lessons()))
+                .collect();
+            running
+                .into_iter()
+                .map(|t| t.join().expect("no panics"))
+                .collect()
+        });
+        let lessons = &lessons;
+        std::thread::scope(|s| {
+            for (j, cache) in caches.iter_mut().enumerate() {
+                s.spawn(move || {
+                    lessons
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| i != j)
+                        .for_each(|(_, l)| cache.take_in(l));
+                });
+            }
+        });
     }
 
     /// Takes back the ids `merge` stored for `entry`, which is not being kept (they

@@ -8,7 +8,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::cache::{CachePool, Entry, Ids, PieceCache};
+use super::cache::{CachePool, Entry, Ids, PieceCache, MAX_LONG_PIECES};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use super::normalizer::Normalizer;
@@ -23,9 +23,6 @@ const WALK_BATCH: usize = 64;
 /// Longest piece worth caching. Scripts written without spaces (Chinese, Japanese,
 /// Thai) make pieces of dozens of bytes that do repeat.
 const CACHE_PIECE_BYTES: usize = 128;
-/// The cache keeps at most this many pieces of over 15 bytes (at most about 20 MB of
-/// keys).
-const MAX_LONG_PIECES: usize = 1 << 17;
 
 #[derive(Debug, Clone)]
 pub struct Encoder {
@@ -314,7 +311,7 @@ impl<'t> Lookups<'t, '_> {
                     None => self.merge(start, end, Whole::LookedUp)?,
                 };
                 if self.cache.has_room() {
-                    self.cache.small.insert(key, hash, entry);
+                    self.cache.keep_small(key, hash, entry);
                     return self.emit_entry(end, entry, emit);
                 }
                 self.emit_entry(end, entry, emit)?;
@@ -342,7 +339,7 @@ impl<'t> Lookups<'t, '_> {
         } else {
             let entry = self.merge(start, end, Whole::NotLookedUp)?;
             if self.cache.long.len() < MAX_LONG_PIECES && self.cache.has_room() {
-                self.cache.long.insert(piece.into(), entry);
+                self.cache.keep_long(piece, entry);
                 return self.emit_entry(end, entry, emit);
             }
             self.emit_entry(end, entry, emit)?;
@@ -495,8 +492,16 @@ impl Model for Encoder {
         self.caches.take()
     }
 
-    fn give_back_cache(&self, cache: PieceCache) {
+    fn give_back_cache(&self, mut cache: PieceCache) {
+        cache.forget_learned();
         self.caches.give_back(cache)
+    }
+
+    fn give_back_caches(&self, mut caches: Vec<PieceCache>) {
+        PieceCache::share_learned(&mut caches);
+        for cache in caches {
+            self.give_back_cache(cache);
+        }
     }
 
     fn safe_cuts(&self) -> SafeCuts {
@@ -665,6 +670,68 @@ pub(crate) mod tests {
         assert_eq!(pooled(&e), 2);
         e.with_cache(|c| c.stored.resize((1 << 20) + 1, 0));
         assert_eq!(pooled(&e), 1);
+    }
+
+    #[test]
+    fn caches_given_back_together_learn_what_the_others_merged() {
+        let e = random_encoder(2024, 60, Some(GPT2_PATTERN));
+        // Two workers' texts, with no piece in common but "ab": short pieces, and a
+        // long one (over 15 bytes) each.
+        let a = format!("ab abc aab bab {}", "ab".repeat(12));
+        let b = format!("ab cab cc acca {}", "ca".repeat(12));
+        let (mut one, mut two) = (e.take_cache(), e.take_cache());
+        let want_a = encode_with(&e, &a, &mut one);
+        let want_b = encode_with(&e, &b, &mut two);
+        let union = |x: &PieceCache, y: &PieceCache| x.small.len() + y.small.len() - 1;
+        let pieces = union(&one, &two);
+        assert!(one.learned_small.len() > 1 && one.learned_long.len() == 1);
+        let learned = one.learned_small.len() + two.learned_small.len() + 2;
+        assert!(
+            learned >= 8,
+            "shared on threads (past 8 in tests): {learned}"
+        );
+        e.give_back_caches(vec![one, two]);
+        for _ in 0..2 {
+            let mut cache = e.take_cache();
+            assert_eq!(
+                cache.small.len(),
+                pieces,
+                "each cache has every short piece"
+            );
+            assert_eq!(cache.long.len(), 2, "and both long ones");
+            assert!(cache.learned_small.is_empty() && cache.learned_long.is_empty());
+            // Entries taken from the other cache give the same ids.
+            assert_eq!(encode_with(&e, &a, &mut cache), want_a);
+            assert_eq!(encode_with(&e, &b, &mut cache), want_b);
+            assert_eq!(cache.small.len(), pieces, "nothing was merged again");
+            drop(cache); // not back to the pool: the next take gets the other
+        }
+        // The same with a few pieces (shared on this thread, not on threads).
+        let (mut one, mut two) = (e.take_cache(), e.take_cache());
+        let want = (
+            encode_with(&e, "ab", &mut one),
+            encode_with(&e, "ca", &mut two),
+        );
+        assert!(one.learned_small.len() + two.learned_small.len() < 8);
+        e.give_back_caches(vec![one, two]);
+        for _ in 0..2 {
+            let mut cache = e.take_cache();
+            assert_eq!(cache.small.len(), 2);
+            assert_eq!(
+                (
+                    encode_with(&e, "ab", &mut cache),
+                    encode_with(&e, "ca", &mut cache)
+                ),
+                want
+            );
+        }
+        // A cache with no room takes nothing in.
+        let (mut full, mut other) = (e.take_cache(), e.take_cache());
+        full.max_pieces = 0;
+        encode_with(&e, &a, &mut other);
+        e.give_back_caches(vec![full, other]);
+        let sizes: Vec<usize> = (0..2).map(|_| e.take_cache().small.len()).collect();
+        assert!(sizes.contains(&0), "{sizes:?}");
     }
 
     #[test]

@@ -233,9 +233,14 @@ pub fn encode_each_in_parts<M: Model, E>(
         }
     };
     let recycle = |ids: Vec<u32>| spare.lock().expect("no panics while held").push(ids);
+    // Each worker's cache, given back with the others' at the end: each learns
+    // what the others merged ([`Model::give_back_caches`]).
+    let used: Mutex<Vec<M::Cache>> = Mutex::new(Vec::with_capacity(workers));
     let (tx, mut rx) = mpsc::channel::<Done>();
     let work = |tx: mpsc::Sender<Done>| {
-        model.with_cache(|cache| loop {
+        let mut owned = model.take_cache();
+        let cache = &mut owned;
+        loop {
             let k = taken.fetch_add(1, Ordering::Relaxed);
             let Some(part) = parts.get(k) else {
                 break;
@@ -293,9 +298,10 @@ pub fn encode_each_in_parts<M: Model, E>(
             if tx.send((k, ids)).is_err() {
                 break;
             }
-        })
+        }
+        used.lock().unwrap_or_else(|e| e.into_inner()).push(owned);
     };
-    threads.run(workers, tx, work, || {
+    let result = threads.run(workers, tx, work, || {
         let rx = &mut rx;
         let mut next = move || rx.recv().ok();
         let mut first_failure: Option<(usize, EncodeError)> = None;
@@ -356,7 +362,9 @@ pub fn encode_each_in_parts<M: Model, E>(
             (None, Some(e)) => Err(BatchError::Receive(e)),
             (None, None) => Ok(()),
         }
-    })
+    });
+    model.give_back_caches(used.into_inner().unwrap_or_else(|e| e.into_inner()));
+    result
 }
 
 /// The parts of a cut text received so far: each part's ids (by its number in the

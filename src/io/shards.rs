@@ -154,9 +154,12 @@ pub fn encode_file<M: Model>(
         )?;
         writer.drain(&mut pending, 0, &mut progress)
     })?;
-    for cache in owned_caches {
-        enc.give_back_cache(cache.into_inner().expect("no panics while held"));
-    }
+    enc.give_back_caches(
+        owned_caches
+            .into_iter()
+            .map(|c| c.into_inner().expect("no panics while held"))
+            .collect(),
+    );
     writer.write(&frame.after)?;
     writer.out.flush().map_err(ReadError::Write)?;
     Ok(writer.written)
