@@ -17,6 +17,8 @@ pub struct PieceCache {
     pub(super) small: PackedMap<Entry>,
     /// Pieces of 16 to `CACHE_PIECE_BYTES` bytes -> entries.
     pub(super) long: FxHashMap<Box<[u8]>, Entry>,
+    /// The bytes of `long`'s keys (at most [`MAX_LONG_BYTES`]).
+    pub(super) long_bytes: usize,
     /// The ids of cached pieces of three or more tokens, end to end ([`Entry`]).
     pub(super) stored: Vec<u32>,
     /// Past this many stored ids, or `max_pieces` pieces, the cache is full: it keeps
@@ -30,9 +32,10 @@ pub struct PieceCache {
     pub(super) learned_long: Vec<Box<[u8]>>,
 }
 
-/// The cache keeps at most this many pieces of over 15 bytes (at most about 20 MB of
-/// keys).
-pub(super) const MAX_LONG_PIECES: usize = 1 << 17;
+/// The cache keeps at most this many pieces of over 15 bytes, of at most
+/// [`MAX_LONG_BYTES`] in all.
+const MAX_LONG_PIECES: usize = 1 << 17;
+const MAX_LONG_BYTES: usize = 16 << 20;
 
 /// Pieces learned in a call, past which they are shared on a thread per cache.
 /// (A few in tests, which share both ways.)
@@ -115,6 +118,7 @@ impl Default for PieceCache {
         Self {
             small: PackedMap::default(),
             long: FxHashMap::default(),
+            long_bytes: 0,
             stored: Vec::new(),
             max_ids: 1 << 20,    // 4 MB of ids
             max_pieces: 3 << 17, // a table of 2^19 slots: 16 MB
@@ -147,8 +151,17 @@ impl PieceCache {
         }
     }
 
+    /// Whether a piece of `len` bytes, 16 or more, merged now may be kept.
+    #[inline]
+    pub(super) fn has_room_long(&self, len: usize) -> bool {
+        self.has_room()
+            && self.long.len() < MAX_LONG_PIECES
+            && self.long_bytes + len <= MAX_LONG_BYTES
+    }
+
     /// Keeps the entry of a piece of 16 bytes or more.
     pub(super) fn keep_long(&mut self, piece: &[u8], entry: Entry) {
+        self.long_bytes += piece.len();
         self.long.insert(piece.into(), entry);
         if self.learned_long.len() < LEARNED_LONG {
             self.learned_long.push(piece.into());
@@ -215,11 +228,12 @@ impl PieceCache {
             }
         }
         for (piece, entry) in &lessons.long {
-            if !self.has_room() || self.long.len() >= MAX_LONG_PIECES {
+            if !self.has_room_long(piece.len()) {
                 return;
             }
             if !self.long.contains_key(piece) {
                 let entry = entry_for(*entry, &mut self.stored);
+                self.long_bytes += piece.len();
                 self.long.insert(piece.clone(), entry);
             }
         }
