@@ -239,6 +239,13 @@ impl PieceCache {
         }
     }
 
+    /// Takes in the lessons of every cache of the call but its own (the `j`th).
+    fn take_in_others(&mut self, j: usize, lessons: &[Lessons]) {
+        for (_, l) in lessons.iter().enumerate().filter(|&(i, _)| i != j) {
+            self.take_in(l);
+        }
+    }
+
     /// Gives every cache of `caches` (those of one call's workers) the pieces the
     /// others learned in the call, while it has room: the worker threads of a batch
     /// each merged the pieces of their own parts, so each cache knew only about half
@@ -257,11 +264,7 @@ impl PieceCache {
         if learned < SHARE_ON_THREADS {
             let lessons: Vec<Lessons> = caches.iter_mut().map(PieceCache::lessons).collect();
             for (j, cache) in caches.iter_mut().enumerate() {
-                lessons
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, _)| i != j)
-                    .for_each(|(_, l)| cache.take_in(l));
+                cache.take_in_others(j, &lessons);
             }
             return;
         }
@@ -278,13 +281,7 @@ impl PieceCache {
         let lessons = &lessons;
         std::thread::scope(|s| {
             for (j, cache) in caches.iter_mut().enumerate() {
-                s.spawn(move || {
-                    lessons
-                        .iter()
-                        .enumerate()
-                        .filter(|&(i, _)| i != j)
-                        .for_each(|(_, l)| cache.take_in(l));
-                });
+                s.spawn(move || cache.take_in_others(j, lessons));
             }
         });
     }
