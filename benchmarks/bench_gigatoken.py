@@ -165,22 +165,30 @@ def child(task: str, lib: str, enc: str, path: str = "", arg: str = "", out: str
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def best(task, lib, enc, path="", arg="", repeat=1, key="seconds") -> dict:
-    """Median of ``repeat`` fresh-process runs (peak RSS: the largest)."""
-    runs = []
-    for _ in range(repeat):
-        with tempfile.TemporaryDirectory() as tmp:
-            runs.append(child(task, lib, enc, path, arg, str(Path(tmp) / "out")))
-        print(f"  {task} {lib} {enc} {Path(path).name} {arg}: {runs[-1]}", file=sys.stderr)
+def merged(runs: list) -> dict:
+    """Median of fresh-process runs (peak RSS: the largest)."""
     ok = [r for r in runs if "error" not in r]
     if not ok:
         return runs[0]
-    merged = dict(ok[0])
+    out = dict(ok[0])
     for k in ("seconds", "cold", "warm"):
-        if k in merged:
-            merged[k] = statistics.median(r[k] for r in ok)
-    merged["peak_rss"] = max(r["peak_rss"] for r in ok)
-    return merged
+        if k in out:
+            out[k] = statistics.median(r[k] for r in ok)
+    out["peak_rss"] = max(r["peak_rss"] for r in ok)
+    return out
+
+
+def side_by_side(task: str, runs: dict, repeat: int = 1) -> dict:
+    """``runs`` (name -> (lib, enc, path, arg)), each ``repeat`` times in fresh processes,
+    taken in turn (a, b, a, b, ...): this machine's speed drifts over minutes, and runs
+    in turn meet the same drift. The median of each."""
+    out = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, (lib, enc, path, arg) in runs.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                out[name].append(child(task, lib, enc, path, arg, str(Path(tmp) / "out")))
+            print(f"  {task} {lib} {enc} {Path(path).name} {arg}: {out[name][-1]}", file=sys.stderr)
+    return {name: merged(r) for name, r in out.items()}
 
 
 def ratio(ours: float, theirs: float, higher_is_better=False) -> str:
@@ -208,7 +216,7 @@ def main() -> None:
 
     if "load" in a.only:
         for enc in ("cl100k_base", "o200k_base"):
-            r = {lib: best("load", lib, enc, repeat=a.repeat) for lib in libs}
+            r = side_by_side("load", {lib: (lib, enc, "", "") for lib in libs}, a.repeat)
             rows.append(
                 (
                     f"load `{enc}` (fresh process, ms)",
@@ -222,7 +230,9 @@ def main() -> None:
             continue
         for path in [a.english, *a.other]:
             for enc in ("gpt2", "cl100k_base", "o200k_base"):
-                r = {lib: best(task, lib, enc, path, a.encode_mb, a.repeat) for lib in libs}
+                r = side_by_side(
+                    task, {lib: (lib, enc, path, a.encode_mb) for lib in libs}, a.repeat
+                )
                 same = all(r[x].get("ids") == r["tiktoken"].get("ids") for x in libs)
                 for phase in ("cold", "warm"):
                     mbs = {
@@ -240,9 +250,18 @@ def main() -> None:
     if "file" in a.only:
         enc = "cl100k_base"
         size = Path(a.english).stat().st_size / 1e6
-        g = best("file", "gigatoken", enc, a.english, "", a.repeat)
+        r = side_by_side(
+            "file",
+            {
+                "gigatoken": ("gigatoken", enc, a.english, ""),
+                "": ("bytepair", enc, a.english, ""),
+                "shards": ("bytepair", enc, a.english, "shards"),
+            },
+            a.repeat,
+        )
+        g = r["gigatoken"]
         for arg, what in (("", "encode_file → .bin"), ("shards", "write_shards → folder")):
-            b = best("file", "bytepair", enc, a.english, arg, a.repeat)
+            b = r[arg]
             rows.append(
                 (
                     f"file → ids, {size:.0f} MB, {os.cpu_count()} threads: bytepair {what}, gigatoken encode_files in memory (MB/s; peak MiB)",
@@ -259,10 +278,11 @@ def main() -> None:
     if "train" in a.only:
         for path in [a.english, *([a.scale] if a.scale else [])]:
             size = Path(path).stat().st_size / 1e6
-            r = {
-                lib: best("train", lib, "", path, a.vocab, a.repeat if size < 1000 else 1)
-                for lib in ("bytepair", "gigatoken")
-            }
+            r = side_by_side(
+                "train",
+                {lib: (lib, "", path, a.vocab) for lib in ("bytepair", "gigatoken")},
+                a.repeat if size < 1000 else 1,
+            )
             rows.append(
                 (
                     f"train {size:,.0f} MB, vocab {a.vocab:,} (s; peak MiB)",
@@ -278,7 +298,9 @@ def main() -> None:
             )
     if "worst" in a.only:
         for arg in ("a", "space"):
-            r = {lib: best("worst", lib, "cl100k_base", "", arg, a.repeat) for lib in libs}
+            r = side_by_side(
+                "worst", {lib: (lib, "cl100k_base", "", arg) for lib in libs}, a.repeat
+            )
             rows.append(
                 (
                     f"worst case `{'a' if arg == 'a' else ' '}` × 10⁶, cl100k (ms)",
