@@ -214,8 +214,7 @@ pub fn encode_each_in_parts<M: Model, E>(
         });
     }
     let total: usize = texts.iter().map(|t| t.len()).sum();
-    let unit = (total / (workers * 32)).clamp(MIN_UNIT, MAX_UNIT);
-    let parts = &plan_parts(model, texts, specials, unit);
+    let parts = &plan_parts(model, texts, specials, unit(total, workers));
     let taken = &AtomicUsize::new(0);
     let stop = || taken.store(parts.len(), Ordering::Relaxed);
     // Id buffers the calling thread is done with, for the workers to fill again: a
@@ -378,14 +377,20 @@ type Pending = (Vec<Option<Vec<u32>>>, usize);
 /// texts, sent back in one message: a message per short text cost more than encoding
 /// it, and two threads were no faster than one on a batch of lines).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Part {
-    text: usize,
-    start: usize,
-    end: usize,
-    nth: usize,
-    of: usize,
-    whole: bool,
-    count: usize,
+pub(super) struct Part {
+    pub(super) text: usize,
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) nth: usize,
+    pub(super) of: usize,
+    pub(super) whole: bool,
+    pub(super) count: usize,
+}
+
+/// The part size of a batch of `total` bytes on `workers` threads: about 32 parts a
+/// thread, between [`MIN_UNIT`] and [`MAX_UNIT`].
+pub(super) fn unit(total: usize, workers: usize) -> usize {
+    (total / (workers * 32)).clamp(MIN_UNIT, MAX_UNIT)
 }
 
 /// The work of a batch, in text order: each text whole, or cut in parts of about
@@ -393,7 +398,12 @@ struct Part {
 /// cuts. A cut text with a disallowed special token is not cut: its worker finds the
 /// token, so the error is the first failing text's, as for any text. Short whole texts
 /// go in groups ([`group_end`], as the one-thread path groups them).
-fn plan_parts<M: Model>(model: &M, texts: &[&str], specials: Specials, unit: usize) -> Vec<Part> {
+pub(super) fn plan_parts<M: Model>(
+    model: &M,
+    texts: &[&str],
+    specials: Specials,
+    unit: usize,
+) -> Vec<Part> {
     let text_cuts = match model.safe_cuts() {
         SafeCuts::AtSpecials { text } => Some(text),
         SafeCuts::Nowhere => None,
@@ -473,7 +483,7 @@ pub fn most_ids<M: Model>(model: &M, texts: &[&str], frame: &Frame) -> usize {
 
 /// Writes `ids` into the first `4 * ids.len()` bytes of `dst` as little-endian uint32:
 /// one memcpy on a little-endian CPU.
-fn write_le(dst: &mut [MaybeUninit<u8>], ids: &[u32]) {
+pub(super) fn write_le(dst: &mut [MaybeUninit<u8>], ids: &[u32]) {
     let dst = &mut dst[..ids.len() * 4];
     #[cfg(target_endian = "little")]
     // SAFETY: `dst` is `4 * ids.len()` bytes, apart from `ids`; on a little-endian CPU

@@ -45,6 +45,17 @@ pub struct DocumentReader {
     started: bool,
 }
 
+impl super::pipeline::Texts for Items {
+    fn count(&self) -> usize {
+        self.spans.len()
+    }
+
+    fn text(&self, i: usize) -> &str {
+        let (a, b) = self.spans[i];
+        &self.text[a..b]
+    }
+}
+
 impl DocumentReader {
     /// `separators`: what documents are separated by; `specials`: tokens blocks must
     /// not be cut inside (those the encoder matches); `first_doc`: the number of the

@@ -7,6 +7,7 @@
 //! - [`documents`]: a text file as its documents, a block at a time;
 //! - [`count`]: counting pre-tokens in files and documents, in parallel;
 //! - [`batch`]: encoding many texts on several threads, in order;
+//! - [`pipeline`]: encoding blocks of texts one after another, pipelined (shard folders);
 //! - [`stream`]: encoding text that arrives in chunks;
 //! - [`table`]: pre-token count tables as bytes, for adding up counts made apart;
 //! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads;
@@ -17,6 +18,7 @@ pub mod blocks;
 pub mod chunking;
 pub mod count;
 pub mod documents;
+pub mod pipeline;
 pub mod shards;
 pub mod stream;
 pub mod table;

@@ -1,9 +1,8 @@
 //! `DocumentBatches`: a text file's documents encoded a block at a time
-//! ([`crate::io::documents`] reads them, [`crate::io::batch::encode_flat`] encodes
-//! them on all threads), for `bytepair.shards` to write. Python only orchestrates:
-//! no string is made per document, and no Python code runs per token.
+//! ([`crate::io::documents`] reads them, [`crate::io::pipeline`] encodes them on all
+//! threads), for `bytepair.shards` to write. Python only orchestrates: no string is
+//! made per document, and no Python code runs per token.
 
-use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
@@ -15,37 +14,36 @@ use super::errors::read_error;
 use super::Progress;
 use crate::io::blocks::ReadError;
 use crate::io::documents::{DocumentReader, Items};
+use crate::io::pipeline::FlatIds;
 use crate::io::shards::check_forbidden;
-use crate::model::{try_reserve, EncodeError};
-use crate::pages::advise_huge_pages;
 use crate::pretok::SpecialMatcher;
 
-/// Encodes texts into a flat buffer (little-endian uint32), returning the offsets.
-pub type EncodeFlat =
-    dyn Fn(&[&str], &mut [MaybeUninit<u8>]) -> Result<Vec<u64>, EncodeError> + Send + Sync;
-/// The most ids the texts may encode to.
-pub type MostIds = dyn Fn(&[&str]) -> usize + Send + Sync;
+/// Encodes the blocks the first function gives (None: the end) and hands each to the
+/// third, in order; the second may give a buffer Python is done with, for a block's
+/// ids ([`crate::io::pipeline::encode_blocks`], with the model and its threads).
+pub type EncodeBlocks = dyn FnOnce(
+        &mut dyn FnMut() -> Option<Result<Items, ReadError>>,
+        &mut dyn FnMut() -> Option<Vec<u8>>,
+        &mut dyn FnMut(Result<Encoded, ReadError>) -> bool,
+    ) + Send;
 
-/// One block, encoded: its items and their ids (little-endian uint32 bytes), with
-/// the `items + 1` offsets where each item's ids start.
-struct Encoded {
-    items: Items,
-    ids: Vec<u8>,
-    offsets: Vec<u64>,
-}
+/// One block, encoded: its items and their ids, with the `items + 1` offsets where
+/// each item's ids start.
+pub type Encoded = (Arc<Items>, FlatIds);
 
 /// An iterator over the blocks of a text file, each a tuple
 /// `(ids, offsets, docs, firsts, lasts, end)`: the ids of the block's items (parts of
-/// documents) as little-endian uint32 in an [`IdBuffer`], the `items + 1` offsets (int64
+/// documents) as little-endian uint16 or uint32 (the shards' width) in an
+/// [`IdBuffer`], the `items + 1` offsets (int64
 /// bytes) where each item's ids start and the last ends, each item's document number
 /// (int64 bytes), whether it begins / ends its document (one byte each), and the file
 /// offset where the block ends. Items are encoded with no frame: the shard writer
 /// puts the frame around each whole document. `next_doc`: the number the next
 /// document gets (after the last block: one past the file's last).
 ///
-/// A thread of its own reads and encodes the blocks (on `num_threads` more), one
-/// block ahead of the caller: the next block is encoded while Python writes this
-/// one, and needs no GIL to get done.
+/// A thread of its own reads the blocks and another has them encoded (on
+/// `num_threads` more), ahead of the caller: the next block is encoded while Python
+/// writes this one, and needs no GIL to get done.
 #[pyclass(module = "bytepair._core")]
 pub struct DocumentBatches {
     path: String,
@@ -74,8 +72,7 @@ impl DocumentBatches {
         path: &str,
         reader: DocumentReader,
         forbidden: Arc<SpecialMatcher>,
-        encode: Box<EncodeFlat>,
-        most_ids: Box<MostIds>,
+        encode: Box<EncodeBlocks>,
     ) -> PyResult<Self> {
         let (items_tx, items_rx) = mpsc::sync_channel::<Result<Items, ReadError>>(1);
         let (tx, rx) = mpsc::sync_channel(1);
@@ -108,15 +105,11 @@ impl DocumentBatches {
         let spare: Spare = Arc::default();
         let spares = Arc::clone(&spare);
         let encode = move || {
-            for items in items_rx {
-                let reuse = spares.lock().unwrap_or_else(|e| e.into_inner()).pop();
-                let block =
-                    items.and_then(|items| encode_items(items, &*encode, &*most_ids, reuse));
-                let failed = block.is_err();
-                if tx.send(block).is_err() || failed {
-                    return;
-                }
-            }
+            let mut next = || items_rx.recv().ok();
+            let mut reuse = || spares.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            // The receiver is gone when the caller stopped early.
+            let mut deliver = |block| tx.send(block).is_ok();
+            encode(&mut next, &mut reuse, &mut deliver);
         };
         let reader = spawn("bytepair-read", Box::new(read))?;
         let encoder = spawn("bytepair-encode", Box::new(encode))?;
@@ -163,40 +156,6 @@ fn read_block(
     Ok(Some(items))
 }
 
-/// Encodes a block's items on the encoder's threads.
-fn encode_items(
-    items: Items,
-    encode: &EncodeFlat,
-    most_ids: &MostIds,
-    reuse: Option<Vec<u8>>,
-) -> Result<Encoded, ReadError> {
-    let texts: Vec<&str> = items
-        .spans
-        .iter()
-        .map(|&(a, b)| &items.text[a..b])
-        .collect();
-    // A spare buffer too small for this block is dropped, not grown: growing it made
-    // realloc copy all of its old bytes (useless) into fresh pages, which was most of
-    // a shard run's page faults. A new one gets an eighth more, for later blocks.
-    let most = most_ids(&texts) * 4;
-    let mut ids: Vec<u8> = reuse.filter(|b| b.capacity() >= most).unwrap_or_default();
-    ids.clear();
-    if ids.capacity() < most {
-        try_reserve(&mut ids, most + most / 8).map_err(|e| ReadError::Other(e.to_string()))?;
-    }
-    advise_huge_pages(ids.spare_capacity_mut());
-    let offsets =
-        encode(&texts, ids.spare_capacity_mut()).map_err(|e| ReadError::Other(e.to_string()))?;
-    let written = offsets.last().map_or(0, |&n| n as usize * 4);
-    // SAFETY: `encode` wrote the first `written` bytes (`encode_flat`'s contract).
-    unsafe { ids.set_len(written) };
-    Ok(Encoded {
-        items,
-        ids,
-        offsets,
-    })
-}
-
 #[pymethods]
 impl DocumentBatches {
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -208,11 +167,7 @@ impl DocumentBatches {
             return Ok(None);
         };
         let block = py.detach(|| blocks.lock().unwrap_or_else(|e| e.into_inner()).recv());
-        let Encoded {
-            items,
-            ids,
-            offsets,
-        } = match block {
+        let (items, FlatIds { bytes, offsets }) = match block {
             Ok(Ok(block)) => block,
             Ok(Err(e)) => {
                 self.finish();
@@ -230,7 +185,7 @@ impl DocumentBatches {
         let docs = le(&mut items.docs.iter().copied());
         let flags = |v: &[bool]| v.iter().map(|&b| u8::from(b)).collect::<Vec<u8>>();
         Ok(Some((
-            Bound::new(py, IdBuffer::reused(ids, &self.spare))?,
+            Bound::new(py, IdBuffer::reused(bytes, &self.spare))?,
             PyBytes::new(py, &offsets),
             PyBytes::new(py, &docs),
             PyBytes::new(py, &flags(&items.firsts)),

@@ -21,6 +21,7 @@ use crate::io::batch::{encode_each, encode_flat, most_ids, Specials, Workers};
 use crate::io::blocks::ReadError;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::io::documents::DocumentReader;
+use crate::io::pipeline::encode_blocks;
 use crate::io::shards;
 use crate::io::stream;
 use crate::model::{check_disallowed, try_reserve, EncodeError, Frame, Model, SafeCuts};
@@ -654,7 +655,13 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
         num_threads: usize,
         block_bytes: usize,
         first_doc: u64,
+        width: usize,
     ) -> PyResult<DocumentBatches> {
+        if width != 2 && width != 4 {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "ids are 2 or 4 bytes wide, not {width}"
+            )));
+        }
         let errors = utf8_errors(errors)?;
         let (both, allowed, forbidden) = self.file_specials(allowed_special, disallowed_special)?;
         let text_cuts = match self.core.safe_cuts() {
@@ -671,22 +678,17 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
             first_doc,
         )
         .map_err(|e| read_error(path, e, Progress::new(None)))?;
-        // One pool for all the blocks of the file, its threads kept (and their caches
-        // warm) from block to block; it ends with the batches, as their reading and
+        // One pool for all the blocks of the file, its threads (and their caches)
+        // kept from block to block; it ends with the batches, as their reading and
         // encoding threads do.
         let pool = thread_pool(num_threads)?;
-        let (core, none) = (Arc::clone(&self.core), Arc::clone(&self.none));
-        let encode = move |texts: &[&str], out: &mut [MaybeUninit<u8>]| {
-            let specials = Specials {
-                allowed: &allowed,
-                disallowed: &none,
-            };
-            let workers = Workers::Pool(&pool);
-            encode_flat(&*core, texts, specials, &Frame::default(), workers, out)
-        };
         let core = Arc::clone(&self.core);
-        let most = move |texts: &[&str]| most_ids(&*core, texts, &Frame::default());
-        DocumentBatches::start(path, reader, forbidden, Box::new(encode), Box::new(most))
+        let encode = move |next: &mut dyn FnMut() -> _,
+                           reuse: &mut dyn FnMut() -> _,
+                           deliver: &mut dyn FnMut(_) -> _| {
+            encode_blocks(&*core, &allowed, &pool, width, next, reuse, deliver)
+        };
+        DocumentBatches::start(path, reader, forbidden, Box::new(encode))
     }
 }
 
@@ -829,7 +831,7 @@ macro_rules! pymethods_with_seam {
 
         /// A text file's documents encoded a block at a time, for shard folders
         /// (`DocumentBatches`).
-        #[pyo3(signature = (path, separators, allowed_special, disallowed_special, errors, num_threads, block_bytes, first_doc=0))]
+        #[pyo3(signature = (path, separators, allowed_special, disallowed_special, errors, num_threads, block_bytes, first_doc=0, width=4))]
         #[allow(clippy::too_many_arguments)]
         fn document_batches(
             &self,
@@ -841,10 +843,11 @@ macro_rules! pymethods_with_seam {
             num_threads: usize,
             block_bytes: usize,
             first_doc: u64,
+            width: usize,
         ) -> ::pyo3::PyResult<$crate::py::documents::DocumentBatches> {
             self.seam.document_batches(
                 path, separators, allowed_special, disallowed_special, errors, num_threads,
-                block_bytes, first_doc,
+                block_bytes, first_doc, width,
             )
         }
 

@@ -88,11 +88,12 @@ def encode_text_files_into(
                 num_threads,
                 BLOCK_BYTES,
                 n_docs,
+                writer.width,
             )
             # The core's thread encodes the next block while this one is written.
             for ids, offsets, docs, firsts, lasts, end in batches:
                 writer.add(
-                    np.frombuffer(ids, "<u4"),
+                    np.frombuffer(ids, writer.dtype),
                     np.frombuffer(offsets, "<i8"),
                     np.frombuffer(docs, "<i8"),
                     np.frombuffer(firsts, bool),
