@@ -36,8 +36,8 @@ const GROUP_BYTES: usize = 1 << 16;
 
 /// The smallest and largest part a long text of a batch is cut into (see the module
 /// header).
-const MIN_UNIT: usize = 1 << 16;
-const MAX_UNIT: usize = 1 << 20;
+pub(super) const MIN_UNIT: usize = 1 << 16;
+pub(super) const MAX_UNIT: usize = 1 << 20;
 
 /// A finished piece of work: its index in the plan, and its ids (with where each
 /// text of a group ends) or the first text that failed and why.
@@ -389,7 +389,7 @@ pub(super) struct Part {
 
 /// The part size of a batch of `total` bytes on `workers` threads: about 32 parts a
 /// thread, between [`MIN_UNIT`] and [`MAX_UNIT`].
-pub(super) fn unit(total: usize, workers: usize) -> usize {
+fn unit(total: usize, workers: usize) -> usize {
     (total / (workers * 32)).clamp(MIN_UNIT, MAX_UNIT)
 }
 
