@@ -14,15 +14,17 @@ pub type Spare = Arc<Mutex<Vec<Vec<u8>>>>;
 /// Buffers kept for reuse: the one Python holds, the one waiting, the one being filled.
 const SPARE_BUFFERS: usize = 3;
 
-/// What an [`IdBuffer`] holds: little-endian uint32 ids either way.
+/// What an [`IdBuffer`] holds: little-endian ids, as bytes.
 enum Held {
-    /// Bytes that go back to `Spare` when Python lets go of them.
+    /// Ids of the width the bytes' maker chose (a shard block: uint16 or uint32), which
+    /// go back to `Spare` when Python lets go of them.
     Bytes(Vec<u8>, Spare),
-    /// Ids, already little-endian.
+    /// uint32 ids, already little-endian.
     Ids(Vec<u32>),
 }
 
-/// Ids (little-endian uint32) lent to Python without a copy.
+/// Ids (little-endian bytes: uint32, or a shard block's uint16) lent to Python without
+/// a copy.
 #[pyclass(module = "bytepair._core", frozen)]
 pub struct IdBuffer {
     held: Held,
