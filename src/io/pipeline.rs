@@ -20,8 +20,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use super::batch::{plan_parts, write_le, Part, Specials, MAX_UNIT, MIN_UNIT};
+use super::batch::{plan_parts, Part, Specials, MAX_UNIT, MIN_UNIT};
 use super::blocks::ReadError;
+use super::shards::append_le;
 use crate::model::{try_reserve, EncodeError, Model};
 use crate::pages::advise_huge_pages;
 use crate::pretok::SpecialMatcher;
@@ -266,24 +267,7 @@ fn flatten(
         if part.count == 1 && part.nth + 1 == part.of {
             offsets.push(written);
         }
-        let (at, n) = (bytes.len(), got.ids.len());
-        let dst = &mut bytes.spare_capacity_mut()[..n * width];
-        if width == 4 {
-            write_le(dst, &got.ids);
-        } else {
-            if let Some(&id) = got.ids.iter().find(|&&id| id > u32::from(u16::MAX)) {
-                return Err(ReadError::Other(format!(
-                    "token id {id} does not fit in uint16"
-                )));
-            }
-            for (d, &id) in dst.chunks_exact_mut(2).zip(&got.ids) {
-                let [lo, hi] = (id as u16).to_le_bytes();
-                d[0].write(lo);
-                d[1].write(hi);
-            }
-        }
-        // SAFETY: the `n * width` bytes after `at` were just written.
-        unsafe { bytes.set_len(at + n * width) };
+        append_le(&mut bytes, &got.ids, width)?;
     }
     Ok(FlatIds { bytes, offsets })
 }

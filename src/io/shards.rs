@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::{mpsc, Arc, Mutex};
 
+use super::batch::write_le;
 use super::blocks::{for_each_block, ReadError, Utf8Errors};
 use super::chunking::{split_evenly, TextCuts};
 use crate::model::{Frame, Model, SafeCuts};
@@ -205,20 +206,65 @@ impl<W: Write> Writer<'_, W> {
 
     fn write(&mut self, ids: &[u32]) -> Result<(), ReadError> {
         self.bytes.clear();
-        if self.width == 2 {
-            for &id in ids {
-                let id = u16::try_from(id).map_err(|_| {
-                    ReadError::Other(format!("token id {id} does not fit in uint16"))
-                })?;
-                self.bytes.extend_from_slice(&id.to_le_bytes());
-            }
-        } else {
-            for &id in ids {
-                self.bytes.extend_from_slice(&id.to_le_bytes());
-            }
-        }
+        append_le(&mut self.bytes, ids, self.width)?;
         self.out.write_all(&self.bytes).map_err(ReadError::Write)?;
         self.written += ids.len() as u64;
         Ok(())
+    }
+}
+
+/// Appends `ids` to `out` the way a shard holds them: little-endian integers `width`
+/// bytes wide (2 or 4). At width 2 an id past uint16 is an error naming it, and `out`
+/// is left as it was.
+pub(super) fn append_le(out: &mut Vec<u8>, ids: &[u32], width: usize) -> Result<(), ReadError> {
+    debug_assert!(
+        width == 2 || width == 4,
+        "a shard's ids are 2 or 4 bytes wide"
+    );
+    if width == 2 {
+        if let Some(&id) = ids.iter().find(|&&id| id > u32::from(u16::MAX)) {
+            return Err(ReadError::Other(format!(
+                "token id {id} does not fit in uint16"
+            )));
+        }
+    }
+    let (at, n) = (out.len(), ids.len() * width);
+    out.reserve(n);
+    let dst = &mut out.spare_capacity_mut()[..n];
+    if width == 4 {
+        write_le(dst, ids);
+    } else {
+        for (d, &id) in dst.chunks_exact_mut(2).zip(ids) {
+            let [lo, hi] = (id as u16).to_le_bytes();
+            d[0].write(lo);
+            d[1].write(hi);
+        }
+    }
+    // SAFETY: the `n` bytes after `at` were just written.
+    unsafe { out.set_len(at + n) };
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_append_as_little_endian_at_either_width() {
+        let ids = [0u32, 1, 258, 65_535];
+        let mut out = vec![9u8];
+        append_le(&mut out, &ids, 2).unwrap();
+        assert_eq!(out, [9, 0, 0, 1, 0, 2, 1, 255, 255]);
+        let mut out = Vec::new();
+        append_le(&mut out, &[70_000, 1], 4).unwrap();
+        assert_eq!(out, [0x70, 0x11, 0x01, 0, 1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn an_id_past_uint16_is_named_and_nothing_is_appended() {
+        let mut out = vec![7u8];
+        let err = append_le(&mut out, &[1, 65_536, 2], 2).unwrap_err();
+        assert!(matches!(err, ReadError::Other(m) if m == "token id 65536 does not fit in uint16"));
+        assert_eq!(out, [7]);
     }
 }
