@@ -8,6 +8,8 @@
 //! it, not a branch inside the BPE encoder. Callers are generic over the trait, so the
 //! hot path is monomorphised: no dynamic dispatch, no extra indirection.
 
+use std::sync::Mutex;
+
 use crate::io::chunking::TextCuts;
 use crate::pretok::SpecialMatcher;
 
@@ -224,5 +226,42 @@ pub trait Model: Send + Sync {
         let result = f(&mut cache);
         self.give_back_cache(cache);
         result
+    }
+}
+
+/// One cache per worker thread of a pool, for a pipeline that encodes many parts:
+/// each part locks its worker's cache, so the cache stays warm across parts and
+/// blocks. The caches go back together ([`Model::give_back_caches`]) when this is
+/// dropped, also when the pipeline ends early on an error.
+pub struct WorkerCaches<'m, M: Model> {
+    model: &'m M,
+    caches: Vec<Mutex<M::Cache>>,
+}
+
+impl<'m, M: Model> WorkerCaches<'m, M> {
+    pub fn new(model: &'m M, pool: &rayon::ThreadPool) -> Self {
+        let threads = pool.current_num_threads().max(1);
+        let caches = (0..threads)
+            .map(|_| Mutex::new(model.take_cache()))
+            .collect();
+        WorkerCaches { model, caches }
+    }
+
+    /// Runs `f` with the cache of the worker thread it runs on.
+    pub fn with<R>(&self, f: impl FnOnce(&mut M::Cache) -> R) -> R {
+        let worker = rayon::current_thread_index().unwrap_or(0) % self.caches.len();
+        let mut cache = self.caches[worker].lock().expect("no panics while held");
+        f(&mut cache)
+    }
+}
+
+impl<M: Model> Drop for WorkerCaches<'_, M> {
+    /// A cache whose worker panicked while holding it is dropped, not given back.
+    fn drop(&mut self) {
+        let caches = std::mem::take(&mut self.caches)
+            .into_iter()
+            .filter_map(|c| c.into_inner().ok())
+            .collect();
+        self.model.give_back_caches(caches);
     }
 }

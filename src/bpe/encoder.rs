@@ -579,6 +579,7 @@ impl Model for Encoder {
 pub(crate) mod tests {
     use super::*;
     use crate::bpe::model::testing::{minbpe_parts, random_parts, XorShift};
+    use crate::model::WorkerCaches;
     use crate::pretok::GPT2_PATTERN;
 
     pub fn minbpe_encoder(pattern: Option<&str>) -> Encoder {
@@ -673,6 +674,28 @@ pub(crate) mod tests {
         assert_eq!(pooled(&e), 2);
         e.with_cache(|c| c.stored.resize((1 << 20) + 1, 0));
         assert_eq!(pooled(&e), 1);
+    }
+
+    #[test]
+    fn worker_caches_stay_warm_and_go_back_when_dropped() {
+        let e = random_encoder(7, 40, Some(GPT2_PATTERN));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let want = uncached(&e, "ab cab bca");
+        {
+            let workers = WorkerCaches::new(&e, &pool);
+            let ids = pool.install(|| workers.with(|c| encode_with(&e, "ab cab bca", c)));
+            assert_eq!(ids, want);
+            assert_eq!(e.caches.len(), 0, "both caches are out while in use");
+        }
+        assert_eq!(e.caches.len(), 2, "both workers' caches went back");
+        for _ in 0..2 {
+            let cache = e.take_cache();
+            assert_eq!(cache.small.len(), 3, "each holds what one worker merged");
+            drop(cache); // not back to the pool: the next take gets the other
+        }
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use super::batch::{plan_parts, Part, Specials, MAX_UNIT, MIN_UNIT};
 use super::blocks::ReadError;
 use super::shards::append_le;
-use crate::model::{try_reserve, EncodeError, Model};
+use crate::model::{try_reserve, EncodeError, Model, WorkerCaches};
 use crate::pages::advise_huge_pages;
 use crate::pretok::SpecialMatcher;
 
@@ -84,14 +84,11 @@ pub fn encode_blocks<M: Model, T: Texts + 'static>(
         disallowed: &none,
     };
     let threads = pool.current_num_threads().max(1);
-    // One cache per worker thread, kept warm from block to block.
-    let owned_caches: Vec<Mutex<M::Cache>> = (0..threads)
-        .map(|_| Mutex::new(model.take_cache()))
-        .collect();
+    let caches = WorkerCaches::new(model, pool);
     // Part id buffers the collector is done with, for the workers to fill again.
     let spare: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
     let stopped = AtomicBool::new(false);
-    let (caches, spare, stopped) = (&owned_caches, &spare, &stopped);
+    let (caches, spare, stopped) = (&caches, &spare, &stopped);
     pool.in_place_scope(|s| {
         let mut flight: VecDeque<InFlight<T>> = VecDeque::new();
         let mut failure = None;
@@ -115,10 +112,9 @@ pub fn encode_blocks<M: Model, T: Texts + 'static>(
                     if stopped.load(Ordering::Relaxed) {
                         return; // the collector sees the channel close
                     }
-                    let worker = rayon::current_thread_index().unwrap_or(0) % caches.len();
-                    let mut cache = caches[worker].lock().expect("no panics while held");
                     let ids = spare.lock().expect("no panics while held").pop();
-                    let done = encode_part(model, &*texts, &part, allowed, &mut cache, ids);
+                    let done = caches
+                        .with(|cache| encode_part(model, &*texts, &part, allowed, cache, ids));
                     // The receiver is gone only when the stream has stopped.
                     let _ = tx.send(done);
                 });
@@ -145,12 +141,6 @@ pub fn encode_blocks<M: Model, T: Texts + 'static>(
             deliver(Err(e));
         }
     });
-    model.give_back_caches(
-        owned_caches
-            .into_iter()
-            .map(|c| c.into_inner().expect("no panics while held"))
-            .collect(),
-    );
 }
 
 /// Encodes one part: a group of whole texts, or a piece of one.

@@ -10,12 +10,12 @@
 
 use std::collections::VecDeque;
 use std::io::Write;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 
 use super::batch::write_le;
 use super::blocks::{for_each_block, ReadError, Utf8Errors};
 use super::chunking::{split_evenly, TextCuts};
-use crate::model::{Frame, Model, SafeCuts};
+use crate::model::{Frame, Model, SafeCuts, WorkerCaches};
 use crate::pretok::SpecialMatcher;
 
 /// What to do with special tokens found in the file.
@@ -91,10 +91,7 @@ pub fn encode_file<M: Model>(
     };
     let threads = pool.current_num_threads().max(1);
     let min_part = (block_bytes / 16).max(1 << 16);
-    // One cache per worker thread, kept warm across parts and blocks.
-    let owned_caches: Vec<Mutex<M::Cache>> =
-        (0..threads).map(|_| Mutex::new(enc.take_cache())).collect();
-    let caches = &owned_caches;
+    let caches = &WorkerCaches::new(enc, pool);
     let mut writer = Writer {
         out,
         width,
@@ -133,11 +130,10 @@ pub fn encode_file<M: Model>(
                     let (tx, rx) = mpsc::sync_channel(1);
                     let text = Arc::clone(&text);
                     s.spawn(move |_| {
-                        let worker = rayon::current_thread_index().unwrap_or(0) % caches.len();
-                        let mut cache = caches[worker].lock().expect("no panics while held");
                         // The receiver is gone only when encoding has already failed.
                         let mut ids = Vec::with_capacity((b - a) / 3);
-                        let done = enc.encode_cached(&text[a..b], allowed, &mut cache, &mut ids);
+                        let done = caches
+                            .with(|cache| enc.encode_cached(&text[a..b], allowed, cache, &mut ids));
                         let _ = tx.send(done.map(|()| ids).map_err(|e| e.to_string()));
                     });
                     pending.push_back(Pending {
@@ -155,12 +151,6 @@ pub fn encode_file<M: Model>(
         )?;
         writer.drain(&mut pending, 0, &mut progress)
     })?;
-    enc.give_back_caches(
-        owned_caches
-            .into_iter()
-            .map(|c| c.into_inner().expect("no panics while held"))
-            .collect(),
-    );
     writer.write(&frame.after)?;
     writer.out.flush().map_err(ReadError::Write)?;
     Ok(writer.written)
