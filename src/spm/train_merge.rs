@@ -53,6 +53,8 @@ const REMOVED: u32 = u32::MAX;
 /// In [`Trainer::pairs`]: the two symbols do not make a valid piece.
 const NOT_A_PIECE: u32 = u32::MAX;
 const NO_SYMBOL: u32 = u32::MAX;
+/// In [`Words::cells`]: a word's header (and the end of the last word).
+const EDGE: u32 = u32::MAX - 1;
 /// Rebuild the active set every this many pieces.
 const REBUILD_EVERY: usize = 100;
 const MIN_ACTIVE: usize = 1000;
@@ -222,14 +224,18 @@ struct Cell {
     stamp: u32,
 }
 
-/// The distinct words, one after another in `cells`, and their counts. Places
-/// in words are indices into `cells`.
+/// The distinct words, one after another in `cells`, each after a header of two
+/// [`EDGE`] cells whose stamps hold its count (low half first), and one `EDGE` cell
+/// after the last. A word is named by where its header is; places in words are
+/// indices into `cells`. An occurrence reads its word's count and bounds from the
+/// cells around it (usually the same cache line), not from arrays of their own:
+/// two fewer cache misses per occurrence a merge looks at.
 struct Words {
     cells: Vec<Cell>,
-    /// Where each word starts in `cells`, and where the last one ends.
-    starts: Vec<u32>,
-    counts: Vec<u64>,
 }
+
+/// Cells of a word's header.
+const HEADER: usize = 2;
 
 impl Words {
     fn at(&self, i: usize) -> u32 {
@@ -242,21 +248,37 @@ impl Words {
     fn made(&self, l: usize, r: usize) -> u32 {
         self.cells[l].stamp.max(self.cells[r].stamp)
     }
-    /// The next symbol after `i` in word `w`.
-    fn next(&self, w: usize, i: usize) -> Option<usize> {
-        let end = self.starts[w + 1] as usize;
-        (i + 1..end).find(|&j| self.cells[j].symbol != REMOVED)
+    /// How often word `w` occurs.
+    fn count(&self, w: usize) -> u64 {
+        u64::from(self.cells[w].stamp) | u64::from(self.cells[w + 1].stamp) << 32
+    }
+    /// Starts a word of `count` occurrences; its characters come next. Returns its name.
+    fn start_word(&mut self, count: u64) -> usize {
+        let w = self.cells.len();
+        for half in [count as u32, (count >> 32) as u32] {
+            self.cells.push(Cell {
+                symbol: EDGE,
+                stamp: half,
+            });
+        }
+        w
+    }
+    /// The next symbol after `i` in its word.
+    fn next(&self, i: usize) -> Option<usize> {
+        (i + 1..self.cells.len())
+            .find(|&j| self.cells[j].symbol != REMOVED)
+            .filter(|&j| self.cells[j].symbol != EDGE)
     }
     /// The symbol before `i` in word `w`.
     fn prev(&self, w: usize, i: usize) -> Option<usize> {
-        let start = self.starts[w] as usize;
-        (start..i).rev().find(|&j| self.cells[j].symbol != REMOVED)
+        (w + HEADER..i)
+            .rev()
+            .find(|&j| self.cells[j].symbol != REMOVED)
     }
     /// Asks the CPU for what looking at place `i` of word `w` reads (a hint).
     fn prefetch(&self, w: usize, i: usize) {
         prefetch(self.cells.get(i));
-        prefetch(self.starts.get(w + 1));
-        prefetch(self.counts.get(w));
+        prefetch(self.cells.get(w));
     }
 }
 
@@ -372,34 +394,43 @@ impl<'v> Trainer<'v> {
             words: Words {
                 // A word has at most as many characters as bytes: one allocation,
                 // never copied as it grows (pages past the end are never touched).
-                cells: Vec::with_capacity(words.iter().map(|(w, _)| w.len()).sum()),
-                starts: vec![0],
-                counts: Vec::with_capacity(words.len()),
+                cells: Vec::with_capacity(
+                    words.iter().map(|(w, _)| w.len() + HEADER).sum::<usize>() + 1,
+                ),
             },
             heap: BinaryHeap::new(),
             dirty: Vec::new(),
             clock: 0,
             pair_chars: Vec::new(),
         };
+        // Where each word's header is, and where the last word ends.
+        let mut starts = Vec::with_capacity(words.len() + 1);
         for (i, (word, count)) in words.iter().enumerate() {
             // The words come in count order, from all over the corpus's text.
             prefetch(words.get(i + AHEAD).and_then(|(w, _)| w.as_bytes().first()));
+            starts.push(t.words.start_word(*count));
             for c in word.chars() {
                 let symbol = t.char_symbol(c);
                 t.words.cells.push(Cell { symbol, stamp: 0 });
             }
-            let end = u32::try_from(t.words.cells.len())
-                .expect("fewer than 2^32 characters in the distinct words");
-            t.words.starts.push(end);
-            t.words.counts.push(*count);
         }
+        starts.push(t.words.cells.len());
+        t.words.cells.push(Cell {
+            symbol: EDGE,
+            stamp: 0,
+        });
+        assert!(
+            u32::try_from(t.words.cells.len()).is_ok(),
+            "fewer than 2^32 characters in the distinct words"
+        );
         // Pairs of the most frequent characters (the first ids), looked up in a
         // table rather than hashed: nine in ten pairs of English.
         const MEMO: u32 = 128;
         const UNSET: u32 = NOT_A_PIECE - 1;
         let mut memo = vec![UNSET; (MEMO * MEMO) as usize];
-        for w in 0..words.len() {
-            let (start, end) = (t.words.starts[w] as usize, t.words.starts[w + 1] as usize);
+        for k in 0..words.len() {
+            let (w, end) = (starts[k], starts[k + 1]);
+            let start = w + HEADER;
             if end - start > 0xffff {
                 // sentencepiece records positions in 16 bits and refuses longer ones.
                 return Err(Exhausted { pieces: 0 });
@@ -506,7 +537,7 @@ impl<'v> Trainer<'v> {
         self.symbols[id as usize].positions.push(encode_pos(w, l));
         let s = &mut self.state[id as usize];
         s.active = true;
-        s.freq += self.words.counts[w];
+        s.freq += self.words.count(w);
         self.touched(id);
     }
 
@@ -519,7 +550,7 @@ impl<'v> Trainer<'v> {
         if let Some(id) = self.pair_symbol(a, b) {
             let s = &mut self.state[id as usize];
             if id != best && self.words.made(l, r) >= s.born {
-                s.freq -= self.words.counts[w];
+                s.freq -= self.words.count(w);
                 self.touched(id);
             }
         }
@@ -654,10 +685,10 @@ impl<'v> Trainer<'v> {
             if self.words.at(l) != a {
                 continue;
             }
-            let Some(r) = self.words.next(w, l).filter(|&r| self.words.at(r) == b) else {
+            let Some(r) = self.words.next(l).filter(|&r| self.words.at(r) == b) else {
                 continue;
             };
-            let next = self.words.next(w, r);
+            let next = self.words.next(r);
             let prev = self.words.prev(w, l);
             if let Some(prev) = prev {
                 self.reset_pair(w, prev, l, best);
