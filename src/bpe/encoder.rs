@@ -677,7 +677,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn worker_caches_stay_warm_and_go_back_when_dropped() {
+    fn worker_caches_go_back_together_when_dropped() {
         let e = random_encoder(7, 40, Some(GPT2_PATTERN));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(2)

@@ -421,7 +421,7 @@ impl<'v> Trainer<'v> {
         });
         assert!(
             u32::try_from(t.words.cells.len()).is_ok(),
-            "fewer than 2^32 characters in the distinct words"
+            "the distinct words hold 2^32 characters or more, past what a position names"
         );
         // Pairs of the most frequent characters (the first ids), looked up in a
         // table rather than hashed: nine in ten pairs of English.
