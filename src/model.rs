@@ -8,7 +8,8 @@
 //! it, not a branch inside the BPE encoder. Callers are generic over the trait, so the
 //! hot path is monomorphised: no dynamic dispatch, no extra indirection.
 
-use std::sync::Mutex;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use crate::io::chunking::TextCuts;
 use crate::pretok::SpecialMatcher;
@@ -178,6 +179,18 @@ pub trait Model: Send + Sync {
         }
     }
 
+    /// What a cache learned, as a worker of a pipeline hands it to the other workers
+    /// between parts ([`WorkerCaches`]); `()` for a model whose caches do not share.
+    type Lessons: Send + Sync;
+
+    /// What `cache` learned since it left the pool or was last asked, if anything.
+    fn lessons(&self, _cache: &mut Self::Cache) -> Option<Self::Lessons> {
+        None
+    }
+
+    /// Takes what another cache learned into `cache` (as far as it has room).
+    fn take_in(&self, _cache: &mut Self::Cache, _lessons: &Self::Lessons) {}
+
     /// Where text may be cut without changing its ids.
     fn safe_cuts(&self) -> SafeCuts;
 
@@ -231,11 +244,46 @@ pub trait Model: Send + Sync {
 
 /// One cache per worker thread of a pool, for a pipeline that encodes many parts:
 /// each part locks its worker's cache, so the cache stays warm across parts and
-/// blocks. The caches go back together ([`Model::give_back_caches`]) when this is
-/// dropped, also when the pipeline ends early on an error.
+/// blocks. After each part the worker posts what its cache learned on a board and
+/// takes in what the other workers posted since its last part: otherwise each worker
+/// merges every piece its own parts meet first (on 200 MB of English, two workers
+/// merged for 0.62 CPU-seconds where one took 0.35). The caches go back together
+/// ([`Model::give_back_caches`]) when this is dropped, also when the pipeline ends
+/// early on an error. Which cache knows what never changes a result.
 pub struct WorkerCaches<'m, M: Model> {
     model: &'m M,
     caches: Vec<Mutex<M::Cache>>,
+    board: Mutex<Board<M::Lessons>>,
+}
+
+/// Lessons posted by workers and not yet read by all: `posts[i]` is post number
+/// `first + i`, with the worker who posted it.
+struct Board<L> {
+    first: usize,
+    posts: VecDeque<(usize, Arc<L>)>,
+    /// The number of the first post each worker has yet to read.
+    read: Vec<usize>,
+}
+
+impl<L> Board<L> {
+    /// Posts `mine` (worker `worker`'s, if any) and returns the posts of the others
+    /// that worker has not read; drops the posts every worker has read.
+    fn trade(&mut self, worker: usize, mine: Option<L>) -> Vec<Arc<L>> {
+        let unread = (self.posts.iter().skip(self.read[worker] - self.first))
+            .filter(|(poster, _)| *poster != worker)
+            .map(|(_, lessons)| Arc::clone(lessons))
+            .collect();
+        if let Some(mine) = mine {
+            self.posts.push_back((worker, Arc::new(mine)));
+        }
+        self.read[worker] = self.first + self.posts.len();
+        let oldest = self.read.iter().copied().min().unwrap_or(self.first);
+        while self.first < oldest {
+            self.posts.pop_front();
+            self.first += 1;
+        }
+        unread
+    }
 }
 
 impl<'m, M: Model> WorkerCaches<'m, M> {
@@ -244,24 +292,87 @@ impl<'m, M: Model> WorkerCaches<'m, M> {
         let caches = (0..threads)
             .map(|_| Mutex::new(model.take_cache()))
             .collect();
-        WorkerCaches { model, caches }
+        let board = Board {
+            first: 0,
+            posts: VecDeque::new(),
+            read: vec![0; threads],
+        };
+        WorkerCaches {
+            model,
+            caches,
+            board: Mutex::new(board),
+        }
     }
 
-    /// Runs `f` with the cache of the worker thread it runs on.
+    /// Runs `f` with the cache of the worker thread it runs on, then trades lessons.
     pub fn with<R>(&self, f: impl FnOnce(&mut M::Cache) -> R) -> R {
         let worker = rayon::current_thread_index().unwrap_or(0) % self.caches.len();
         let mut cache = self.caches[worker].lock().expect("no panics while held");
-        f(&mut cache)
+        let result = f(&mut cache);
+        if self.caches.len() > 1 {
+            self.trade(worker, &mut cache);
+        }
+        result
+    }
+
+    /// Posts what `cache` (worker `worker`'s) learned and takes in the others' posts.
+    fn trade(&self, worker: usize, cache: &mut M::Cache) {
+        let mine = self.model.lessons(cache);
+        let unread = self
+            .board
+            .lock()
+            .expect("no panics while held")
+            .trade(worker, mine);
+        for lessons in &unread {
+            self.model.take_in(cache, lessons);
+        }
     }
 }
 
 impl<M: Model> Drop for WorkerCaches<'_, M> {
-    /// A cache whose worker panicked while holding it is dropped, not given back.
+    /// Each cache first takes in the posts it has not read. A cache whose worker
+    /// panicked while holding it is dropped, not given back.
     fn drop(&mut self) {
-        let caches = std::mem::take(&mut self.caches)
-            .into_iter()
-            .filter_map(|c| c.into_inner().ok())
-            .collect();
-        self.model.give_back_caches(caches);
+        let mut board = self.board.get_mut().ok();
+        let mut kept = Vec::with_capacity(self.caches.len());
+        for (worker, cache) in std::mem::take(&mut self.caches).into_iter().enumerate() {
+            let Ok(mut cache) = cache.into_inner() else {
+                continue;
+            };
+            if let Some(board) = board.as_mut() {
+                for lessons in board.trade(worker, None) {
+                    self.model.take_in(&mut cache, &lessons);
+                }
+            }
+            kept.push(cache);
+        }
+        self.model.give_back_caches(kept);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_reads_the_others_posts_once_and_read_posts_are_dropped() {
+        let mut board: Board<&'static str> = Board {
+            first: 0,
+            posts: VecDeque::new(),
+            read: vec![0; 3],
+        };
+        let read = |got: Vec<Arc<&'static str>>| got.iter().map(|l| **l).collect::<Vec<_>>();
+        assert!(read(board.trade(0, Some("a1"))).is_empty());
+        assert!(read(board.trade(0, Some("a2"))).is_empty(), "not its own");
+        assert_eq!(read(board.trade(1, Some("b1"))), ["a1", "a2"]);
+        assert_eq!(read(board.trade(1, None)), Vec::<&str>::new(), "read once");
+        assert_eq!(board.posts.len(), 3, "worker 2 has read none");
+        assert_eq!(read(board.trade(2, None)), ["a1", "a2", "b1"]);
+        assert_eq!(board.posts.len(), 1, "only b1 is unread (by worker 0)");
+        assert_eq!(read(board.trade(0, Some("a3"))), ["b1"]);
+        assert_eq!((board.first, board.posts.len()), (3, 1), "a3 is left");
+        assert_eq!(read(board.trade(1, None)), ["a3"]);
+        assert_eq!(read(board.trade(2, None)), ["a3"]);
+        assert!(board.posts.is_empty());
     }
 }

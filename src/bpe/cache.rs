@@ -44,10 +44,11 @@ const SHARE_ON_THREADS: usize = if cfg!(test) { 8 } else { 1 << 14 };
 /// Keys looked up this many ahead of their turn when sharing.
 const SHARE_AHEAD: usize = 8;
 
-/// What a cache learned in a call, with the ids, for the other caches of the call
-/// ([`PieceCache::share_learned`]): entries of three or more ids point into `ids`.
+/// What a cache learned, with the ids, for other caches: those of the same call
+/// ([`PieceCache::share_learned`]), or of the same pipeline as it goes
+/// ([`crate::model::WorkerCaches`]). Entries of three or more ids point into `ids`.
 #[derive(Default)]
-struct Lessons {
+pub struct Lessons {
     small: Vec<(u128, u64, Entry)>,
     long: Vec<(Box<[u8]>, Entry)>,
     ids: Vec<u32>,
@@ -174,9 +175,14 @@ impl PieceCache {
         self.learned_long = Vec::new();
     }
 
-    /// What this cache learned since it left the pool, with the ids (its log of
-    /// learned keys is emptied).
-    fn lessons(&mut self) -> Lessons {
+    /// Whether this cache learned anything since it left the pool or was last asked.
+    pub(super) fn has_lessons(&self) -> bool {
+        !self.learned_small.is_empty() || !self.learned_long.is_empty()
+    }
+
+    /// What this cache learned since it left the pool or was last asked, with the
+    /// ids (its log of learned keys is emptied).
+    pub(super) fn lessons(&mut self) -> Lessons {
         let mut lessons = Lessons::default();
         let copy = |entry: Entry, ids: &mut Vec<u32>| match entry.ids() {
             Ids::Stored(at, n) => {
@@ -206,7 +212,7 @@ impl PieceCache {
     }
 
     /// Takes in the pieces of `lessons` this cache lacks, while it has room.
-    fn take_in(&mut self, lessons: &Lessons) {
+    pub(super) fn take_in(&mut self, lessons: &Lessons) {
         let entry_for = |entry: Entry, stored: &mut Vec<u32>| match entry.ids() {
             Ids::Stored(at, n) => {
                 let to = stored.len();

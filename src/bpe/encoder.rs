@@ -8,7 +8,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::cache::{CachePool, Entry, Ids, PieceCache};
+use super::cache::{CachePool, Entry, Ids, Lessons, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use super::normalizer::Normalizer;
@@ -490,6 +490,7 @@ impl Encoder {
 
 impl Model for Encoder {
     type Cache = PieceCache;
+    type Lessons = Lessons;
 
     fn take_cache(&self) -> PieceCache {
         self.caches.take()
@@ -505,6 +506,14 @@ impl Model for Encoder {
         for cache in caches {
             self.give_back_cache(cache);
         }
+    }
+
+    fn lessons(&self, cache: &mut PieceCache) -> Option<Lessons> {
+        cache.has_lessons().then(|| cache.lessons())
+    }
+
+    fn take_in(&self, cache: &mut PieceCache, lessons: &Lessons) {
+        cache.take_in(lessons)
     }
 
     fn safe_cuts(&self) -> SafeCuts {
@@ -696,6 +705,45 @@ pub(crate) mod tests {
             assert_eq!(cache.small.len(), 3, "each holds what one worker merged");
             drop(cache); // not back to the pool: the next take gets the other
         }
+    }
+
+    #[test]
+    fn workers_take_in_what_the_others_learned_between_parts() {
+        let e = random_encoder(2024, 60, Some(GPT2_PATTERN));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let workers = WorkerCaches::new(&e, &pool);
+        // Encodes `text` on worker `who`: its ids, and how many pieces its cache held
+        // before and after (before it traded with the board).
+        let run = |who: usize, text: &str| {
+            let got = pool.broadcast(|ctx| {
+                (ctx.index() == who).then(|| {
+                    workers.with(|c| {
+                        let before = c.small.len();
+                        (encode_with(&e, text, c), before, c.small.len())
+                    })
+                })
+            });
+            got.into_iter().flatten().next().expect("the worker ran")
+        };
+        // No piece in common.
+        let (a, b) = ("ab abc aab bab", "cc acca");
+        let (ids_a, _, pieces_a) = run(0, a);
+        assert_eq!(ids_a, uncached(&e, a));
+        let (ids_b, before, pieces_b) = run(1, b);
+        assert_eq!(ids_b, uncached(&e, b));
+        assert_eq!(before, 0, "worker 1 had met nothing");
+        // Worker 1 took in worker 0's pieces after its part, and merges none again.
+        let (again, before, after) = run(1, a);
+        assert_eq!(again, ids_a);
+        assert_eq!((before, after), (pieces_a + pieces_b, pieces_a + pieces_b));
+        // Worker 0 takes in worker 1's at its next part.
+        let (again, _, after) = run(0, b);
+        assert_eq!(again, ids_b);
+        let (_, before, _) = run(0, "");
+        assert_eq!((after, before), (pieces_a + pieces_b, pieces_a + pieces_b));
     }
 
     #[test]

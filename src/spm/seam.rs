@@ -140,6 +140,7 @@ fn char_before(text: &str, at: usize) -> char {
 
 impl Model for SpmModel {
     type Cache = WordCache;
+    type Lessons = ();
 
     fn take_cache(&self) -> WordCache {
         self.caches.take()
