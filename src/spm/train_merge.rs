@@ -343,6 +343,26 @@ struct Trainer<'v> {
     clock: u32,
     /// The characters of a candidate pair, kept to save an allocation each.
     pair_chars: Vec<char>,
+    /// During a merge of (a, b) into N, by a neighbour's symbol: the pair symbols
+    /// it makes with the merged pair's occurrences, looked up once per merge (see
+    /// [`Side`]). Neighbours are few and frequent, so these stay in a few cache
+    /// lines where `recent` slots are all over a megabyte.
+    beside: Vec<[(u32, u32); 4]>,
+}
+
+/// The pairs a neighbour makes in a merge of (a, b) into N: [`Trainer::beside`]
+/// holds, per side, the merge's clock when it was looked up and the pair symbol
+/// (or [`NOT_A_PIECE`]).
+#[derive(Clone, Copy)]
+enum Side {
+    /// (x, a): broken by the merge (x the left neighbour).
+    LeftOld = 0,
+    /// (b, y): broken by the merge (y the right neighbour).
+    RightOld = 1,
+    /// (x, N): made by the merge.
+    LeftNew = 2,
+    /// (N, y): made by the merge.
+    RightNew = 3,
 }
 
 /// Learns up to `num_pieces` merged pieces from distinct `words` (each a string of
@@ -402,6 +422,7 @@ impl<'v> Trainer<'v> {
             dirty: Vec::new(),
             clock: 0,
             pair_chars: Vec::new(),
+            beside: Vec::new(),
         };
         // Where each word's header is, and where the last word ends.
         let mut starts = Vec::with_capacity(words.len() + 1);
@@ -524,10 +545,29 @@ impl<'v> Trainer<'v> {
         Some(id)
     }
 
+    /// [`Trainer::pair_symbol`] of `(a, b)`, a pair of the merge under way on
+    /// `side` of it: looked up once per merge and neighbour (within a merge no pair
+    /// symbol is dropped, so the answer holds; the first lookup makes it, in the
+    /// same order as before).
+    #[inline]
+    fn pair_beside(&mut self, a: u32, b: u32, side: Side) -> Option<u32> {
+        let neighbour = match side {
+            Side::LeftOld | Side::LeftNew => a,
+            Side::RightOld | Side::RightNew => b,
+        };
+        let (stamp, id) = self.beside[neighbour as usize][side as usize];
+        if stamp == self.clock {
+            return (id != NOT_A_PIECE).then_some(id);
+        }
+        let id = self.pair_symbol(a, b);
+        self.beside[neighbour as usize][side as usize] = (self.clock, id.unwrap_or(NOT_A_PIECE));
+        id
+    }
+
     /// Records the occurrence of the pair at `(l, r)` in word `w`; makes it active.
-    fn add_pair(&mut self, w: usize, l: usize, r: usize) {
+    fn add_pair(&mut self, w: usize, l: usize, r: usize, side: Side) {
         let (a, b) = (self.words.at(l), self.words.at(r));
-        if let Some(id) = self.pair_symbol(a, b) {
+        if let Some(id) = self.pair_beside(a, b, side) {
             self.add_occurrence(id, w, l);
         }
     }
@@ -543,11 +583,11 @@ impl<'v> Trainer<'v> {
 
     /// The occurrence of the pair at `(l, r)` is about to break: it no longer
     /// counts (unless the pair is `best`, which is being merged).
-    fn reset_pair(&mut self, w: usize, l: usize, r: usize, best: u32) {
+    fn reset_pair(&mut self, w: usize, l: usize, r: usize, best: u32, side: Side) {
         let (a, b) = (self.words.at(l), self.words.at(r));
         // Made even when it was not there: sentencepiece looks it up the same
         // way, and every pair symbol made counts toward the active set's size.
-        if let Some(id) = self.pair_symbol(a, b) {
+        if let Some(id) = self.pair_beside(a, b, side) {
             let s = &mut self.state[id as usize];
             if id != best && self.words.made(l, r) >= s.born {
                 s.freq -= self.words.count(w);
@@ -577,11 +617,13 @@ impl<'v> Trainer<'v> {
 
     /// Rebuilds the active set: the most frequent live pairs.
     fn rebuild_active(&mut self) {
-        let mut live: Vec<u32> = Vec::new();
+        // One pass over the states in order: the live pairs with their counts beside
+        // them, so that choosing among them reads no state at random.
+        let mut live: Vec<(u64, u32)> = Vec::new();
         for (id, s) in self.state.iter_mut().enumerate() {
             s.active = false;
             if s.live_pair {
-                live.push(id as u32);
+                live.push((s.freq, id as u32));
             }
         }
         let by_ratio = (self.cache_len as f32 * ACTIVE_RATIO) as usize;
@@ -598,21 +640,26 @@ impl<'v> Trainer<'v> {
         self.heap = BinaryHeap::from(entries);
     }
 
-    /// The `size` most frequent of `live`; among equal counts at the cut, the
-    /// shorter, smaller, older.
-    fn most_frequent(&self, mut live: Vec<u32>, size: usize) -> Vec<u32> {
+    /// The `size` most frequent of `live` (count, id); among equal counts at the cut,
+    /// the shorter, smaller, older.
+    fn most_frequent(&self, mut live: Vec<(u64, u32)>, size: usize) -> Vec<u32> {
         if size >= live.len() {
-            return live;
+            return live.into_iter().map(|(_, id)| id).collect();
         }
         if size == 0 {
             return Vec::new();
         }
-        let freq = |id: &u32| self.state[*id as usize].freq;
-        live.select_nth_unstable_by(size - 1, |a, b| freq(b).cmp(&freq(a)));
-        let cut = freq(&live[size - 1]);
-        let (mut chosen, rest): (Vec<u32>, Vec<u32>) =
-            live.into_iter().partition(|id| freq(id) > cut);
-        let mut ties: Vec<u32> = rest.into_iter().filter(|id| freq(id) == cut).collect();
+        live.select_nth_unstable_by(size - 1, |a, b| b.0.cmp(&a.0));
+        let cut = live[size - 1].0;
+        let mut chosen = Vec::with_capacity(size);
+        let mut ties = Vec::new();
+        for &(freq, id) in &live {
+            match freq.cmp(&cut) {
+                std::cmp::Ordering::Greater => chosen.push(id),
+                std::cmp::Ordering::Equal => ties.push(id),
+                std::cmp::Ordering::Less => {}
+            }
+        }
         let need = size - chosen.len();
         if need < ties.len() {
             let key = |id: &u32| {
@@ -674,6 +721,10 @@ impl<'v> Trainer<'v> {
         let mut positions = std::mem::take(&mut self.symbols[best as usize].positions);
         positions.sort_unstable();
         self.clock += 1;
+        // Every neighbour is a symbol made before this merge.
+        if self.beside.len() < self.symbols.len() {
+            self.beside.resize(self.symbols.len(), [(0, 0); 4]);
+        }
         for (k, &p) in positions.iter().enumerate() {
             if let Some(&ahead) = positions.get(k + AHEAD) {
                 let (w, l) = decode_pos(ahead);
@@ -691,18 +742,18 @@ impl<'v> Trainer<'v> {
             let next = self.words.next(r);
             let prev = self.words.prev(w, l);
             if let Some(prev) = prev {
-                self.reset_pair(w, prev, l, best);
+                self.reset_pair(w, prev, l, best, Side::LeftOld);
             }
             if let Some(next) = next {
-                self.reset_pair(w, r, next, best);
+                self.reset_pair(w, r, next, best, Side::RightOld);
             }
             self.words.set(l, best, self.clock);
             self.words.set(r, REMOVED, self.clock);
             if let Some(prev) = prev {
-                self.add_pair(w, prev, l);
+                self.add_pair(w, prev, l, Side::LeftNew);
             }
             if let Some(next) = next {
-                self.add_pair(w, l, next);
+                self.add_pair(w, l, next, Side::RightNew);
             }
         }
     }
