@@ -372,10 +372,26 @@ pub fn packed_all(bytes: &[u8]) -> u128 {
     u128::from(lo) | (u128::from(hi) << 64) | ((len as u128) << 120)
 }
 
-/// The byte string of a key made by [`packed`].
-pub fn unpacked(key: u128) -> Vec<u8> {
-    let len = (key >> 120) as usize;
-    key.to_le_bytes()[..len].to_vec()
+/// The byte string of a key made by [`packed`], on the stack (no allocation: a
+/// table's keys are unpacked by the hundred thousand).
+pub fn unpacked(key: u128) -> Unpacked {
+    Unpacked {
+        bytes: key.to_le_bytes(),
+        len: (key >> 120) as usize,
+    }
+}
+
+/// The bytes of a packed key (see [`unpacked`]).
+pub struct Unpacked {
+    bytes: [u8; 16],
+    len: usize,
+}
+
+impl std::ops::Deref for Unpacked {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 #[cfg(test)]
@@ -389,7 +405,7 @@ mod tests {
             for len in 0..=MAX_PACKED {
                 let bytes = &text[start..start + len];
                 assert_eq!(packed_all(bytes), packed(text, start, start + len));
-                assert_eq!(unpacked(packed_all(bytes)), bytes);
+                assert_eq!(&*unpacked(packed_all(bytes)), bytes);
             }
         }
     }
@@ -437,13 +453,13 @@ mod tests {
                 // Same key whether the 16-byte load fits (inside the text) or not (a copy).
                 let key = packed(text, start, end);
                 assert_eq!(key, packed(&text[start..end], 0, end - start));
-                assert_eq!(unpacked(key), &text[start..end]);
+                assert_eq!(&*unpacked(key), &text[start..end]);
             }
         }
         // Trailing zero bytes still make a different key.
         assert_ne!(packed(text, 0, 2), packed(text, 0, 3));
         assert_ne!(packed(text, 0, 3), packed(text, 0, 4));
         assert_ne!(packed(b"ab", 0, 2), packed(b"ba", 0, 2));
-        assert_eq!(unpacked(packed(b"", 0, 0)), b"");
+        assert_eq!(&*unpacked(packed(b"", 0, 0)), b"");
     }
 }

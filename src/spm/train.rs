@@ -263,8 +263,11 @@ impl WordCounts {
 
     /// The words, marks put back, one after another.
     fn into_list(self, suffix: bool) -> WordList {
+        let counts = self.small.into_counts();
         let mut list = WordList::default();
-        for (key, n) in self.small.into_counts().iter() {
+        list.ends.reserve(counts.len() + self.long.len());
+        list.counts.reserve(counts.len() + self.long.len());
+        for (key, n) in counts.iter() {
             let bytes = unpacked(key & !MARKED);
             let bare = std::str::from_utf8(&bytes).expect("cut at character boundaries");
             match (key & MARKED != 0, suffix) {
