@@ -424,6 +424,10 @@ impl<'v> Trainer<'v> {
             pair_chars: Vec::new(),
             beside: Vec::new(),
         };
+        // Merges reach all over the words (36 MB for 50 MB of English): 2 MiB pages
+        // spare most of the TLB misses, and laying the words out faults in 18 pages
+        // instead of 9,000.
+        crate::pages::advise_huge_pages(t.words.cells.spare_capacity_mut());
         // Where each word's header is, and where the last word ends.
         let mut starts = Vec::with_capacity(words.len() + 1);
         for (i, (word, count)) in words.iter().enumerate() {
