@@ -685,13 +685,17 @@ pub(crate) mod tests {
         assert_eq!(pooled(&e), 1);
     }
 
+    fn two_workers() -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap()
+    }
+
     #[test]
     fn worker_caches_go_back_together_when_dropped() {
         let e = random_encoder(7, 40, Some(GPT2_PATTERN));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = two_workers();
         let want = uncached(&e, "ab cab bca");
         {
             let workers = WorkerCaches::new(&e, &pool);
@@ -710,10 +714,7 @@ pub(crate) mod tests {
     #[test]
     fn workers_take_in_what_the_others_learned_between_parts() {
         let e = random_encoder(2024, 60, Some(GPT2_PATTERN));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = two_workers();
         let workers = WorkerCaches::new(&e, &pool);
         // Encodes `text` on worker `who`: its ids, and how many pieces its cache held
         // before and after (before it traded with the board).
