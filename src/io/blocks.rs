@@ -4,6 +4,8 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 
 use super::chunking::{find_cut, TextCuts};
 use crate::pretok::SpecialMatcher;
@@ -47,8 +49,11 @@ impl std::fmt::Display for ReadError {
     }
 }
 
-/// Bytes read from the file per block, by default.
-pub const BLOCK_BYTES: usize = 32 << 20;
+/// Bytes read from the file per block, by default. With the reading overlapped
+/// ([`for_each_part`]), blocks of 4 MB counted 200 MB of English in 354-387 ms at
+/// 75 MB peak RSS, against 414-460 ms and 159 MB with 32 MB blocks (8 MB: 365-416 ms,
+/// 87 MB; 2 MB: 356-380 ms, 68 MB): the block and its parts stay in the CPU's caches.
+pub const BLOCK_BYTES: usize = 4 << 20;
 
 /// Calls `f(text, offset)` for consecutive blocks of the file, where `offset` is the
 /// file offset of the block's first byte. Blocks are cut at the edges of `specials`
@@ -67,6 +72,99 @@ pub fn for_each_block(
         reader.recycle(bytes);
     }
     Ok(())
+}
+
+/// [`for_each_block`] with the work on `pool`, while the calling thread reads on: each
+/// block is cut into parts by `plan` (the parts' ends, in order), `work` runs on each
+/// part on the pool's threads, and the calling thread reads and decodes the next block
+/// meanwhile; `done(end)` is called in file order once all of a block's parts have run
+/// (`end`: the file offset where the block ends). Two blocks are in memory at most,
+/// and a block's buffer is read into again once its parts are done.
+///
+/// The first error in file order ends the reading and is returned: a part's (as
+/// [`ReadError::Other`]), the file's (I/O, invalid UTF-8) or `done`'s. Reading on
+/// the calling thread while the pool waited (one block at a time, as counting did)
+/// left a core idle for the reading and for each block's last part.
+#[allow(clippy::too_many_arguments)]
+pub fn for_each_part(
+    path: &str,
+    specials: &SpecialMatcher,
+    cuts: TextCuts,
+    errors: Utf8Errors,
+    block_bytes: usize,
+    pool: &rayon::ThreadPool,
+    mut plan: impl FnMut(&str) -> Vec<usize>,
+    work: impl Fn(&str) -> Result<(), String> + Sync,
+    mut done: impl FnMut(u64) -> Result<(), ReadError>,
+) -> Result<(), ReadError> {
+    /// A block whose parts were handed to the pool.
+    struct InFlight {
+        text: Arc<String>,
+        parts: Vec<mpsc::Receiver<Result<(), String>>>,
+        end: u64,
+    }
+    let mut reader = BlockReader::open(path)?;
+    let stopped = AtomicBool::new(false);
+    let (work, stopped) = (&work, &stopped);
+    // Waits for a block's parts; its buffer goes back to the reader.
+    let mut finish = |block: InFlight, reader: &mut BlockReader| -> Result<(), ReadError> {
+        for part in &block.parts {
+            match part.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(ReadError::Other(e)),
+                // Closed unsent: the part panicked (the scope raises it again).
+                Err(_) => return Err(ReadError::Other("a worker thread panicked".into())),
+            }
+        }
+        if let Ok(text) = Arc::try_unwrap(block.text) {
+            reader.recycle(text.into_bytes());
+        }
+        done(block.end)
+    };
+    pool.in_place_scope(|s| {
+        let mut flight: Option<InFlight> = None;
+        let read = loop {
+            let (bytes, offset) = match reader.next_block(specials, cuts, block_bytes) {
+                Ok(Some(block)) => block,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            };
+            let text = match decode_block(bytes, offset, errors) {
+                Ok(text) => Arc::new(text),
+                Err(e) => break Err(e),
+            };
+            let mut parts = Vec::new();
+            let mut a = 0;
+            for b in plan(&text) {
+                let (tx, rx) = mpsc::sync_channel(1);
+                let text = Arc::clone(&text);
+                s.spawn(move |_| {
+                    if !stopped.load(Ordering::Relaxed) {
+                        let result = work(&text[a..b]);
+                        // Let go of the block first, so that its buffer can be reused.
+                        drop(text);
+                        // The receiver is gone only when the reading has stopped.
+                        let _ = tx.send(result);
+                    }
+                });
+                parts.push(rx);
+                a = b;
+            }
+            let end = offset + text.len() as u64;
+            let before = flight.replace(InFlight { text, parts, end });
+            if let Some(Err(e)) = before.map(|b| finish(b, &mut reader)) {
+                stopped.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        // The block before a reading error comes first, as it would have one at a time.
+        let last = flight.map_or(Ok(()), |b| finish(b, &mut reader));
+        let result = last.and(read);
+        if result.is_err() {
+            stopped.store(true, Ordering::Relaxed);
+        }
+        result
+    })
 }
 
 /// A file read in blocks cut at safe cuts, one block per call ([`for_each_block`]
@@ -144,7 +242,7 @@ impl BlockReader {
     }
 
     /// Takes back a block's buffer, to read a later block into: a new buffer per block
-    /// made the kernel map and zero fresh pages for every block (blocks of 32 MB are
+    /// made the kernel map and zero fresh pages for every block (blocks of megabytes are
     /// past the size malloc keeps for reuse), a tenth of counting's time.
     pub fn recycle(&mut self, block: Vec<u8>) {
         if block.capacity() > self.spare.capacity() {
@@ -184,5 +282,186 @@ fn decode(
                 byte: bytes[e.valid_up_to()],
             }),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    fn pool(n: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap()
+    }
+
+    /// A file of `contents` in a folder of its own, removed when dropped.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(name: &str, contents: &[u8]) -> TempFile {
+            let dir = std::env::temp_dir().join(format!("bytepair-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("f.txt"), contents).unwrap();
+            TempFile(dir)
+        }
+
+        fn path(&self) -> String {
+            self.0.join("f.txt").to_str().unwrap().to_string()
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Cuts a block into three parts at lines (fewer if it has fewer lines).
+    fn thirds(text: &str) -> Vec<usize> {
+        let mut ends: Vec<usize> = (1..3)
+            .filter_map(|k| {
+                let at = text.len() * k / 3;
+                text[at..].find('\n').map(|i| at + i + 1)
+            })
+            .filter(|&e| e < text.len())
+            .collect();
+        ends.dedup();
+        ends.push(text.len());
+        ends
+    }
+
+    fn run(
+        file: &TempFile,
+        block: usize,
+        threads: usize,
+        work: impl Fn(&str) -> Result<(), String> + Sync,
+        mut done: impl FnMut(u64) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let none = SpecialMatcher::new(&[]).unwrap();
+        for_each_part(
+            &file.path(),
+            &none,
+            TextCuts::Newlines,
+            Utf8Errors::Strict,
+            block,
+            &pool(threads),
+            thirds,
+            work,
+            &mut done,
+        )
+    }
+
+    #[test]
+    fn every_line_reaches_one_part_and_blocks_finish_in_file_order() {
+        let text: String = (0..2_000)
+            .map(|i| format!("line {i} of the file\n"))
+            .collect();
+        let file = TempFile::new("parts", text.as_bytes());
+        for (block, threads) in [(100, 1), (100, 2), (4096, 2), (1 << 20, 2)] {
+            let seen = Mutex::new(Vec::new());
+            let mut ends = Vec::new();
+            run(
+                &file,
+                block,
+                threads,
+                |part| {
+                    assert!(part.ends_with('\n'), "parts end at lines");
+                    seen.lock().unwrap().extend(part.lines().map(String::from));
+                    Ok(())
+                },
+                |end| {
+                    ends.push(end);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort();
+            let mut want: Vec<String> = text.lines().map(String::from).collect();
+            want.sort();
+            assert_eq!(seen, want, "block {block}, {threads} threads");
+            assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
+            assert_eq!(ends.last(), Some(&(text.len() as u64)));
+            if block == 100 {
+                assert!(ends.len() > 100, "small blocks: many of them");
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_error_in_file_order_is_the_one_returned() {
+        let mut bytes: Vec<u8> = (0..400)
+            .flat_map(|i| format!("ok {i}\n").into_bytes())
+            .collect();
+        let bad_at = bytes.len();
+        bytes.extend_from_slice(b"bad \xff\n");
+        bytes.extend((0..400).flat_map(|i| format!("ok {i}\n").into_bytes()));
+        let file = TempFile::new("parts-bad", &bytes);
+        // The invalid byte, named by its offset, once the blocks before it are done.
+        let mut ends = Vec::new();
+        let err = run(
+            &file,
+            64,
+            2,
+            |_| Ok(()),
+            |end| {
+                ends.push(end);
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, ReadError::InvalidUtf8 { offset, byte: 0xff } if offset == bad_at as u64 + 4),
+            "{err:?}"
+        );
+        assert!(ends
+            .last()
+            .is_some_and(|&e| e <= bad_at as u64 && e > bad_at as u64 - 80));
+        // A part's error in an earlier block comes before it.
+        let err = run(
+            &file,
+            64,
+            2,
+            |part| match part.contains("ok 7\n") {
+                true => Err("seven".into()),
+                false => Ok(()),
+            },
+            |_| Ok(()),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ReadError::Other(m) if m == "seven"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn done_stops_the_reading() {
+        let text = "a line\n".repeat(1_000);
+        let file = TempFile::new("parts-stop", text.as_bytes());
+        let parts = Mutex::new(0usize);
+        let mut calls = 0;
+        let err = run(
+            &file,
+            64,
+            2,
+            |_| {
+                *parts.lock().unwrap() += 1;
+                Ok(())
+            },
+            |_| {
+                calls += 1;
+                Err(ReadError::Interrupted)
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(err, ReadError::Interrupted));
+        assert_eq!(calls, 1, "nothing is reported after a stop");
+        // The first block and at most the one read meanwhile: not the whole file.
+        assert!(*parts.lock().unwrap() <= 6, "{}", parts.lock().unwrap());
     }
 }

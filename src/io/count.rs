@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::blocks::for_each_block;
+use super::blocks::for_each_part;
 pub use super::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
 use super::chunking::{split_evenly, TextCuts};
 use crate::packed::{key_hash, pack_pieces, packed, packed_all, PackedMap, Tally, MAX_PACKED};
@@ -235,65 +235,61 @@ fn absorb(total: &mut Counts, part: PartCounts) {
     }
 }
 
-/// Counts a block of text that starts and ends at safe cuts, splitting it across
-/// the threads of `pool` in parts of at least `min_part` bytes: short pieces into
-/// `tables`, longer ones (rare) into `long`.
-fn count_block(
+/// Where a block of text that starts and ends at safe cuts is cut into parts for the
+/// threads of a pool: a few parts per thread (which keeps them busy when parts differ
+/// in cost), each of at least `min_part` bytes. The parts' ends.
+fn plan_block(
     text: &str,
     specials: &SpecialMatcher,
     pre: &PreTokenizer,
-    pool: &rayon::ThreadPool,
+    threads: usize,
     min_part: usize,
-    tables: &Tables,
-    long: &mut FxHashMap<Vec<u8>, u64>,
-) -> Result<(), String> {
-    let threads = pool.current_num_threads().max(1);
+) -> Vec<usize> {
     let bytes = text.as_bytes();
-    // A few parts per thread keeps the threads busy when parts differ in cost.
     let parts = if threads == 1 {
         1
     } else {
         (threads * 4).min(bytes.len() / min_part.max(1)).max(1)
     };
     let matches = specials.find_all(bytes);
-    let cuts = split_evenly(
+    split_evenly(
         bytes,
         bytes.len(),
         parts,
         &matches,
         TextCuts::of(pre),
         specials,
-    );
-    let mut bounds = Vec::with_capacity(cuts.len());
-    let mut prev = 0;
-    for c in cuts {
-        bounds.push((prev, c));
-        prev = c;
-    }
-    let longs: Vec<Result<FxHashMap<&[u8], u64>, String>> = pool.install(|| {
-        bounds
-            .into_par_iter()
-            .map(|(a, b)| {
-                let mut m = PartCounts {
-                    small: Tally::with_counts(tables.take()),
-                    long: FxHashMap::default(),
-                };
-                let counted = count_text(&text[a..b], specials, pre, &mut m);
-                tables.give_back(m.small.into_counts());
-                counted.map(|()| m.long)
-            })
-            .collect()
-    });
-    for part in longs {
-        for (piece, n) in part? {
-            add_long(long, piece, n);
+    )
+}
+
+/// Counts one part of a block: short pieces into one of `tables`, longer ones (rare)
+/// into `long`.
+fn count_part(
+    text: &str,
+    specials: &SpecialMatcher,
+    pre: &PreTokenizer,
+    tables: &Tables,
+    long: &Mutex<FxHashMap<Vec<u8>, u64>>,
+) -> Result<(), String> {
+    let mut m = PartCounts {
+        small: Tally::with_counts(tables.take()),
+        long: FxHashMap::default(),
+    };
+    let counted = count_text(text, specials, pre, &mut m);
+    tables.give_back(m.small.into_counts());
+    counted?;
+    if !m.long.is_empty() {
+        let mut long = long.lock().unwrap_or_else(|e| e.into_inner());
+        for (piece, n) in m.long {
+            add_long(&mut long, piece, n);
         }
     }
     Ok(())
 }
 
-/// Counts the pre-tokens of a whole file, reading it in blocks cut at safe points.
-/// `progress(bytes_read)` is called after each block; returning false stops.
+/// Counts the pre-tokens of a whole file, reading it in blocks cut at safe points
+/// while the pool counts the block before ([`for_each_part`]).
+/// `progress(bytes_read)` is called after each block is counted; returning false stops.
 pub fn count_file(
     path: &str,
     specials: &SpecialMatcher,
@@ -304,18 +300,20 @@ pub fn count_file(
     mut progress: impl FnMut(u64) -> bool,
 ) -> Result<Counts, ReadError> {
     let tables = Tables::default();
-    let mut long = FxHashMap::default();
+    let long = Mutex::new(FxHashMap::default());
+    let threads = pool.current_num_threads().max(1);
     let min_part = (block_bytes / 16).max(1);
-    for_each_block(
+    for_each_part(
         path,
         specials,
         TextCuts::of(pre),
         errors,
         block_bytes,
-        |text, offset| {
-            count_block(text, specials, pre, pool, min_part, &tables, &mut long)
-                .map_err(ReadError::Other)?;
-            if progress(offset + text.len() as u64) {
+        pool,
+        |text| plan_block(text, specials, pre, threads, min_part),
+        |part| count_part(part, specials, pre, &tables, &long),
+        |end| {
+            if progress(end) {
                 Ok(())
             } else {
                 Err(ReadError::Interrupted)
@@ -324,7 +322,7 @@ pub fn count_file(
     )?;
     Ok(Counts {
         small: tables.into_total(),
-        long,
+        long: long.into_inner().unwrap_or_else(|e| e.into_inner()),
     })
 }
 

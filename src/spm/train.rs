@@ -25,7 +25,7 @@ use super::normalizer::{marks, positions, Normalizer, PrefixMatcher, SPACE_SYMBO
 use super::proto::{ModelProto, NormalizerSpec, Piece, PieceType, TrainerSpec, BPE};
 use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
 use super::wire::{Field, Message, Value};
-use crate::io::blocks::{for_each_block, ReadError, Utf8Errors};
+use crate::io::blocks::{for_each_block, for_each_part, ReadError, Utf8Errors, BLOCK_BYTES};
 use crate::io::chunking::TextCuts;
 use crate::packed::{packed, unpacked, Tally, MAX_PACKED};
 use crate::pretok::SpecialMatcher;
@@ -349,6 +349,10 @@ fn sort_words(words: Vec<(&str, u64)>, threads: usize) -> Vec<(&str, u64)> {
 
 const SPACE_BYTES: &[u8] = SPACE_SYMBOL.as_bytes();
 
+/// Parts per thread a block of lines is cut into: a few keep the threads busy when
+/// parts differ in cost.
+const PARTS_PER_THREAD: usize = 4;
+
 impl WordCounter {
     fn new(opts: TrainOptions, normalizer: Normalizer, reserved: &[&str], plain: bool) -> Self {
         let mut suspects: Vec<u8> = reserved.iter().filter_map(|p| p.bytes().next()).collect();
@@ -649,25 +653,55 @@ impl Trainer {
         let pool = self.pool()?;
         let mut read: u64 = 0;
         let mut stopped = false;
-        let result = for_each_block(
-            path,
-            &no_specials,
-            TextCuts::Newlines,
-            errors,
-            8 << 20,
-            |text, _| {
-                if self.is_full() {
-                    return Err(ReadError::Interrupted);
-                }
-                self.add_lines(&[text], &pool);
-                read += text.len() as u64;
-                if !progress(read) {
-                    stopped = true;
-                    return Err(ReadError::Interrupted);
-                }
+        let mut report = |end: u64| {
+            read = end;
+            if progress(end) {
                 Ok(())
-            },
-        );
+            } else {
+                stopped = true;
+                Err(ReadError::Interrupted)
+            }
+        };
+        let result = if self.counter.opts.input_sentence_size == 0 {
+            // Every line counts, in any order: the pool counts a block while this
+            // thread reads the next.
+            let (counter, per_thread) = (&self.counter, &self.per_thread);
+            let parts = pool.current_num_threads() * PARTS_PER_THREAD;
+            for_each_part(
+                path,
+                &no_specials,
+                TextCuts::Newlines,
+                errors,
+                BLOCK_BYTES,
+                &pool,
+                |text| line_ends(text, parts),
+                |part| {
+                    let i = rayon::current_thread_index().unwrap_or(0);
+                    let mut counts = per_thread[i].lock().unwrap_or_else(|e| e.into_inner());
+                    counter.add_text(part, &mut counts);
+                    Ok(())
+                },
+                &mut report,
+            )
+        } else {
+            // The first `input_sentence_size` sentences, in order.
+            let mut at = 0;
+            for_each_block(
+                path,
+                &no_specials,
+                TextCuts::Newlines,
+                errors,
+                BLOCK_BYTES,
+                |text, _| {
+                    if self.is_full() {
+                        return Err(ReadError::Interrupted);
+                    }
+                    self.add_lines(&[text], &pool);
+                    at += text.len() as u64;
+                    report(at)
+                },
+            )
+        };
         match result {
             Ok(()) => Ok(read),
             Err(ReadError::Interrupted) if !stopped => Ok(read),
@@ -699,8 +733,9 @@ impl Trainer {
             }
             return;
         }
-        // About four parts per thread: long texts cut at lines, short ones whole.
-        let step = texts.iter().map(|t| t.len()).sum::<usize>() / (pool.current_num_threads() * 4);
+        // A few parts per thread: long texts cut at lines, short ones whole.
+        let step = texts.iter().map(|t| t.len()).sum::<usize>()
+            / (pool.current_num_threads() * PARTS_PER_THREAD);
         let parts: Vec<&str> = (texts.iter())
             .flat_map(|t| split_at_lines(t, t.len().div_ceil(step.max(1))))
             .collect();
@@ -749,19 +784,30 @@ impl Trainer {
 
 /// `text` in about `n` parts, each ending after a `\n` (or at the end).
 fn split_at_lines(text: &str, n: usize) -> Vec<&str> {
-    let mut parts = Vec::with_capacity(n);
-    let step = text.len() / n.max(1) + 1;
     let mut start = 0;
-    while start < text.len() {
-        let mut end = (start + step).min(text.len());
-        end = match text.as_bytes()[end..].iter().position(|&b| b == b'\n') {
-            Some(i) => end + i + 1,
-            None => text.len(),
-        };
+    let mut parts = Vec::with_capacity(n);
+    for end in line_ends(text, n) {
         parts.push(&text[start..end]);
         start = end;
     }
     parts
+}
+
+/// Where [`split_at_lines`] cuts `text` into about `n` parts: each part's end.
+fn line_ends(text: &str, n: usize) -> Vec<usize> {
+    let mut ends = Vec::with_capacity(n);
+    let step = text.len() / n.max(1) + 1;
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + step).min(text.len());
+        end = match memchr::memchr(b'\n', &text.as_bytes()[end..]) {
+            Some(i) => end + i + 1,
+            None => text.len(),
+        };
+        ends.push(end);
+        start = end;
+    }
+    ends
 }
 
 /// The normalizer spec written to the model: the rule's name and charsmap with
