@@ -282,16 +282,6 @@ impl Words {
     }
 }
 
-/// Slots of [`Trainer::recent`]: 1 MiB.
-const RECENT_SLOTS: usize = 1 << 16;
-/// No pair has this key (symbol ids are below `NO_SYMBOL`).
-const NO_PAIR: u64 = u64::MAX;
-
-/// The slot of [`Trainer::recent`] for `key`.
-fn recent_slot(key: u64) -> usize {
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize
-}
-
 /// The key of the pair of symbols `(a, b)` in [`Trainer::pairs`].
 fn pair_key(a: u32, b: u32) -> u64 {
     (u64::from(a) << 32) | u64::from(b)
@@ -328,11 +318,6 @@ struct Trainer<'v> {
     /// Live pair symbols by [`pair_key`] of their two symbols, and
     /// [`NOT_A_PIECE`] for pairs that are not valid pieces.
     pairs: FxHashMap<u64, u32>,
-    /// A direct-mapped cache of `pairs` (slot by the key's hash): the pairs of
-    /// frequent symbols, looked up at every occurrence a merge touches, stay in a
-    /// megabyte instead of a hash table of many; a slot whose key is dropped from
-    /// `pairs` is cleared.
-    recent: Vec<(u64, u32)>,
     /// Symbols in sentencepiece's cache (chars and live pairs): sizes the active set.
     cache_len: usize,
     words: Words,
@@ -346,7 +331,9 @@ struct Trainer<'v> {
     /// During a merge of (a, b) into N, by a neighbour's symbol: the pair symbols
     /// it makes with the merged pair's occurrences, looked up once per merge (see
     /// [`Side`]). Neighbours are few and frequent, so these stay in a few cache
-    /// lines where `recent` slots are all over a megabyte.
+    /// lines. (A direct-mapped megabyte of recent `pairs` lookups in front of the map
+    /// paid before these: once they took the repeats, nearly every lookup missed it
+    /// and then the map, two cache misses instead of one.)
     beside: Vec<[(u32, u32); 4]>,
 }
 
@@ -409,7 +396,6 @@ impl<'v> Trainer<'v> {
             chars: FxHashMap::default(),
             ascii: [NO_SYMBOL; 128],
             pairs: FxHashMap::default(),
-            recent: vec![(NO_PAIR, 0); RECENT_SLOTS],
             cache_len: 0,
             words: Words {
                 // A word has at most as many characters as bytes: one allocation,
@@ -523,13 +509,7 @@ impl<'v> Trainer<'v> {
     /// The live pair symbol of `(a, b)`, made if it is a valid piece.
     fn pair_symbol(&mut self, a: u32, b: u32) -> Option<u32> {
         let key = pair_key(a, b);
-        let slot = recent_slot(key);
-        let (seen, id) = self.recent[slot];
-        if seen == key {
-            return (id != NOT_A_PIECE).then_some(id);
-        }
         if let Some(&id) = self.pairs.get(&key) {
-            self.recent[slot] = (key, id);
             return (id != NOT_A_PIECE).then_some(id);
         }
         let mut chars = std::mem::take(&mut self.pair_chars);
@@ -709,10 +689,6 @@ impl<'v> Trainer<'v> {
         s.positions = Vec::new();
         let key = pair_key(s.left, s.right);
         self.pairs.remove(&key);
-        let slot = &mut self.recent[recent_slot(key)];
-        if slot.0 == key {
-            *slot = (NO_PAIR, 0);
-        }
         self.cache_len -= 1;
     }
 
