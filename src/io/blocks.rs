@@ -290,13 +290,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-
-    fn pool(n: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .unwrap()
-    }
+    use crate::io::test_pool as pool;
 
     /// A file of `contents` in a folder of its own, removed when dropped.
     struct TempFile(std::path::PathBuf);

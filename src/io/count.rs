@@ -357,14 +357,8 @@ pub fn count_documents(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::test_pool as pool;
     use crate::pretok::GPT2_PATTERN;
-
-    fn pool(n: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .unwrap()
-    }
 
     #[test]
     fn counts_pieces_and_skips_specials() {

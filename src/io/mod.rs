@@ -23,3 +23,12 @@ pub mod shards;
 pub mod stream;
 pub mod table;
 pub mod tiktoken;
+
+/// A pool of `threads` threads, for the tests of these modules.
+#[cfg(test)]
+pub(crate) fn test_pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a test pool starts")
+}

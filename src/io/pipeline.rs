@@ -267,6 +267,7 @@ mod tests {
     use super::*;
     use crate::bpe::encoder::tests::minbpe_encoder;
     use crate::bpe::Encoder;
+    use crate::io::test_pool as pool;
     use crate::pretok::GPT2_PATTERN;
 
     struct Block(Vec<String>);
@@ -301,13 +302,6 @@ mod tests {
             .collect();
         blocks.insert(3, Vec::new());
         blocks
-    }
-
-    fn pool(threads: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
     }
 
     /// What `encode_blocks` delivers: each block's ids and offsets, or its error.
