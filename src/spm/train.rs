@@ -319,14 +319,21 @@ impl WordList {
     /// The words in sentencepiece's order (see [`sort_words`]).
     #[cfg(test)]
     fn sorted(&self, threads: usize) -> Vec<(&str, u64)> {
-        sort_words(self.iter().collect(), threads)
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
+        sort_words(
+            self.iter().collect(),
+            pool.ok().as_ref().filter(|_| threads > 1),
+        )
     }
 }
 
 /// Distinct words in sentencepiece's order: count descending, then the word,
-/// sorted on `threads` threads (the words are distinct: one order, whatever the
-/// threads).
-fn sort_words(words: Vec<(&str, u64)>, threads: usize) -> Vec<(&str, u64)> {
+/// sorted on `pool`'s threads if any (the words are distinct: one order, whatever
+/// the threads).
+fn sort_words<'w>(
+    words: Vec<(&'w str, u64)>,
+    pool: Option<&rayon::ThreadPool>,
+) -> Vec<(&'w str, u64)> {
     // The first 8 bytes, big-endian, order words as their bytes do: most
     // comparisons of equal counts end there without a call to memcmp.
     let prefix = |w: &str| {
@@ -339,10 +346,9 @@ fn sort_words(words: Vec<(&str, u64)>, threads: usize) -> Vec<(&str, u64)> {
         .into_iter()
         .map(|(w, n)| (std::cmp::Reverse(n), prefix(w), w))
         .collect();
-    let pool = (threads > 1).then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build());
     match pool {
-        Some(Ok(pool)) => pool.install(|| keyed.par_sort_unstable()),
-        _ => keyed.sort_unstable(),
+        Some(pool) => pool.install(|| keyed.par_sort_unstable()),
+        None => keyed.sort_unstable(),
     }
     keyed.into_iter().map(|(n, _, w)| (w, n.0)).collect()
 }
@@ -820,22 +826,68 @@ fn whitespace_spec(opts: &TrainOptions) -> NormalizerSpec {
     NormalizerSpec(m)
 }
 
+/// `w` without the whitespace mark it starts or ends with.
+fn strip_mark(w: &str) -> &str {
+    let w = w.strip_prefix(SPACE).unwrap_or(w);
+    w.strip_suffix(SPACE).unwrap_or(w)
+}
+
+/// `f` over about equal parts of `0..n`, on `pool`'s threads (or this one): its
+/// results in the parts' order.
+fn in_parts<R: Send>(
+    n: usize,
+    pool: Option<&rayon::ThreadPool>,
+    f: impl Fn(std::ops::Range<usize>) -> R + Sync,
+) -> Vec<R> {
+    let Some(pool) = pool else {
+        return vec![f(0..n)];
+    };
+    let k = pool.current_num_threads();
+    pool.install(|| {
+        (0..k)
+            .into_par_iter()
+            .map(|i| f(n * i / k..n * (i + 1) / k))
+            .collect()
+    })
+}
+
 /// The alphabet: characters by count (descending, then code point) until
 /// `character_coverage` of all characters is covered; the boundary counts toward
 /// coverage but is never a piece.
-fn alphabet(words: &WordList, coverage: f32) -> Vec<(char, u64)> {
-    // ASCII (most characters of most corpora) in an array, the rest in a map.
-    let mut ascii = [0u64; 128];
-    let mut chars: FxHashMap<char, u64> = FxHashMap::default();
-    for (w, n) in words.iter() {
-        for &b in w.as_bytes().iter().filter(|b| b.is_ascii()) {
-            ascii[b as usize] += n;
-        }
-        if !w.is_ascii() {
-            for c in w.chars().filter(|c| !c.is_ascii()) {
-                *chars.entry(c).or_insert(0) += n;
+fn alphabet(words: &WordList, coverage: f32, pool: Option<&rayon::ThreadPool>) -> Vec<(char, u64)> {
+    // ASCII (most characters of most corpora) in an array, the rest in a map; the
+    // whitespace mark, which most words hold, apart (a map update per word otherwise).
+    let count = |part: std::ops::Range<usize>| {
+        let mut ascii = [0u64; 128];
+        let mut marks = 0u64;
+        let mut chars: FxHashMap<char, u64> = FxHashMap::default();
+        for i in part {
+            let (w, n) = (words.word(i), words.counts[i]);
+            let bare = strip_mark(w);
+            marks += n * (w.len() - bare.len()) as u64 / SPACE_BYTES.len() as u64;
+            for &b in bare.as_bytes().iter().filter(|b| b.is_ascii()) {
+                ascii[b as usize] += n;
+            }
+            if !bare.is_ascii() {
+                for c in bare.chars().filter(|c| !c.is_ascii()) {
+                    *chars.entry(c).or_insert(0) += n;
+                }
             }
         }
+        (ascii, marks, chars)
+    };
+    let mut ascii = [0u64; 128];
+    let mut marks = 0u64;
+    let mut chars: FxHashMap<char, u64> = FxHashMap::default();
+    for (a, m, c) in in_parts(words.len(), pool, count) {
+        ascii.iter_mut().zip(a).for_each(|(x, y)| *x += y);
+        marks += m;
+        for (c, n) in c {
+            *chars.entry(c).or_insert(0) += n;
+        }
+    }
+    if marks > 0 {
+        *chars.entry(SPACE).or_insert(0) += marks;
     }
     ascii[0] = 0;
     ascii[b' ' as usize] = 0;
@@ -871,7 +923,16 @@ fn train_from_words(
             "no sentences to train on (every line was empty, too long or held '▅')".into(),
         ));
     }
-    let required = alphabet(&counts, opts.character_coverage);
+    let threads = opts.num_threads.max(1);
+    let pool = (threads > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .ok()
+        })
+        .flatten();
+    let required = alphabet(&counts, opts.character_coverage, pool.as_ref());
     let num_reserved = slots.iter().flatten().count();
     if required.len() + num_reserved > opts.vocab_size {
         return Err(TrainError::Invalid(format!(
@@ -891,19 +952,40 @@ fn train_from_words(
         Ok(b) if b < 128 => known_ascii[b as usize],
         _ => known.contains(&c),
     };
+    let mark_known = known.contains(&SPACE);
+    let all_known = |w: &str| {
+        let bare = strip_mark(w);
+        if bare.is_ascii() && (mark_known || bare.len() == w.len()) {
+            bare.bytes().all(|b| known_ascii[b as usize])
+        } else {
+            w.chars().all(is_known)
+        }
+    };
     // Words with characters outside the alphabet get `▅` for them, and may then
     // spell the same; the others cannot meet them (no word held `▅`), and are
     // sorted where they are, not copied.
+    let parts = in_parts(counts.len(), pool.as_ref(), |part| {
+        let mut words: Vec<(&str, u64)> = Vec::with_capacity(part.len());
+        let mut unknown: Counts = FxHashMap::default();
+        for i in part {
+            let (w, n) = (counts.word(i), counts.counts[i]);
+            if all_known(w) {
+                words.push((w, n));
+            } else {
+                let w: String = w
+                    .chars()
+                    .map(|c| if is_known(c) { c } else { UNK_CHAR })
+                    .collect();
+                *unknown.entry(w).or_insert(0) += n;
+            }
+        }
+        (words, unknown)
+    });
     let mut words: Vec<(&str, u64)> = Vec::with_capacity(counts.len());
     let mut unknown: Counts = FxHashMap::default();
-    for (w, n) in counts.iter() {
-        if w.chars().all(is_known) {
-            words.push((w, n));
-        } else {
-            let w: String = w
-                .chars()
-                .map(|c| if is_known(c) { c } else { UNK_CHAR })
-                .collect();
+    for (w, u) in parts {
+        words.extend(w);
+        for (w, n) in u {
             *unknown.entry(w).or_insert(0) += n;
         }
     }
@@ -912,7 +994,7 @@ fn train_from_words(
         respelled.push(&[&w], n);
     }
     words.extend(respelled.iter());
-    let sorted = sort_words(words, opts.num_threads.max(1));
+    let sorted = sort_words(words, pool.as_ref());
 
     let num_pieces = opts.vocab_size - num_reserved - required.len();
     let learned = learn_pieces(&sorted, num_pieces, &opts.validity, |n| progress.pieces(n));
