@@ -554,14 +554,7 @@ where
     I::IntoIter: Clone + Send,
 {
     // Built once: a merge is a barrier, too short to pay for starting threads.
-    let pool = (num_threads > 1)
-        .then(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(num_threads)
-                .build()
-                .ok()
-        })
-        .flatten();
+    let pool = crate::io::worker_pool(num_threads);
     let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
     let (mut words, mut pairs, most_merges) = load_words(counts, pool.as_ref())?;
     let mut queue = Queue::default();

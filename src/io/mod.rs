@@ -24,6 +24,19 @@ pub mod stream;
 pub mod table;
 pub mod tiktoken;
 
+/// A pool of `threads` threads when there are more than one (None: the work runs on
+/// the calling thread), or None when the threads cannot start.
+pub fn worker_pool(threads: usize) -> Option<rayon::ThreadPool> {
+    (threads > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .ok()
+        })
+        .flatten()
+}
+
 /// A pool of `threads` threads, for the tests of these modules.
 #[cfg(test)]
 pub(crate) fn test_pool(threads: usize) -> rayon::ThreadPool {

@@ -27,6 +27,7 @@ use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR}
 use super::wire::{Field, Message, Value};
 use crate::io::blocks::{for_each_block, for_each_part, ReadError, Utf8Errors, BLOCK_BYTES};
 use crate::io::chunking::TextCuts;
+use crate::io::worker_pool;
 use crate::packed::{packed, unpacked, Tally, MAX_PACKED};
 use crate::pretok::SpecialMatcher;
 
@@ -923,15 +924,7 @@ fn train_from_words(
             "no sentences to train on (every line was empty, too long or held '▅')".into(),
         ));
     }
-    let threads = opts.num_threads.max(1);
-    let pool = (threads > 1)
-        .then(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .ok()
-        })
-        .flatten();
+    let pool = worker_pool(opts.num_threads);
     let required = alphabet(&counts, opts.character_coverage, pool.as_ref());
     let num_reserved = slots.iter().flatten().count();
     if required.len() + num_reserved > opts.vocab_size {
