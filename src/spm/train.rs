@@ -320,11 +320,7 @@ impl WordList {
     /// The words in sentencepiece's order (see [`sort_words`]).
     #[cfg(test)]
     fn sorted(&self, threads: usize) -> Vec<(&str, u64)> {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
-        sort_words(
-            self.iter().collect(),
-            pool.ok().as_ref().filter(|_| threads > 1),
-        )
+        sort_words(self.iter().collect(), worker_pool(threads).as_ref())
     }
 }
 
