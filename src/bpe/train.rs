@@ -79,6 +79,9 @@ const PARALLEL_FROM: usize = 5_000;
 /// a part of the words may start (in tests, often: small inputs split too).
 const MARK_EVERY: usize = if cfg!(test) { 2 } else { 1 << 16 };
 
+/// Byte pairs per task when the parts' word lists are joined (64 tasks).
+const JOIN_RUN: usize = 1 << 10;
+
 /// How many words ahead of the one being merged its memory is asked for.
 const PREFETCH_WORDS: usize = 8;
 
@@ -441,26 +444,54 @@ where
         for (all, count) in byte_counts.iter_mut().zip(part.byte_counts) {
             *all += count;
         }
-        lists.push(part.byte_words.into_iter());
+        lists.push(part.byte_words);
     }
     // Each pair's list is the parts' lists joined, allocated once at its size; a
-    // part's list is freed as soon as it is copied.
+    // part's list is freed as soon as it is copied. Runs of pairs are joined on the
+    // pool (a copy of every list: ~0.13 s for 3.7 M words on one thread).
+    let mut runs: Vec<Vec<&mut [Vec<u32>]>> = Vec::new();
+    for part in &mut lists {
+        for (r, chunk) in part.chunks_mut(JOIN_RUN).enumerate() {
+            if runs.len() <= r {
+                runs.push(Vec::with_capacity(parts));
+            }
+            runs[r].push(chunk);
+        }
+    }
+    let join = |(r, mut chunks): (usize, Vec<&mut [Vec<u32>]>)| {
+        let mut out = Vec::new();
+        for i in 0..JOIN_RUN {
+            let len: usize = chunks.iter().map(|c| c[i].len()).sum();
+            if len == 0 {
+                continue;
+            }
+            let mut words = WordList::with_capacity(len);
+            for chunk in &mut chunks {
+                words.extend_from_slice(&std::mem::take(&mut chunk[i]));
+            }
+            let p = r * JOIN_RUN + i;
+            let pair = ((p >> 8) as u32, (p & 0xff) as u32);
+            out.push((
+                pair,
+                PairEntry {
+                    count: byte_counts[p],
+                    words,
+                },
+            ));
+        }
+        out
+    };
+    let joined: Vec<Vec<(Pair, PairEntry)>> = match pool {
+        Some(pool) => {
+            use rayon::prelude::*;
+            pool.install(|| runs.into_par_iter().enumerate().map(join).collect())
+        }
+        None => runs.into_iter().enumerate().map(join).collect(),
+    };
     let mut pairs = Pairs::default();
-    for (p, &count) in byte_counts.iter().enumerate() {
-        let parts: Vec<Vec<u32>> = lists
-            .iter_mut()
-            .map(|l| l.next().expect("a list per pair"))
-            .collect();
-        let len: usize = parts.iter().map(Vec::len).sum();
-        if len == 0 {
-            continue;
-        }
-        let mut words = WordList::with_capacity(len);
-        for list in parts {
-            words.extend_from_slice(&list);
-        }
-        let pair = ((p >> 8) as u32, (p & 0xff) as u32);
-        pairs.insert(pair, PairEntry { count, words });
+    pairs.reserve(joined.iter().map(Vec::len).sum());
+    for run in joined {
+        pairs.extend(run);
     }
     Ok((words, pairs, most_merges))
 }
