@@ -9,9 +9,10 @@
 //! - the words in one flat arena, each its length, count and ids side by side (one
 //!   cache miss per visit), shortened in place by merges; a giant word (65,536 ids or
 //!   more) has a buffer of its own, given back to the allocator as merges halve it,
-//! - `pairs`: pair → its count (64-bit) and the words it occurs in, ascending (made
-//!   once, when the pair first occurs, and never appended to: a word that lost the pair
-//!   is skipped), so a merge touches only the words that contain the pair,
+//! - `pairs` ([`PairTable`]): pair → its count (64-bit) and the words it occurs in,
+//!   ascending (made once, when the pair first occurs, and never appended to: a word
+//!   that lost the pair is skipped), so a merge touches only the words that contain
+//!   the pair,
 //! - a max-heap of (count, left bytes, right bytes) with lazy invalidation: counts of
 //!   existing pairs only ever go down, so a popped entry whose count is out of date is
 //!   pushed back with its current count. Only pairs counted at least a floor (halved
@@ -20,11 +21,12 @@
 //! A merge of (a, b) into N changes only pairs next to an occurrence: (x, a) and
 //! (b, y) lose what (x, N) and (N, y) gain. So the word updates add into arrays
 //! indexed by the neighbour x or y (no hashing per occurrence), each with the list of
-//! words the new pair is in; the pair map and the queue are updated once per distinct
-//! neighbour when the merge is done. A giant word lists each new pair once, however
-//! often it forms it. A merge touching many words shares them among the threads, each
-//! adding into arrays of its own, folded together in word order (so the result is the
-//! same for any number of threads).
+//! words the new pair is in; the pair table and the queue are updated once per
+//! distinct neighbour when the merge is done, each pair's slot asked for a few pairs
+//! ahead. A giant word lists each new pair once, however often it forms it. A merge
+//! touching many words shares them among the threads, each adding into arrays of its
+//! own, folded together in word order (so the result is the same for any number of
+//! threads).
 //!
 //! One giant distinct word (a 100 MB run of one letter has no safe cut) costs its ids
 //! (4 bytes per byte, given back as merges shorten it) and the vocabulary itself,
@@ -33,28 +35,11 @@
 //! an abort.
 
 use std::cmp::Ordering;
-use std::collections::hash_map::Entry;
 use std::collections::BinaryHeap;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
-use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
-
-type Pair = (u32, u32);
-/// Pair → how often it occurs and the words it occurs in.
-type Pairs = FxHashMap<Pair, PairEntry>;
-/// A pair's words (see [`PairEntry`]).
-type WordList = SmallVec<[u32; WORDS_INLINE]>;
-const WORDS_INLINE: usize = 4;
-
-#[derive(Default)]
-struct PairEntry {
-    count: i64,
-    /// Ascending; may name words that lost the pair since. Up to 4 are kept inline:
-    /// most of the million pairs a big training makes occur in a few words.
-    words: WordList,
-}
+use super::pair_table::{Pair, PairTable, WordList, WORDS_INLINE};
 
 /// A word is named by where it starts in the arena, in units of [`ALIGN`] ids: at
 /// `ALIGN * w` are its length, its count (two ids, low half first) and its ids, so one
@@ -81,6 +66,9 @@ const MARK_EVERY: usize = if cfg!(test) { 2 } else { 1 << 16 };
 
 /// Byte pairs per task when the parts' word lists are joined (64 tasks).
 const JOIN_RUN: usize = 1 << 10;
+
+/// How many pairs ahead of the one being updated their slots are asked for.
+const PAIRS_AHEAD: usize = 8;
 
 /// How many words ahead of the one being merged its memory is asked for.
 const PREFETCH_WORDS: usize = 8;
@@ -349,7 +337,7 @@ impl Default for Limits {
 fn load_words<K, I>(
     counts: I,
     pool: Option<&rayon::ThreadPool>,
-) -> Result<(Words, Pairs, usize), OutOfMemory>
+) -> Result<(Words, PairTable, usize), OutOfMemory>
 where
     K: AsRef<[u8]>,
     I: IntoIterator<Item = (K, u64)>,
@@ -471,27 +459,20 @@ where
             }
             let p = r * JOIN_RUN + i;
             let pair = ((p >> 8) as u32, (p & 0xff) as u32);
-            out.push((
-                pair,
-                PairEntry {
-                    count: byte_counts[p],
-                    words,
-                },
-            ));
+            out.push((pair, byte_counts[p], words));
         }
         out
     };
-    let joined: Vec<Vec<(Pair, PairEntry)>> = match pool {
+    let joined: Vec<Vec<(Pair, i64, WordList)>> = match pool {
         Some(pool) => {
             use rayon::prelude::*;
             pool.install(|| runs.into_par_iter().enumerate().map(join).collect())
         }
         None => runs.into_iter().enumerate().map(join).collect(),
     };
-    let mut pairs = Pairs::default();
-    pairs.reserve(joined.iter().map(Vec::len).sum());
-    for run in joined {
-        pairs.extend(run);
+    let mut pairs = PairTable::with_capacity(joined.iter().map(Vec::len).sum());
+    for (pair, count, words) in joined.into_iter().flatten() {
+        pairs.insert(pair, count, words);
     }
     Ok((words, pairs, most_merges))
 }
@@ -590,8 +571,8 @@ where
     let mut vocab: Vec<Arc<[u8]>> = (0..=255u8).map(|b| Arc::from(vec![b])).collect();
     let (mut words, mut pairs, most_merges) = load_words(counts, pool.as_ref())?;
     let mut queue = Queue::default();
-    for (&pair, entry) in &pairs {
-        queue.push(pair, entry.count, &vocab);
+    for (pair, count) in pairs.counts() {
+        queue.push(pair, count, &vocab);
     }
 
     let mut merges: Vec<Pair> = Vec::with_capacity(num_merges.min(most_merges));
@@ -601,7 +582,7 @@ where
 
     while merges.len() < num_merges {
         let Some(top) = queue.pop(&vocab) else { break };
-        let current = pairs.get(&top.pair).map_or(0, |e| e.count);
+        let current = pairs.count(top.pair);
         if current != top.count {
             queue.push(top.pair, current, &vocab);
             continue;
@@ -621,7 +602,7 @@ where
         merges.push(top.pair);
 
         near.start(vocab.len());
-        let word_ids = pairs.remove(&top.pair).unwrap_or_default().words;
+        let word_ids = pairs.remove(top.pair).unwrap_or_default().1;
         let threads = if word_ids.len() >= PARALLEL_FROM && pool.is_some() {
             num_threads.max(1)
         } else {
@@ -687,7 +668,7 @@ where
         apply_merge(top.pair, new_id, &mut near, &mut pairs, |pair, c| {
             queue.push(pair, c, &vocab)
         });
-        pairs.remove(&top.pair); // (back if a neighbour of the merge was the pair)
+        pairs.remove(top.pair); // (back if a neighbour of the merge was the pair)
         if merges.len().is_multiple_of(report_every) && !progress(merges.len()) {
             break;
         }
@@ -726,58 +707,66 @@ fn apply_merge(
     (a, b): Pair,
     new_id: u32,
     near: &mut Neighbours,
-    pairs: &mut Pairs,
+    pairs: &mut PairTable,
     mut push: impl FnMut(Pair, i64),
 ) {
+    let (right, left) = (near.touched_right.len(), near.touched_left.len());
+    // The i-th pair that lost, and the i-th new pair (the same order).
+    let old = |near: &Neighbours, i: usize| {
+        if i < right {
+            (b, near.touched_right[i])
+        } else {
+            (near.touched_left[i - right], a)
+        }
+    };
+    let new = |near: &Neighbours, i: usize| {
+        if i < right {
+            (new_id, near.touched_right[i])
+        } else {
+            (near.touched_left[i - right], new_id)
+        }
+    };
     // The pairs that lost go first: (N, a) may lose, through a left neighbour N, part
     // of what it gains through a right neighbour a, and a new pair's count must be
-    // whole when it is pushed.
-    for &y in &near.touched_right {
-        pairs.entry((b, y)).or_default().count -= near.right[y as usize].delta;
-    }
-    for &x in &near.touched_left {
-        pairs.entry((x, a)).or_default().count -= near.left[x as usize].delta;
+    // whole when it is pushed. Each pass asks for the slots it needs a few pairs ahead.
+    for i in 0..right + left {
+        if i + PAIRS_AHEAD < right + left {
+            pairs.prefetch(old(near, i + PAIRS_AHEAD));
+        }
+        let (pair, side) = if i < right {
+            (old(near, i), &near.right[near.touched_right[i] as usize])
+        } else {
+            (
+                old(near, i),
+                &near.left[near.touched_left[i - right] as usize],
+            )
+        };
+        pairs.add(pair, -side.delta);
     }
     // Then each new pair, once. The two lists never name the same pair: a right
     // neighbour is an original symbol, never `new_id`, so (N, N) only comes from the
     // left.
-    for i in 0..near.touched_right.len() + near.touched_left.len() {
-        let (pair, side) = if i < near.touched_right.len() {
-            let y = near.touched_right[i];
-            ((new_id, y), &mut near.right[y as usize])
+    for i in 0..right + left {
+        if i + PAIRS_AHEAD < right + left {
+            pairs.prefetch(new(near, i + PAIRS_AHEAD));
+        }
+        let pair = new(near, i);
+        let side = if i < right {
+            &mut near.right[near.touched_right[i] as usize]
         } else {
-            let x = near.touched_left[i - near.touched_right.len()];
-            ((x, new_id), &mut near.left[x as usize])
+            &mut near.left[near.touched_left[i - right] as usize]
         };
         // A long list moves (its buffer is the pair's now); a short one is copied
         // inline, and the side keeps its few slots for the next merge.
-        let words = |side: &mut Side| {
+        let words = || {
             if side.words.len() > WORDS_INLINE {
                 WordList::from_vec(std::mem::take(&mut side.words))
             } else {
                 WordList::from_slice(&side.words)
             }
         };
-        match pairs.entry(pair) {
-            Entry::Vacant(slot) => {
-                if side.delta > 0 {
-                    slot.insert(PairEntry {
-                        count: side.delta,
-                        words: words(side),
-                    });
-                    push(pair, side.delta);
-                }
-            }
-            Entry::Occupied(mut slot) => {
-                let entry = slot.get_mut();
-                entry.count += side.delta;
-                if entry.count > 0 {
-                    entry.words = words(side);
-                    push(pair, entry.count);
-                } else {
-                    slot.remove();
-                }
-            }
+        if let Some(count) = pairs.add_with_words(pair, side.delta, words) {
+            push(pair, count);
         }
     }
 }
