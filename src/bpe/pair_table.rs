@@ -157,9 +157,7 @@ impl PairTable {
                     }
                     Some(count)
                 } else {
-                    let list = self.slots[i].list;
-                    self.remove_at(i);
-                    drop(self.take_list(list));
+                    self.remove_slot(i);
                     None
                 }
             }
@@ -183,9 +181,14 @@ impl PairTable {
     /// Takes `pair` out; its count and words.
     pub fn remove(&mut self, pair: Pair) -> Option<(i64, WordList)> {
         let i = self.find(key(pair)).ok()?;
+        Some(self.remove_slot(i))
+    }
+
+    /// Takes the pair in slot `i` out; its count and words.
+    fn remove_slot(&mut self, i: usize) -> (i64, WordList) {
         let Slot { count, list, .. } = self.slots[i];
         self.remove_at(i);
-        Some((count, self.take_list(list)))
+        (count, self.take_list(list))
     }
 
     /// Every pair and its count, in no particular order.

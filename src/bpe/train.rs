@@ -40,6 +40,7 @@ use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
 use super::pair_table::{Pair, PairTable, WordList, WORDS_INLINE};
+use crate::packed::prefetch;
 
 /// A word is named by where it starts in the arena, in units of [`ALIGN`] ids: at
 /// `ALIGN * w` are its length, its count (two ids, low half first) and its ids, so one
@@ -72,19 +73,6 @@ const PAIRS_AHEAD: usize = 8;
 
 /// How many words ahead of the one being merged its memory is asked for.
 const PREFETCH_WORDS: usize = 8;
-
-/// Asks the CPU to bring in the line at `p`. A hint: no effect on results.
-#[inline]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing and cannot fault, whatever the address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// The words: ordinary ones in one arena, giant ones apart.
 struct Words {
@@ -160,6 +148,19 @@ impl Neighbours {
                 }
                 s.delta += t.delta;
                 s.words.extend_from_slice(&t.words);
+            }
+        }
+    }
+
+    /// The `i`-th neighbour a merge of (a, b) into `new_id` touched (the right ones
+    /// first, then the left ones): the pair it lost, the pair it made, and its side.
+    #[inline]
+    fn touched(&mut self, (a, b): Pair, new_id: u32, i: usize) -> (Pair, Pair, &mut Side) {
+        match self.touched_right.get(i) {
+            Some(&y) => ((b, y), (new_id, y), &mut self.right[y as usize]),
+            None => {
+                let x = self.touched_left[i - self.touched_right.len()];
+                ((x, a), (x, new_id), &mut self.left[x as usize])
             }
         }
     }
@@ -710,52 +711,25 @@ fn apply_merge(
     pairs: &mut PairTable,
     mut push: impl FnMut(Pair, i64),
 ) {
-    let (right, left) = (near.touched_right.len(), near.touched_left.len());
-    // The i-th pair that lost, and the i-th new pair (the same order).
-    let old = |near: &Neighbours, i: usize| {
-        if i < right {
-            (b, near.touched_right[i])
-        } else {
-            (near.touched_left[i - right], a)
-        }
-    };
-    let new = |near: &Neighbours, i: usize| {
-        if i < right {
-            (new_id, near.touched_right[i])
-        } else {
-            (near.touched_left[i - right], new_id)
-        }
-    };
+    let n = near.touched_right.len() + near.touched_left.len();
     // The pairs that lost go first: (N, a) may lose, through a left neighbour N, part
     // of what it gains through a right neighbour a, and a new pair's count must be
     // whole when it is pushed. Each pass asks for the slots it needs a few pairs ahead.
-    for i in 0..right + left {
-        if i + PAIRS_AHEAD < right + left {
-            pairs.prefetch(old(near, i + PAIRS_AHEAD));
+    for i in 0..n {
+        if i + PAIRS_AHEAD < n {
+            pairs.prefetch(near.touched((a, b), new_id, i + PAIRS_AHEAD).0);
         }
-        let (pair, side) = if i < right {
-            (old(near, i), &near.right[near.touched_right[i] as usize])
-        } else {
-            (
-                old(near, i),
-                &near.left[near.touched_left[i - right] as usize],
-            )
-        };
-        pairs.add(pair, -side.delta);
+        let (lost, _, side) = near.touched((a, b), new_id, i);
+        pairs.add(lost, -side.delta);
     }
-    // Then each new pair, once. The two lists never name the same pair: a right
+    // Then each new pair, once. No two neighbours make the same pair: a right
     // neighbour is an original symbol, never `new_id`, so (N, N) only comes from the
     // left.
-    for i in 0..right + left {
-        if i + PAIRS_AHEAD < right + left {
-            pairs.prefetch(new(near, i + PAIRS_AHEAD));
+    for i in 0..n {
+        if i + PAIRS_AHEAD < n {
+            pairs.prefetch(near.touched((a, b), new_id, i + PAIRS_AHEAD).1);
         }
-        let pair = new(near, i);
-        let side = if i < right {
-            &mut near.right[near.touched_right[i] as usize]
-        } else {
-            &mut near.left[near.touched_left[i - right] as usize]
-        };
+        let (_, made, side) = near.touched((a, b), new_id, i);
         // A long list moves (its buffer is the pair's now); a short one is copied
         // inline, and the side keeps its few slots for the next merge.
         let words = || {
@@ -765,8 +739,8 @@ fn apply_merge(
                 WordList::from_slice(&side.words)
             }
         };
-        if let Some(count) = pairs.add_with_words(pair, side.delta, words) {
-            push(pair, count);
+        if let Some(count) = pairs.add_with_words(made, side.delta, words) {
+            push(made, count);
         }
     }
 }
@@ -785,7 +759,7 @@ fn merge_words(
     for (i, &w) in list.iter().enumerate() {
         // A visit is a cache miss (the word's line): ask for it ahead.
         if let Some(&soon) = list.get(i + PREFETCH_WORDS) {
-            prefetch(arena.as_ptr().wrapping_add(soon as usize * ALIGN - base));
+            prefetch(arena.get(soon as usize * ALIGN - base));
         }
         let at = w as usize * ALIGN - base;
         let len = arena[at];
