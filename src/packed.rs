@@ -3,6 +3,8 @@
 //! this short, and looking them up is the hot path of both counting (training) and
 //! the encoder's piece cache.
 
+use crate::pages::HugeSlice;
+
 /// One slot of [`PackedMap`]: a packed key (0: empty; a key made by [`packed`] has its
 /// length in the top byte, so only the empty string packs to 0, and it is never a
 /// key) and its value. 32 bytes, aligned: two slots per cache line, none straddling two.
@@ -24,8 +26,8 @@ struct Slot<V> {
 /// callers prefetch it a few pieces ahead ([`Self::prefetch`]) and the stall overlaps
 /// with pre-tokenizing the pieces in between.
 #[derive(Debug, Clone)]
-pub struct PackedMap<V> {
-    slots: Vec<Slot<V>>,
+pub struct PackedMap<V: Copy> {
+    slots: HugeSlice<Slot<V>>,
     len: usize,
 }
 
@@ -39,7 +41,7 @@ const FIRST_SLOTS: usize = 1 << 12;
 impl<V: Copy + Default> Default for PackedMap<V> {
     fn default() -> Self {
         Self {
-            slots: vec![Slot::default(); FIRST_SLOTS],
+            slots: HugeSlice::filled(FIRST_SLOTS, Slot::default()),
             len: 0,
         }
     }
@@ -130,14 +132,12 @@ impl<V: Copy + Default> PackedMap<V> {
 
     #[cold]
     fn grow(&mut self) {
-        // Huge pages for a large table: a few faults instead of one per 4 KiB (the
-        // first call of a process spent a tenth of its time faulting caches in).
-        let n = self.slots.len() * 2;
-        let mut bigger = Vec::with_capacity(n);
-        crate::pages::advise_huge_pages(bigger.spare_capacity_mut());
-        bigger.resize(n, Slot::<V>::default());
+        // Huge pages for a large table ([`HugeSlice`]): a few faults instead of one per
+        // 4 KiB (the first call of a process spent a tenth of its time faulting caches
+        // in), and a few TLB entries for its random probes.
+        let bigger = HugeSlice::filled(self.slots.len() * 2, Slot::<V>::default());
         let old = std::mem::replace(&mut self.slots, bigger);
-        for slot in old.into_iter().filter(|s| s.key != 0) {
+        for &slot in old.iter().filter(|s| s.key != 0) {
             let i = self.find(slot.key, key_hash(slot.key));
             self.slots[i] = slot;
         }

@@ -33,3 +33,109 @@ pub fn advise_huge_pages<T>(buf: &mut [T]) {
     #[cfg(not(target_os = "linux"))]
     let _ = buf;
 }
+
+/// A fixed-length slice of `Copy` items, 2 MiB-aligned and backed by huge pages when it
+/// spans at least one, for hash tables read at random ([`crate::packed::PackedMap`]).
+///
+/// Why not a `Vec` and [`advise_huge_pages`]: a `Vec`'s memory starts anywhere, so
+/// only the whole 2 MiB pages inside it can be huge; a 4 MiB table got one and kept
+/// the other half in 4 KiB pages. Every random probe of that half then needs its own
+/// TLB entry, and AMD's cores drop a software prefetch that misses the TLB, so the
+/// encoder's prefetched piece-cache probes stalled anyway. Aligned and advised before
+/// its first write (the write faults it in), the whole table takes a few TLB entries.
+pub struct HugeSlice<T: Copy> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
+}
+
+// SAFETY: a HugeSlice owns its items as a Box<[T]> would.
+unsafe impl<T: Copy + Send> Send for HugeSlice<T> {}
+// SAFETY: shared access only reads, as through a &[T].
+unsafe impl<T: Copy + Sync> Sync for HugeSlice<T> {}
+
+const HUGE_PAGE: usize = 2 << 20;
+
+impl<T: Copy> HugeSlice<T> {
+    /// `len` copies of `value`.
+    pub fn filled(len: usize, value: T) -> Self {
+        let layout = Self::layout(len);
+        if layout.size() == 0 {
+            return Self {
+                ptr: std::ptr::NonNull::dangling(),
+                len,
+            };
+        }
+        // SAFETY: the layout's size is not zero.
+        let raw = unsafe { std::alloc::alloc(layout) };
+        let Some(ptr) = std::ptr::NonNull::new(raw.cast::<T>()) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: `raw` is a fresh allocation of `layout.size()` bytes, nothing reads
+        // it before it is written below.
+        advise_huge_pages(unsafe { std::slice::from_raw_parts_mut(raw, layout.size()) });
+        for i in 0..len {
+            // SAFETY: `i < len`, inside the allocation; writing does not read the old bytes.
+            unsafe { ptr.as_ptr().add(i).write(value) };
+        }
+        Self { ptr, len }
+    }
+
+    fn layout(len: usize) -> std::alloc::Layout {
+        let size = len
+            .checked_mul(std::mem::size_of::<T>())
+            .expect("HugeSlice size overflows");
+        let align = if size >= HUGE_PAGE {
+            HUGE_PAGE
+        } else {
+            std::mem::align_of::<T>()
+        };
+        std::alloc::Layout::from_size_align(size, align).expect("HugeSlice layout")
+    }
+}
+
+impl<T: Copy> std::ops::Deref for HugeSlice<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialised items (dangling only when the size is 0).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for HugeSlice<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> Drop for HugeSlice<T> {
+    fn drop(&mut self) {
+        let layout = Self::layout(self.len);
+        if layout.size() != 0 {
+            // SAFETY: allocated in `filled` with this same layout.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast::<u8>(), layout) };
+        }
+    }
+}
+
+impl<T: Copy> Clone for HugeSlice<T> {
+    fn clone(&self) -> Self {
+        match self.first() {
+            Some(&first) => {
+                let mut copy = Self::filled(self.len, first);
+                copy.copy_from_slice(self);
+                copy
+            }
+            None => Self {
+                ptr: std::ptr::NonNull::dangling(),
+                len: 0,
+            },
+        }
+    }
+}
+
+impl<T: Copy + std::fmt::Debug> std::fmt::Debug for HugeSlice<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
