@@ -10,6 +10,7 @@
 //! - [`io`]: files in blocks cut at safe points, a text file's documents, counting
 //!   pre-tokens, batches, streaming, encoding files to shards, and `.tiktoken` files;
 //! - [`packed`]: short byte strings as integer hash keys (counting, the piece cache);
+//! - [`bytes_map`]: a table keyed by longer byte strings (the piece cache's long pieces);
 //! - [`pages`]: huge pages for large buffers and tables;
 //! - [`spm`]: the SentencePiece model kind — code-point BPE merged by score, with
 //!   byte fallback — read from and written to `.model` files.
@@ -17,6 +18,7 @@
 //! The Python bindings live apart, in `py/`, behind the `python` feature.
 
 pub mod bpe;
+pub mod bytes_map;
 pub mod cache_pool;
 pub mod io;
 pub mod model;

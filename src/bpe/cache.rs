@@ -2,8 +2,7 @@
 //! one hash lookup instead of a merge loop; warm ones are kept between calls in a
 //! [`crate::cache_pool::CachePool`].
 
-use rustc_hash::FxHashMap;
-
+use crate::bytes_map::{bytes_hash, BytesMap};
 use crate::cache_pool::PooledCache;
 use crate::packed::PackedMap;
 
@@ -16,9 +15,9 @@ pub struct PieceCache {
     /// Packed keys -> entries.
     pub(super) small: PackedMap<Entry>,
     /// Pieces of 16 to `CACHE_PIECE_BYTES` bytes -> entries.
-    pub(super) long: FxHashMap<Box<[u8]>, Entry>,
-    /// The bytes of `long`'s keys (at most [`MAX_LONG_BYTES`]).
-    pub(super) long_bytes: usize,
+    pub(super) long: BytesMap<Entry>,
+    /// The most bytes `long`'s keys may take ([`MAX_LONG_BYTES`]; less in tests).
+    pub(super) max_long_bytes: usize,
     /// The ids of cached pieces of three or more tokens, end to end ([`Entry`]).
     pub(super) stored: Vec<u32>,
     /// Past this many stored ids, or `max_pieces` pieces, the cache is full: it keeps
@@ -118,8 +117,8 @@ impl Default for PieceCache {
     fn default() -> Self {
         Self {
             small: PackedMap::default(),
-            long: FxHashMap::default(),
-            long_bytes: 0,
+            long: BytesMap::default(),
+            max_long_bytes: MAX_LONG_BYTES,
             stored: Vec::new(),
             max_ids: 1 << 20,    // 4 MB of ids
             max_pieces: 3 << 17, // a table of 2^19 slots: 16 MB
@@ -157,13 +156,12 @@ impl PieceCache {
     pub(super) fn has_room_long(&self, len: usize) -> bool {
         self.has_room()
             && self.long.len() < MAX_LONG_PIECES
-            && self.long_bytes + len <= MAX_LONG_BYTES
+            && self.long.key_bytes() + len <= self.max_long_bytes
     }
 
-    /// Keeps the entry of a piece of 16 bytes or more.
-    pub(super) fn keep_long(&mut self, piece: &[u8], entry: Entry) {
-        self.long_bytes += piece.len();
-        self.long.insert(piece.into(), entry);
+    /// Keeps the entry of a piece of 16 bytes or more, whose hash is `hash`.
+    pub(super) fn keep_long(&mut self, piece: &[u8], hash: u64, entry: Entry) {
+        self.long.insert(piece, hash, entry);
         if self.learned_long.len() < LEARNED_LONG {
             self.learned_long.push(piece.into());
         }
@@ -203,7 +201,7 @@ impl PieceCache {
             }
         }
         for piece in std::mem::take(&mut self.learned_long) {
-            if let Some(&entry) = self.long.get(&piece) {
+            if let Some(entry) = self.long.get(&piece, bytes_hash(&piece)) {
                 let entry = copy(entry, &mut lessons.ids);
                 lessons.long.push((piece, entry));
             }
@@ -237,10 +235,10 @@ impl PieceCache {
             if !self.has_room_long(piece.len()) {
                 return;
             }
-            if !self.long.contains_key(piece) {
+            let hash = bytes_hash(piece);
+            if self.long.get(piece, hash).is_none() {
                 let entry = entry_for(*entry, &mut self.stored);
-                self.long_bytes += piece.len();
-                self.long.insert(piece.clone(), entry);
+                self.long.insert(piece, hash, entry);
             }
         }
     }

@@ -12,9 +12,10 @@ use super::cache::{CachePool, Entry, Ids, Lessons, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use super::normalizer::Normalizer;
+use crate::bytes_map::bytes_hash;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
-use crate::packed::{key_hash, pack_pieces, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
+use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::split::Split;
 use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit};
 
@@ -26,6 +27,17 @@ const WALK_BATCH: usize = 64;
 /// pieces of 129 to 500 bytes took a third of a warm pass when they were merged anew
 /// each time (at 128).
 const CACHE_PIECE_BYTES: usize = 1024;
+
+/// The piece cache's hash of a piece of 16 bytes or more: its [`bytes_hash`], or 0 for
+/// one too long to cache (never looked up, so never hashed).
+#[inline]
+fn long_hash(piece: &[u8]) -> u64 {
+    if piece.len() <= CACHE_PIECE_BYTES {
+        bytes_hash(piece)
+    } else {
+        0
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Encoder {
@@ -216,7 +228,11 @@ impl Encoder {
                     lookups.cache.small.prefetch(hash);
                     Queued::Packed { end, key, hash }
                 }
-                Unit::Piece { start, end } => Queued::Piece { start, end },
+                Unit::Piece { start, end } => {
+                    let hash = long_hash(&bytes[start..end]);
+                    lookups.cache.long.prefetch(hash);
+                    Queued::Piece { start, end, hash }
+                }
                 Unit::Special { index, end, .. } => Queued::Id {
                     end,
                     id: self.model.special_ids()[&allowed.tokens()[index]],
@@ -243,8 +259,8 @@ enum Queued {
     Id { end: usize, id: u32 },
     /// A piece of 2 to 15 bytes: looked up by its packed key.
     Packed { end: usize, key: u128, hash: u64 },
-    /// A longer piece.
-    Piece { start: usize, end: usize },
+    /// A longer piece, and its [`bytes_hash`] if it is cached at all.
+    Piece { start: usize, end: usize, hash: u64 },
 }
 
 /// Whether a piece given to [`Lookups::merge`] was already looked up as a whole token.
@@ -289,7 +305,7 @@ impl<'t> Lookups<'t, '_> {
                 Queued::Packed { end, key, hash } => {
                     self.packed_ids(end - (key >> 120) as usize, end, key, hash, emit)?
                 }
-                Queued::Piece { start, end } => self.long_ids(start, end, emit)?,
+                Queued::Piece { start, end, hash } => self.long_ids(start, end, hash, emit)?,
             }
         }
         Ok(())
@@ -324,12 +340,14 @@ impl<'t> Lookups<'t, '_> {
         }
     }
 
-    /// Emits the ids of the piece `start..end` of 16 bytes or more.
+    /// Emits the ids of the piece `start..end` of 16 bytes or more; `hash` is its
+    /// [`bytes_hash`] if it is [`CACHE_PIECE_BYTES`] or fewer.
     #[inline(never)]
     fn long_ids(
         &mut self,
         start: usize,
         end: usize,
+        hash: u64,
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
         let piece = &self.bytes[start..end];
@@ -337,12 +355,12 @@ impl<'t> Lookups<'t, '_> {
             self.scratch.clear();
             self.model.encode_piece(piece, &mut self.scratch)?;
             emit(end, &self.scratch)
-        } else if let Some(&entry) = self.cache.long.get(piece) {
+        } else if let Some(entry) = self.cache.long.get(piece, hash) {
             self.emit_entry(end, entry, emit)
         } else {
             let entry = self.merge(start, end, Whole::NotLookedUp)?;
             if self.cache.has_room_long(piece.len()) {
-                self.cache.keep_long(piece, entry);
+                self.cache.keep_long(piece, hash, entry);
                 return self.emit_entry(end, entry, emit);
             }
             self.emit_entry(end, entry, emit)?;
@@ -378,6 +396,28 @@ impl<'t> Lookups<'t, '_> {
         Ok(())
     }
 
+    /// The keys and hashes of the pieces of a batch (`ends`, the first from `first`),
+    /// each one's cache line prefetched: packed keys for pieces of up to
+    /// [`MAX_PACKED`] bytes, the [`bytes_hash`] for longer ones.
+    #[inline(always)]
+    fn pack_pieces(&self, first: usize, ends: &[usize], keys: &mut [(u128, u64)]) {
+        let (small, long) = (&self.cache.small, &self.cache.long);
+        let mut start = first;
+        for (&end, key) in ends.iter().zip(keys) {
+            if end - start <= MAX_PACKED {
+                let packed = packed(self.bytes, start, end);
+                let hash = key_hash(packed);
+                small.prefetch(hash);
+                *key = (packed, hash);
+            } else {
+                let hash = long_hash(&self.bytes[start..end]);
+                long.prefetch(hash);
+                *key = (0, hash);
+            }
+            start = end;
+        }
+    }
+
     /// The pieces of `text[from..]` (text free of special tokens from `from` on; a
     /// prefix of the whole text, so offsets are the same); false if one ended past
     /// `limit` (it and the rest are not emitted).
@@ -393,10 +433,7 @@ impl<'t> Lookups<'t, '_> {
         let mut ends = [0usize; WALK_BATCH];
         let mut keys = [(0u128, 0u64); WALK_BATCH];
         while let Some((first, n)) = walker.next_batch(&mut ends) {
-            let cache = &self.cache.small;
-            pack_pieces(self.bytes, first, &ends[..n], &mut keys, |h| {
-                cache.prefetch(h)
-            });
+            self.pack_pieces(first, &ends[..n], &mut keys);
             let mut start = first;
             for (&end, &(key, hash)) in ends[..n].iter().zip(&keys) {
                 if end > limit {
@@ -406,7 +443,7 @@ impl<'t> Lookups<'t, '_> {
                 // mispredicts more than the cache line (in L1) costs.
                 match end - start {
                     1..=MAX_PACKED => self.packed_ids(start, end, key, hash, emit)?,
-                    _ => self.long_ids(start, end, emit)?,
+                    _ => self.long_ids(start, end, hash, emit)?,
                 }
                 start = end;
             }
@@ -824,7 +861,7 @@ pub(crate) mod tests {
         assert_eq!(e.encode(&text, e.no_specials()).unwrap(), want);
         assert_eq!(e.with_cache(|c| c.long.len()), 2);
         assert_eq!(e.encode(&text, e.no_specials()).unwrap(), want);
-        assert_eq!(e.with_cache(|c| c.long_bytes), 40 + 202);
+        assert_eq!(e.with_cache(|c| c.long.key_bytes()), 40 + 202);
     }
 
     #[test]
@@ -833,7 +870,7 @@ pub(crate) mod tests {
         let text = format!("{} {}", "abcab".repeat(8), "cab".repeat(67));
         let want = uncached(&e, &text);
         let mut cache = e.take_cache();
-        cache.long_bytes = (16 << 20) - 100;
+        cache.max_long_bytes = 100;
         e.give_back_caches(vec![cache]);
         assert_eq!(e.encode(&text, e.no_specials()).unwrap(), want);
         assert_eq!(
