@@ -139,3 +139,23 @@ impl<T: Copy + std::fmt::Debug> std::fmt::Debug for HugeSlice<T> {
         f.debug_list().entries(self.iter()).finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_slices_are_filled_aligned_and_cloned() {
+        // 2 MiB and more: aligned to a huge page; less: to the item.
+        let big = HugeSlice::filled(3 << 18, 7u64); // 6 MiB
+        assert_eq!(big.as_ptr() as usize % HUGE_PAGE, 0);
+        assert!(big.iter().all(|&x| x == 7) && big.len() == 3 << 18);
+        let mut small = HugeSlice::filled(5, [1u32, 2]);
+        small[4] = [3, 4];
+        let copy = small.clone();
+        assert_eq!(&*copy, &[[1, 2], [1, 2], [1, 2], [1, 2], [3, 4]]);
+        let empty = HugeSlice::filled(0, 0u8);
+        assert!(empty.is_empty() && empty.clone().is_empty());
+        assert_eq!(format!("{:?}", HugeSlice::filled(2, 1u8)), "[1, 1]");
+    }
+}
