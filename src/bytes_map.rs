@@ -14,7 +14,7 @@
 use crate::pages::HugeSlice;
 
 /// Key bytes held in the slot itself.
-pub const INLINE: usize = 32;
+pub const INLINE: usize = 40;
 
 /// One slot, one cache line: `len == 0` marks an empty one (keys are never empty).
 #[derive(Debug, Clone, Copy)]

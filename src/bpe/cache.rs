@@ -59,27 +59,22 @@ pub struct Lessons {
 const LEARNED_SMALL: usize = 1 << 17;
 const LEARNED_LONG: usize = 1 << 15;
 
-/// A cached piece's ids in 16 bytes: up to four ids in the entry itself, or where
-/// its ids lie in [`PieceCache::stored`]. Nearly all pieces are four tokens or fewer
-/// (English: 99.9%; multilingual text with cl100k: 93%), so a hit seldom reads
-/// `stored`: a read there, at a place of its own in 4 MB, missed the caches (with
-/// two ids inline, the pieces of three or four, 12% of multilingual ones, made copying
-/// ids a tenth of a warm encode). The entry fills the slot's padding beside its
-/// 16-byte key: a slot is 32 bytes either way.
-///
-/// The count is in the top bits of the second and third words (ids of a vocabulary
-/// are below 2^31; a piece with a bigger one past its first is stored instead):
-/// `count - 1 = top(w1) + 2 top(w2)`; the fourth word's top bit marks a stored piece,
-/// `w0` where and `w1` how many.
+/// A cached piece's ids in 8 bytes: one or two ids in the entry itself, or where
+/// its ids lie in [`PieceCache::stored`]. Nearly all pieces are one or two tokens (in
+/// English, 94% and 5%), so a hit seldom reads `stored`: a read there, at a place of
+/// its own in 4 MB, missed the caches (most of the time a hit on a piece of two
+/// tokens took).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Entry([u32; 4]);
+pub struct Entry(u32, u32);
 
-const TOP: u32 = 1 << 31;
+/// The tag of an entry holding two ids: the second's top bit (ids of a vocabulary
+/// are below 2^31; a piece whose second id is not is stored instead).
+const TWO: u32 = 1 << 31;
 
 /// What an [`Entry`] holds.
 pub(super) enum Ids {
-    /// The first `n` of the four.
-    Inline([u32; 4], usize),
+    One(u32),
+    Two([u32; 2]),
     /// `stored[start..start + len]`.
     Stored(usize, usize),
 }
@@ -87,39 +82,34 @@ pub(super) enum Ids {
 impl Entry {
     #[inline]
     pub(super) fn one(id: u32) -> Self {
-        Self([id, 0, 0, 0])
+        Self(id, 0)
     }
 
-    /// The entry of a piece whose ids `merge` just put at `stored[at..]`: up to four
+    /// The entry of a piece whose ids `merge` just put at `stored[at..]`: one or two
     /// ids are taken back into the entry.
     #[inline]
     pub(super) fn of_stored(stored: &mut Vec<u32>, at: usize) -> Self {
         debug_assert!(stored.len() > at, "a piece has at least one id");
-        let entry = match stored[at..] {
-            [a] => Self([a, 0, 0, 0]),
-            [a, b] if b < TOP => Self([a, b | TOP, 0, 0]),
-            [a, b, c] if b < TOP && c < TOP => Self([a, b, c | TOP, 0]),
-            [a, b, c, d] if b < TOP && c < TOP && d < TOP => Self([a, b | TOP, c | TOP, d]),
-            ref ids => return Self::stored(at, ids.len()),
-        };
-        stored.truncate(at);
-        entry
-    }
-
-    /// The entry of a piece whose `n` ids are at `stored[at..]`.
-    #[inline]
-    pub(super) fn stored(at: usize, n: usize) -> Self {
-        Self([at as u32, n as u32, 0, TOP])
+        match stored[at..] {
+            [id] => {
+                stored.truncate(at);
+                Self(id, 0)
+            }
+            [a, b] if b < TWO => {
+                stored.truncate(at);
+                Self(a, b | TWO)
+            }
+            ref ids => Self(at as u32, ids.len() as u32),
+        }
     }
 
     #[inline(always)]
     pub(super) fn ids(self) -> Ids {
-        let Self([a, b, c, d]) = self;
-        if d & TOP != 0 {
-            return Ids::Stored(a as usize, b as usize);
+        match self {
+            Self(id, 0) => Ids::One(id),
+            Self(a, b) if b & TWO != 0 => Ids::Two([a, b & !TWO]),
+            Self(at, n) => Ids::Stored(at as usize, n as usize),
         }
-        let n = 1 + (b >> 31) + 2 * (c >> 31);
-        Ids::Inline([a, b & !TOP, c & !TOP, d], n as usize)
     }
 }
 
@@ -195,7 +185,7 @@ impl PieceCache {
         let copy = |entry: Entry, ids: &mut Vec<u32>| match entry.ids() {
             Ids::Stored(at, n) => {
                 ids.extend_from_slice(&self.stored[at..at + n]);
-                Entry::stored(ids.len() - n, n)
+                Entry(ids.len() as u32 - n as u32, n as u32)
             }
             _ => entry,
         };
@@ -330,43 +320,39 @@ mod tests {
 
     fn ids(entry: Entry, stored: &[u32]) -> Vec<u32> {
         match entry.ids() {
-            Ids::Inline(ids, n) => ids[..n].to_vec(),
+            Ids::One(id) => vec![id],
+            Ids::Two(ids) => ids.to_vec(),
             Ids::Stored(at, n) => stored[at..at + n].to_vec(),
         }
     }
 
     #[test]
-    fn entries_hold_up_to_four_ids_and_point_at_more() {
+    fn entries_hold_one_or_two_ids_and_point_at_more() {
         let mut cache = PieceCache::default();
         cache.stored.extend([9, 9]); // a piece stored before
-        let big = TOP - 1;
-        let cases: [&[u32]; 12] = [
+        let cases: [&[u32]; 6] = [
             &[0],
             &[u32::MAX],
             &[7, 0],
-            &[u32::MAX, big],
-            &[1, TOP], // an id past the first too big to tag: stored
+            &[u32::MAX, TWO - 1],
+            &[1, TWO], // a second id too big to tag: stored
             &[3, 4, 5],
-            &[0, 0, 0],
-            &[big, big, big],
-            &[3, 4, TOP],
-            &[3, 4, 5, 6],
-            &[u32::MAX, big, big, big],
-            &[3, 4, 5, 6, 7],
         ];
         for want in cases {
             let at = cache.stored.len();
             cache.stored.extend_from_slice(want);
             let entry = Entry::of_stored(&mut cache.stored, at);
             assert_eq!(ids(entry, &cache.stored), want);
-            let inline = want.len() <= 4 && want[1..].iter().all(|&id| id < TOP);
-            let kept = if inline { at } else { at + want.len() };
+            let kept = if want.len() == 1 || (want.len() == 2 && want[1] < TWO) {
+                at
+            } else {
+                at + want.len()
+            };
             assert_eq!(cache.stored.len(), kept, "{want:?}");
             // Not kept: whatever it stored is taken back.
             cache.unstore(entry);
             assert_eq!(cache.stored.len(), at, "{want:?}");
         }
         assert_eq!(cache.stored, [9, 9]);
-        assert_eq!(ids(Entry::one(u32::MAX), &[]), [u32::MAX]);
     }
 }

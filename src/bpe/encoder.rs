@@ -53,42 +53,21 @@ pub struct Encoder {
     normalizer: Normalizer,
 }
 
-/// Appends `ids` with no branch on their number: a piece's one to three ids as three
-/// stores (first, middle, last; some the same), more as copies of four, the last four
-/// overlapping. (A `match` on the count mispredicted on multilingual text, where a
-/// third of the pieces are two ids or more, and a copy through `memmove` was a call
-/// per piece.) Growing `out` (its size comes from the text) may fail: an error, not an
-/// abort.
-#[inline(always)]
+/// Appends `ids`; most pieces are one token, which needs no call to memcpy. Growing
+/// `out` (its size comes from the text) may fail: an error, not an abort.
+#[inline]
 fn push_ids(out: &mut Vec<u32>, ids: &[u32]) -> Result<(), EncodeError> {
-    let n = ids.len();
-    if n == 0 {
-        return Ok(());
+    if out.capacity() - out.len() < ids.len() {
+        try_reserve(out, ids.len().max(out.len()))?;
     }
-    if out.capacity() - out.len() < n + 4 {
-        try_reserve(out, (n + 4).max(out.len()))?;
-    }
-    let len = out.len();
-    let spare = &mut out.spare_capacity_mut()[..n];
-    if n < 4 {
-        spare[0].write(ids[0]);
-        spare[n / 2].write(ids[n / 2]);
-        spare[n - 1].write(ids[n - 1]);
-    } else {
-        let four = |at: usize| -> [std::mem::MaybeUninit<u32>; 4] {
-            let ids: [u32; 4] = ids[at..at + 4].try_into().expect("four ids");
-            ids.map(std::mem::MaybeUninit::new)
-        };
-        let mut at = 0;
-        while at + 4 <= n {
-            spare[at..at + 4].copy_from_slice(&four(at));
-            at += 4;
+    match *ids {
+        [id] => out.push(id),
+        [a, b] => {
+            out.push(a);
+            out.push(b);
         }
-        spare[n - 4..].copy_from_slice(&four(n - 4));
+        _ => out.extend_from_slice(ids),
     }
-    // SAFETY: `spare[..n]`, the `n` items past `len`, were all written above (for
-    // n < 4: indices 0, n / 2 and n - 1 cover 0..n).
-    unsafe { out.set_len(len + n) };
     Ok(())
 }
 
@@ -291,18 +270,6 @@ enum Whole {
     NotLookedUp,
 }
 
-/// What a lookup of a piece got.
-#[derive(Clone, Copy)]
-enum Got {
-    /// Its entry, in the cache.
-    Kept(Entry),
-    /// Its entry, merged now and not kept (the cache is full): its ids in
-    /// [`PieceCache::stored`] are taken back once emitted.
-    Once(Entry),
-    /// Its ids, in [`Lookups::scratch`] (a piece too long to cache).
-    InScratch,
-}
-
 /// The lookup half of [`Encoder::for_each_ids`]: the cache, and the units queued.
 struct Lookups<'t, 'c> {
     bytes: &'t [u8],
@@ -354,12 +321,28 @@ impl<'t> Lookups<'t, '_> {
         hash: u64,
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
-        let got = self.packed_entry(start, end, key, hash)?;
-        self.emit_got(end, got, emit)
+        match self.cache.small.get(key, hash) {
+            Some(entry) => self.emit_entry(end, entry, emit),
+            None => {
+                // A piece that is a token (tiktoken's rule) needs no merging.
+                let entry = match self.model.whole_packed(key, hash) {
+                    Some(id) => Entry::one(id),
+                    None => self.merge(start, end, Whole::LookedUp)?,
+                };
+                if self.cache.has_room() {
+                    self.cache.keep_small(key, hash, entry);
+                    return self.emit_entry(end, entry, emit);
+                }
+                self.emit_entry(end, entry, emit)?;
+                self.cache.unstore(entry);
+                Ok(())
+            }
+        }
     }
 
     /// Emits the ids of the piece `start..end` of 16 bytes or more; `hash` is its
-    /// [`long_hash`].
+    /// [`bytes_hash`] if it is [`CACHE_PIECE_BYTES`] or fewer.
+    #[inline(never)]
     fn long_ids(
         &mut self,
         start: usize,
@@ -367,74 +350,22 @@ impl<'t> Lookups<'t, '_> {
         hash: u64,
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
-        let got = self.long_entry(start, end, hash)?;
-        self.emit_got(end, got, emit)
-    }
-
-    /// The ids of the piece `start..end` of 2 to 15 bytes, packed as `key`: from the
-    /// cache, or merged (and kept, while the cache has room).
-    #[inline(always)]
-    fn packed_entry(
-        &mut self,
-        start: usize,
-        end: usize,
-        key: u128,
-        hash: u64,
-    ) -> Result<Got, EncodeError> {
-        if let Some(entry) = self.cache.small.get(key, hash) {
-            return Ok(Got::Kept(entry));
-        }
-        // A piece that is a token (tiktoken's rule) needs no merging.
-        let entry = match self.model.whole_packed(key, hash) {
-            Some(id) => Entry::one(id),
-            None => self.merge(start, end, Whole::LookedUp)?,
-        };
-        if !self.cache.has_room() {
-            return Ok(Got::Once(entry));
-        }
-        self.cache.keep_small(key, hash, entry);
-        Ok(Got::Kept(entry))
-    }
-
-    /// The ids of the piece `start..end` of 16 bytes or more, `hash` its
-    /// [`long_hash`]: from the cache, or merged (and kept, while the cache has room
-    /// and the piece is [`CACHE_PIECE_BYTES`] or fewer).
-    #[inline(never)]
-    fn long_entry(&mut self, start: usize, end: usize, hash: u64) -> Result<Got, EncodeError> {
         let piece = &self.bytes[start..end];
         if piece.len() > CACHE_PIECE_BYTES {
             self.scratch.clear();
             self.model.encode_piece(piece, &mut self.scratch)?;
-            return Ok(Got::InScratch);
-        }
-        if let Some(entry) = self.cache.long.get(piece, hash) {
-            return Ok(Got::Kept(entry));
-        }
-        let entry = self.merge(start, end, Whole::NotLookedUp)?;
-        if !self.cache.has_room_long(piece.len()) {
-            return Ok(Got::Once(entry));
-        }
-        self.cache.keep_long(piece, hash, entry);
-        Ok(Got::Kept(entry))
-    }
-
-    /// Emits what [`Lookups::packed_entry`] or [`Lookups::long_entry`] got; the ids
-    /// of an entry not kept are taken back from the cache once emitted.
-    #[inline(always)]
-    fn emit_got(
-        &mut self,
-        end: usize,
-        got: Got,
-        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
-    ) -> Result<(), EncodeError> {
-        match got {
-            Got::Kept(entry) => self.emit_entry(end, entry, emit),
-            Got::Once(entry) => {
-                self.emit_entry(end, entry, emit)?;
-                self.cache.unstore(entry);
-                Ok(())
+            emit(end, &self.scratch)
+        } else if let Some(entry) = self.cache.long.get(piece, hash) {
+            self.emit_entry(end, entry, emit)
+        } else {
+            let entry = self.merge(start, end, Whole::NotLookedUp)?;
+            if self.cache.has_room_long(piece.len()) {
+                self.cache.keep_long(piece, hash, entry);
+                return self.emit_entry(end, entry, emit);
             }
-            Got::InScratch => emit(end, &self.scratch),
+            self.emit_entry(end, entry, emit)?;
+            self.cache.unstore(entry);
+            Ok(())
         }
     }
 
@@ -490,11 +421,6 @@ impl<'t> Lookups<'t, '_> {
     /// The pieces of `text[from..]` (text free of special tokens from `from` on; a
     /// prefix of the whole text, so offsets are the same); false if one ended past
     /// `limit` (it and the rest are not emitted).
-    ///
-    /// A batch's entries are all looked up before any is emitted, and the ids of those
-    /// that point into [`PieceCache::stored`] (pieces of five tokens or more) are
-    /// prefetched meanwhile: read at once, each was a miss of its own (with gpt2 on
-    /// multilingual text, one piece in seven).
     fn walk_segment(
         &mut self,
         builtin: Builtin,
@@ -506,58 +432,23 @@ impl<'t> Lookups<'t, '_> {
         let mut walker = builtin.walker(text, from);
         let mut ends = [0usize; WALK_BATCH];
         let mut keys = [(0u128, 0u64); WALK_BATCH];
-        let mut entries = [Entry::default(); WALK_BATCH];
         while let Some((first, n)) = walker.next_batch(&mut ends) {
             self.pack_pieces(first, &ends[..n], &mut keys);
             let mut start = first;
-            // Entries of pieces `waiting..k` are looked up and not yet emitted.
-            let mut waiting = 0;
-            for k in 0..n {
-                let end = ends[k];
+            for (&end, &(key, hash)) in ends[..n].iter().zip(&keys) {
                 if end > limit {
-                    self.emit_entries(&ends[waiting..k], &entries[waiting..k], emit)?;
                     return Ok(false);
                 }
-                let (key, hash) = keys[k];
                 // Single bytes too go through the cache: a branch on the length
                 // mispredicts more than the cache line (in L1) costs.
-                let got = match end - start {
-                    1..=MAX_PACKED => self.packed_entry(start, end, key, hash)?,
-                    _ => self.long_entry(start, end, hash)?,
-                };
-                match got {
-                    Got::Kept(entry) => {
-                        if let Ids::Stored(at, _) = entry.ids() {
-                            crate::packed::prefetch(self.cache.stored.get(at));
-                        }
-                        entries[k] = entry;
-                    }
-                    // Ids held only until emitted: those before them go first.
-                    got => {
-                        self.emit_entries(&ends[waiting..k], &entries[waiting..k], emit)?;
-                        self.emit_got(end, got, emit)?;
-                        waiting = k + 1;
-                    }
+                match end - start {
+                    1..=MAX_PACKED => self.packed_ids(start, end, key, hash, emit)?,
+                    _ => self.long_ids(start, end, hash, emit)?,
                 }
                 start = end;
             }
-            self.emit_entries(&ends[waiting..n], &entries[waiting..n], emit)?;
         }
         Ok(true)
-    }
-
-    /// Emits the ids of `entries`, the pieces ending at `ends`.
-    #[inline(always)]
-    fn emit_entries(
-        &self,
-        ends: &[usize],
-        entries: &[Entry],
-        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
-    ) -> Result<(), EncodeError> {
-        for (&end, &entry) in ends.iter().zip(entries) {
-            self.emit_entry(end, entry, emit)?;
-        }
-        Ok(())
     }
 
     /// Merges a piece not in the cache; its cache entry. A piece already looked up
@@ -583,7 +474,8 @@ impl<'t> Lookups<'t, '_> {
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
         match entry.ids() {
-            Ids::Inline(ids, n) => emit(end, &ids[..n]),
+            Ids::One(id) => emit(end, &[id]),
+            Ids::Two(ids) => emit(end, &ids),
             Ids::Stored(at, n) => emit(end, &self.cache.stored[at..at + n]),
         }
     }
