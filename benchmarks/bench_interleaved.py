@@ -42,8 +42,10 @@ def main() -> None:
     import bytepair
     from bytepair.formats import bundled
 
-    rank_file = Path(tempfile.mkdtemp(prefix="bench-vocab-"), "ranks.tiktoken")
-    rank_file.write_bytes(bundled.rank_file_text(bundled.ENCODINGS[a.encoding][0]))
+    # Named as the encoding's rank file: gigatoken picks its pre-tokenizer by the name.
+    ranks = bundled.ENCODINGS[a.encoding][0]
+    rank_file = Path(tempfile.mkdtemp(prefix="bench-vocab-"), f"{ranks}.tiktoken")
+    rank_file.write_bytes(bundled.rank_file_text(ranks))
     docs = documents(a.path, a.mb)
     mb = sum(len(d.encode()) for d in docs) / 1e6
     ours = bytepair.get_encoding(a.encoding)
