@@ -304,8 +304,9 @@ pub fn packed(bytes: &[u8], start: usize, end: usize) -> u128 {
 
 /// The packed keys and hashes of a batch of consecutive pieces of `bytes`, the first
 /// starting at `first` and each ending at the next of `ends`, into `keys`; `prefetch`
-/// is called with each hash (to bring in a table line the caller reads later). Pieces
-/// longer than [`MAX_PACKED`] leave their entry of `keys` as it was.
+/// is called with each hash (to bring in a table line the caller reads later). A piece
+/// longer than [`MAX_PACKED`] gets key 0 and the hash `long` returns for its bytes
+/// (which may prefetch too; 0 for a caller that looks such pieces up otherwise).
 #[inline(always)]
 pub fn pack_pieces(
     bytes: &[u8],
@@ -313,6 +314,7 @@ pub fn pack_pieces(
     ends: &[usize],
     keys: &mut [(u128, u64)],
     prefetch: impl Fn(u64),
+    long: impl Fn(&[u8]) -> u64,
 ) {
     let mut start = first;
     for (&end, key) in ends.iter().zip(keys) {
@@ -321,6 +323,8 @@ pub fn pack_pieces(
             let hash = key_hash(packed);
             prefetch(hash);
             *key = (packed, hash);
+        } else {
+            *key = (0, long(&bytes[start..end]));
         }
         start = end;
     }

@@ -15,7 +15,7 @@ use super::normalizer::Normalizer;
 use crate::bytes_map::bytes_hash;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
-use crate::packed::{key_hash, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
+use crate::packed::{key_hash, pack_pieces, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::split::Split;
 use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit};
 
@@ -396,28 +396,6 @@ impl<'t> Lookups<'t, '_> {
         Ok(())
     }
 
-    /// The keys and hashes of the pieces of a batch (`ends`, the first from `first`),
-    /// each one's cache line prefetched: packed keys for pieces of up to
-    /// [`MAX_PACKED`] bytes, the [`bytes_hash`] for longer ones.
-    #[inline(always)]
-    fn pack_pieces(&self, first: usize, ends: &[usize], keys: &mut [(u128, u64)]) {
-        let (small, long) = (&self.cache.small, &self.cache.long);
-        let mut start = first;
-        for (&end, key) in ends.iter().zip(keys) {
-            if end - start <= MAX_PACKED {
-                let packed = packed(self.bytes, start, end);
-                let hash = key_hash(packed);
-                small.prefetch(hash);
-                *key = (packed, hash);
-            } else {
-                let hash = long_hash(&self.bytes[start..end]);
-                long.prefetch(hash);
-                *key = (0, hash);
-            }
-            start = end;
-        }
-    }
-
     /// The pieces of `text[from..]` (text free of special tokens from `from` on; a
     /// prefix of the whole text, so offsets are the same); false if one ended past
     /// `limit` (it and the rest are not emitted).
@@ -433,7 +411,19 @@ impl<'t> Lookups<'t, '_> {
         let mut ends = [0usize; WALK_BATCH];
         let mut keys = [(0u128, 0u64); WALK_BATCH];
         while let Some((first, n)) = walker.next_batch(&mut ends) {
-            self.pack_pieces(first, &ends[..n], &mut keys);
+            let (small, long) = (&self.cache.small, &self.cache.long);
+            pack_pieces(
+                self.bytes,
+                first,
+                &ends[..n],
+                &mut keys,
+                |h| small.prefetch(h),
+                |piece| {
+                    let hash = long_hash(piece);
+                    long.prefetch(hash);
+                    hash
+                },
+            );
             let mut start = first;
             for (&end, &(key, hash)) in ends[..n].iter().zip(&keys) {
                 if end > limit {

@@ -175,9 +175,14 @@ fn count_walk<'t>(builtin: Builtin, text: &'t str, from: usize, counts: &mut Par
     let mut ends = [0usize; WALK_BATCH];
     let mut keys = [(0u128, 0u64); WALK_BATCH];
     while let Some((first, n)) = walker.next_batch(&mut ends) {
-        pack_pieces(bytes, first, &ends[..n], &mut keys, |h| {
-            counts.small.prefetch(h)
-        });
+        pack_pieces(
+            bytes,
+            first,
+            &ends[..n],
+            &mut keys,
+            |h| counts.small.prefetch(h),
+            |_| 0,
+        );
         let mut start = first;
         for (&end, &(key, hash)) in ends[..n].iter().zip(&keys) {
             if end - start <= MAX_PACKED {
