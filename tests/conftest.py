@@ -5,6 +5,7 @@ from __future__ import annotations
 import lzma
 import os
 import shutil
+import signal
 from importlib import resources
 from pathlib import Path
 
@@ -172,6 +173,15 @@ def tiktoken_offline(tmp_path_factory):
 
 
 # -- the shared corpora, sampled (tests that compare with a peer on real text) ------------
+
+
+def sigint_default() -> None:
+    """``preexec_fn`` of a child a test stops with SIGINT: Ctrl-C's default action in
+    it, whatever pytest's own is. A shell starts a background job (``pytest &``) with
+    SIGINT ignored, a child inherits that, and Python then never raises
+    KeyboardInterrupt: the test would see the child run to its end."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 
 SHARED = os.environ.get("BYTEPAIR_SHARED")
 needs_shared = pytest.mark.skipif(

@@ -16,7 +16,7 @@ import pytest
 
 import bytepair
 
-from conftest import EOT
+from conftest import EOT, sigint_default
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
 
@@ -150,6 +150,7 @@ def test_interrupt_or_terminate_removes_the_temporary_output(tmp_path, sig, code
         ],
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_default,
     )
     try:
         _wait_for_temp(out_dir)

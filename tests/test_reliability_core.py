@@ -24,6 +24,8 @@ import pytest
 
 import bytepair
 
+from conftest import sigint_default
+
 REPO = Path(__file__).resolve().parent.parent
 MAX_ID = 2**31 - 1
 #: Address space for a child: far below what a per-id table of 2**31 ids needs (16 GiB).
@@ -32,6 +34,11 @@ CHILD_MEMORY = 3 << 30
 
 def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
+
+
+def _limit_memory_and_take_sigint() -> None:
+    _limit_memory()
+    sigint_default()
 
 
 def run_python(
@@ -396,7 +403,7 @@ def test_ctrl_c_stops_a_long_encode_before_it_ends():
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
-        preexec_fn=_limit_memory,
+        preexec_fn=_limit_memory_and_take_sigint,
     )
     try:
         start = child.stdout.readline().split()

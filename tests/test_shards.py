@@ -17,7 +17,7 @@ import bytepair
 from bytepair.runners import feed
 from bytepair.shards import writer
 
-from conftest import EOT
+from conftest import EOT, sigint_default
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
 GPT2_EOT = 50256
@@ -363,7 +363,9 @@ def test_a_signalled_cli_run_resumes_to_the_same_bytes(corpus, tmp_path, sig, co
     )  # fmt: skip
     # The CLI with small batches (a shard finishes every few batches).
     small_batches = [sys.executable, "-c", SMALL_BATCHES_CLI, *args[3:]]
-    proc = subprocess.Popen(small_batches, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        small_batches, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default
+    )
     try:
         deadline = time.monotonic() + 60
         while len(list(out.glob("train_*.bin"))) < 2:

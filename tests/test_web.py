@@ -25,7 +25,7 @@ from bytepair.web import Registry, make_server
 from bytepair.web.chat import read_template
 from bytepair.web.tokens import CharSpans
 
-from conftest import EOT
+from conftest import EOT, sigint_default
 
 CL100K_CHAT = {"<|im_start|>": 100264, "<|im_end|>": 100265, "<|im_sep|>": 100266}
 TEXTS = [
@@ -570,6 +570,7 @@ def test_cli_serve_prints_the_url_of_a_free_port_and_stops_on_ctrl_c(tmp_path, g
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        preexec_fn=sigint_default,
     )
     try:
         line = proc.stdout.readline()  # printed once the socket is bound
@@ -588,7 +589,10 @@ def test_cli_serve_prints_the_url_of_a_free_port_and_stops_on_ctrl_c(tmp_path, g
         conn.close()
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
+        try:
+            _, err = proc.communicate(timeout=20)
+        finally:
+            proc.kill()  # a server that did not stop is not left running
     assert proc.returncode == 0 and "stopped" in err
 
 
