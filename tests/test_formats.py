@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bytepair
-from bytepair.formats.byte_table import bytes_to_unicode, str_to_token, token_to_str
+from bytepair.formats.byte_table import (
+    bytes_to_unicode,
+    str_to_token,
+    token_to_str,
+    unicode_to_bytes,
+)
 
 from conftest import DATA, EOT, GPT2_DIR
 
@@ -137,6 +145,71 @@ def test_byte_to_unicode_table_is_gpt2s():
     assert len(set(table.values())) == 256
     assert table[ord(" ")] == "Ġ" and table[ord("\n")] == "Ċ" and table[ord("a")] == "a"
     assert str_to_token(token_to_str(bytes(range(256)))) == bytes(range(256))
+
+
+def test_every_character_outside_gpt2s_table_is_refused_by_name():
+    # Below U+0100 too: a space, a control byte or a soft hyphen is written as "Ġ", "Ċ"...
+    # in a byte-level file, never as itself.
+    table = set(bytes_to_unicode().values())
+    for c in [*map(chr, range(0x200)), "中", "😀", "\uffff"]:
+        if c in table:
+            assert str_to_token("a" + c) == b"a" + bytes([unicode_to_bytes()[c]])
+        else:
+            with pytest.raises(
+                ValueError, match=f"^at: token .* has the character {re.escape(repr(c))}, which"
+            ):
+                str_to_token("Ġa" + c + "b", "at: ")
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=40))
+def test_any_bytes_round_trip_through_gpt2s_notation(token):
+    assert str_to_token(token_to_str(token)) == token
+    assert token_to_str(token) == "".join(bytes_to_unicode()[b] for b in token)
+
+
+@pytest.mark.parametrize(
+    ("name", "mangle", "message"),
+    [
+        ("t.json", lambda d: d["model"]["merges"].__setitem__(2, "Ġ a b"), r"model.merges\[2\] is"),
+        (
+            "t.json",
+            lambda d: d["model"]["merges"].__setitem__(3, "Ġ a\n"),
+            r"model.merges\[3\]: token",
+        ),
+        (
+            "t.json",
+            lambda d: d["model"]["merges"].__setitem__(1, {"Ġ": 0, "t": 1}),
+            r"model.merges\[1\] is",
+        ),
+        (
+            "t.json",
+            lambda d: d["model"]["vocab"].__setitem__("a b", 99_999),
+            "model.vocab: token 'a b'",
+        ),
+        ("t.json", lambda d: d["model"]["vocab"].__setitem__("zz", True), "entry 'zz' has id True"),
+        ("t.bytepair", lambda d: d["merges"].__setitem__(4, "Ġ x\ty"), "merge #4: token"),
+    ],
+)
+def test_a_damaged_entry_is_named_with_its_file_and_place(
+    tmp_path, tinystories_tokenizer, name, mangle, message
+):
+    tinystories_tokenizer.save(tmp_path / name)
+    doc = json.loads((tmp_path / name).read_text(encoding="utf-8"))
+    mangle(doc)
+    (tmp_path / name).write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match=message) as info:
+        bytepair.load(tmp_path / name)
+    assert str(info.value).startswith(str(tmp_path / name))
+
+
+def test_a_gpt2_merges_file_names_the_line_of_a_bad_token(tmp_path):
+    (tmp_path / "vocab.json").write_bytes((GPT2_DIR / "vocab.json").read_bytes())
+    lines = (GPT2_DIR / "merges.txt").read_text(encoding="utf-8").split("\n")
+    lines[5] = "Ġ a\x7f"
+    (tmp_path / "merges.txt").write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"merges.txt, line 6: token 'a\\x7f' has the character"):
+        bytepair.load(tmp_path)
 
 
 def test_a_tokenizer_json_with_ignore_merges_loads_with_it_not_as_plain_merges(

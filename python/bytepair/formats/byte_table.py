@@ -41,19 +41,36 @@ def unicode_to_bytes() -> dict[str, int]:
     return {c: b for b, c in bytes_to_unicode().items()}
 
 
+@lru_cache(maxsize=1)
+def _tables() -> tuple[dict[int, int], dict[int, int]]:
+    """``str.translate`` tables, so a token converts in one C call instead of a Python
+    loop over its characters (a 128K-token ``tokenizer.json`` has 700K strings): bytes
+    (decoded as Latin-1, one character each) -> GPT-2's characters, and back. Going
+    back, a character below U+0100 that GPT-2's table does not use becomes one that
+    Latin-1 cannot encode, as every character past the table already is, so encoding
+    fails exactly where the text is not byte-level."""
+    to_str = {b: ord(c) for b, c in bytes_to_unicode().items()}
+    to_bytes = {ord(c): b for b, c in bytes_to_unicode().items()}
+    for b in range(256):
+        to_bytes.setdefault(b, 0xFFFF)
+    return to_str, to_bytes
+
+
 def token_to_str(token: bytes) -> str:
     """A token in GPT-2 notation: ``b" the"`` -> ``"Ġthe"``."""
-    table = bytes_to_unicode()
-    return "".join(table[b] for b in token)
+    return token.decode("latin-1").translate(_tables()[0])
 
 
 def str_to_token(text: str, where: str = "") -> bytes:
-    """The inverse of :func:`token_to_str`; a character outside the table is an error."""
-    table = unicode_to_bytes()
+    """The inverse of :func:`token_to_str`; a character outside the table is an error,
+    prefixed with ``where`` (the file and entry)."""
     try:
-        return bytes(table[c] for c in text)
-    except KeyError as e:
-        raise ValueError(
-            f"{where}token {short(text)} has the character {short(e.args[0])}, which is not in GPT-2's "
-            "byte-to-unicode table: this is not a byte-level BPE file"
-        ) from None
+        return text.translate(_tables()[1]).encode("latin-1")
+    except UnicodeEncodeError:
+        pass
+    table = unicode_to_bytes()
+    bad = next(c for c in text if c not in table)
+    raise ValueError(
+        f"{where}token {short(text)} has the character {short(bad)}, which is not in GPT-2's "
+        "byte-to-unicode table: this is not a byte-level BPE file"
+    )

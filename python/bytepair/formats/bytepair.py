@@ -152,22 +152,25 @@ def loads(raw: bytes, path: str | os.PathLike) -> dict:
         raise ValueError(f'{path}: "merges" must be a list')
     merges = []
     for n, entry in enumerate(doc["merges"]):
-        parts = entry.split(" ") if isinstance(entry, str) else []
-        if len(parts) != 2 or not all(parts):
+        parts = entry.split(" ") if type(entry) is str else []
+        if len(parts) != 2 or not parts[0] or not parts[1]:
             raise ValueError(f'{path}: merge #{n} is {short(entry)}; expected "left right"')
-        where = f"{path}: merge #{n}: "
-        merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
+        try:
+            merges.append((str_to_token(parts[0]), str_to_token(parts[1])))
+        except ValueError as e:
+            raise ValueError(f"{path}: merge #{n}: {e}") from None
     vocab = None
     if "vocab" in doc:
         if not isinstance(doc["vocab"], dict):
             raise ValueError(f'{path}: "vocab" must map tokens to ids')
         vocab = {}
+        where = f"{path}: vocab: "
         for token, i in doc["vocab"].items():
             if not isinstance(i, int) or i < 0:
                 raise ValueError(
                     f"{path}: vocab entry {short(token)} has id {short(i)}; expected a non-negative int"
                 )
-            vocab[i] = str_to_token(token, f"{path}: vocab: ")
+            vocab[i] = str_to_token(token, where)
     added = doc.get("added_tokens", {})
     if not isinstance(added, dict) or not all(
         isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in added.items()
@@ -347,7 +350,10 @@ def _ranks_from_text(raw: bytes, path) -> Model:
         parts = entry.split(" ") if isinstance(entry, str) else []
         if len(parts) != 2 or not parts[0] or not parts[1].isascii() or not parts[1].isdigit():
             raise ValueError(f'{path}: rank #{n} is {short(entry)}; expected "token rank"')
-        token = str_to_token(parts[0], f"{path}: rank #{n}: ")
+        try:
+            token = str_to_token(parts[0])
+        except ValueError as e:
+            raise ValueError(f"{path}: rank #{n}: {e}") from None
         if token in ranks:
             raise ValueError(f"{path}: rank #{n}: token {short(token)} was already given")
         ranks[token] = int(parts[1])

@@ -37,12 +37,13 @@ def read_vocab_and_merges(vocab_path: str | os.PathLike, merges_path: str | os.P
     if not isinstance(encoder, dict):
         raise ValueError(f"{vocab_path}: expected a JSON object {{token: id}}")
     vocab: dict[int, bytes] = {}
+    where = f"{vocab_path}: "
     for token, i in encoder.items():
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
             raise ValueError(
                 f"{vocab_path}: token {short(token)} has id {short(i)}; expected an int"
             )
-        vocab[i] = str_to_token(token, f"{vocab_path}: ")
+        vocab[i] = str_to_token(token, where)
     merges = []
     with open(merges_path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
@@ -59,8 +60,10 @@ def read_vocab_and_merges(vocab_path: str | os.PathLike, merges_path: str | os.P
                 raise ValueError(
                     f"{merges_path}, line {lineno}: expected 'left right', got {short(line)}"
                 )
-            where = f"{merges_path}, line {lineno}: "
-            merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
+            try:
+                merges.append((str_to_token(parts[0]), str_to_token(parts[1])))
+            except ValueError as e:
+                raise ValueError(f"{merges_path}, line {lineno}: {e}") from None
     return vocab, merges
 
 

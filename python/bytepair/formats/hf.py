@@ -557,8 +557,9 @@ def read_parts(
     if not isinstance(raw_vocab, dict):
         raise fail("model.vocab must be an object {token: id}")
     vocab: dict[int, bytes] = {}
+    where = f"{path}: model.vocab: "
     for token, i in raw_vocab.items():
-        if not isinstance(i, int) or i < 0:
+        if type(i) is not int or i < 0:
             raise fail(
                 f"model.vocab entry {short(token)} has id {short(i)}; expected a non-negative int"
             )
@@ -566,7 +567,7 @@ def read_parts(
             continue  # special tokens are text, not byte-level strings
         if i in vocab:
             raise fail(f"model.vocab gives id {i} to two tokens")
-        vocab[i] = str_to_token(token, f"{path}: model.vocab: ")
+        vocab[i] = str_to_token(token, where)
     for content, i in specials.items():
         vocab[i] = content.encode("utf-8")
 
@@ -575,17 +576,21 @@ def read_parts(
         raise fail("model.merges must be a list")
     merges = []
     for n, entry in enumerate(raw_merges):
-        parts = entry.split(" ") if isinstance(entry, str) else entry
-        if (
-            not isinstance(parts, list)
-            or len(parts) != 2
-            or not all(isinstance(p, str) and p for p in parts)
-        ):
+        parts = entry.split(" ") if type(entry) is str else entry
+        try:
+            if type(parts) is not list:
+                raise ValueError
+            left, right = parts
+            if type(left) is not str or type(right) is not str or not left or not right:
+                raise ValueError
+        except (TypeError, ValueError):
             raise fail(
                 f'model.merges[{n}] is {short(entry)}; expected "left right" or ["left", "right"]'
-            )
-        where = f"{path}: model.merges[{n}]: "
-        merges.append((str_to_token(parts[0], where), str_to_token(parts[1], where)))
+            ) from None
+        try:
+            merges.append((str_to_token(left), str_to_token(right)))
+        except ValueError as e:
+            raise fail(f"model.merges[{n}]: {e}") from None
     options = {
         "added_tokens": added,
         "normalizer": normalizer,
