@@ -82,6 +82,13 @@ def ids_of(path: Path):
     return lambda text: theirs.encode(text, add_special_tokens=False).ids
 
 
+@pytest.fixture(scope="module")
+def gpt2_pair(gpt2_flagged):
+    """(ours, tokenizers' ids) of the flagged GPT-2 file, loaded once for all the
+    generated examples (loading it twice an example was most of their time)."""
+    return bytepair.load(gpt2_flagged), ids_of(gpt2_flagged)
+
+
 def test_each_flag_alone_and_combined_encodes_as_tokenizers(gpt2_flagged):
     ours, theirs = bytepair.load(gpt2_flagged), ids_of(gpt2_flagged)
     assert ours.model.token_flags["<mask>"] == ("lstrip",)
@@ -136,8 +143,8 @@ def test_flags_do_not_change_what_a_call_allows(gpt2_flagged):
         max_size=14,
     )
 )
-def test_hypothesis_texts_around_the_tokens_encode_as_tokenizers(gpt2_flagged, parts):
-    ours, theirs = bytepair.load(gpt2_flagged), ids_of(gpt2_flagged)
+def test_hypothesis_texts_around_the_tokens_encode_as_tokenizers(gpt2_pair, parts):
+    ours, theirs = gpt2_pair
     text = "".join(parts)
     assert ours.encode(text, allowed_special="all") == theirs(text)
 
@@ -264,6 +271,12 @@ def mistral_flagged(tmp_path_factory) -> Path:
     return edited(source, tmp_path_factory.mktemp("mistral"), lambda d: set_flags(d, MISTRAL_FLAGS))
 
 
+@pytest.fixture(scope="module")
+def mistral_pair(mistral_flagged):
+    """(ours without BOS, tokenizers' ids) of the flagged Mistral file, loaded once."""
+    return without_bos(mistral_flagged), ids_of(mistral_flagged)
+
+
 def without_bos(path: Path):
     """The file's tokenizer without the BOS its post-processor adds (as
     ``add_special_tokens=False``)."""
@@ -307,8 +320,8 @@ def test_a_sentencepiece_family_file_with_flags_encodes_as_tokenizers(mistral_fl
     )
 )
 def test_hypothesis_texts_in_a_sentencepiece_family_file_encode_as_tokenizers(
-    mistral_flagged, parts
+    mistral_pair, parts
 ):
-    ours, theirs = without_bos(mistral_flagged), ids_of(mistral_flagged)
+    ours, theirs = mistral_pair
     text = "".join(parts)
     assert ours.encode(text, allowed_special="all") == theirs(text)
