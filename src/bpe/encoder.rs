@@ -340,6 +340,21 @@ impl<'t> Lookups<'t, '_> {
         }
     }
 
+    /// [`Lookups::packed_ids`] of a piece not in its home line of the cache (further
+    /// along, or not there): out of the loop of [`Lookups::walk_segment`], which keeps
+    /// the common case short.
+    #[inline(never)]
+    fn packed_ids_far(
+        &mut self,
+        start: usize,
+        end: usize,
+        key: u128,
+        hash: u64,
+        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        self.packed_ids(start, end, key, hash, emit)
+    }
+
     /// Emits the ids of the piece `start..end` of 16 bytes or more; `hash` is its
     /// [`bytes_hash`] if it is [`CACHE_PIECE_BYTES`] or fewer.
     #[inline(never)]
@@ -432,7 +447,10 @@ impl<'t> Lookups<'t, '_> {
                 // Single bytes too go through the cache: a branch on the length
                 // mispredicts more than the cache line (in L1) costs.
                 match end - start {
-                    1..=MAX_PACKED => self.packed_ids(start, end, key, hash, emit)?,
+                    1..=MAX_PACKED => match self.cache.small.get_near(key, hash) {
+                        Some(entry) => self.emit_entry(end, entry, emit)?,
+                        None => self.packed_ids_far(start, end, key, hash, emit)?,
+                    },
                     _ => self.long_ids(start, end, hash, emit)?,
                 }
                 start = end;
