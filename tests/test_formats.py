@@ -227,3 +227,20 @@ def test_a_tokenizer_json_with_ignore_merges_loads_with_it_not_as_plain_merges(
     text = "Once upon a time, a little girl named Lily found 12 shiny stones."
     hf = tokenizers.Tokenizer.from_file(str(path))
     assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids
+
+
+def test_json_files_hold_the_same_value_with_long_lists_one_entry_a_line():
+    from bytepair.formats.gpt2 import LONG, json_bytes
+
+    small = {"a": [1, "x", {"y": None, "z": [True, 1.5]}], "b": {}, "c": [], "d": 'é\n"\\'}
+    assert json_bytes(small).decode() == json.dumps(small, ensure_ascii=False, indent=2) + "\n"
+    big = {
+        "vocab": {f"t{i}\u0120": i for i in range(LONG + 1)},
+        "merges": [["Ġ", f"x{i}"] for i in range(LONG + 1)] + [[1, True], {"k": [2]}],
+        "flags": [True, None, 0.5],
+    }
+    text = json_bytes(big).decode()
+    assert json.loads(text) == big
+    assert '\n    "t0Ġ": 0,\n' in text and '\n    ["Ġ", "x0"],\n' in text
+    # Braces and keys: 11 lines; the entries of the two long ones: a line each.
+    assert len(text.splitlines()) == 11 + 2 * (LONG + 1) + 2
