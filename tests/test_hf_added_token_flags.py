@@ -319,9 +319,7 @@ def test_a_sentencepiece_family_file_with_flags_encodes_as_tokenizers(mistral_fl
         max_size=12,
     )
 )
-def test_hypothesis_texts_in_a_sentencepiece_family_file_encode_as_tokenizers(
-    mistral_pair, parts
-):
+def test_hypothesis_texts_in_a_sentencepiece_family_file_encode_as_tokenizers(mistral_pair, parts):
     ours, theirs = mistral_pair
     text = "".join(parts)
     assert ours.encode(text, allowed_special="all") == theirs(text)

@@ -712,6 +712,36 @@ def test_hover_shows_id_hex_bytes_length_and_the_merge(page):
     assert "f0 9f" in tip and "part of a character" in tip
 
 
+def test_an_answer_that_arrives_while_newer_text_waits_is_not_shown(page):
+    # The first answer is held back until newer text has been typed and its debounce
+    # has begun: then it must be dropped, and the view stay busy until the newer answer.
+    page.wait_for_selector("#tok-tokens[data-state=ready]")  # the fixture's choice, shown
+    page.evaluate(
+        """() => {
+        const real = window.fetch;
+        window.heldBack = [];
+        window.fetch = (...args) => {
+          const answer = real(...args);
+          if (window.holding && String(args[0]).includes("/api/encode")) {
+            return new Promise((resolve) => window.heldBack.push(() => resolve(answer)));
+          }
+          return answer;
+        };
+        window.holding = true;
+      }"""
+    )
+    page.fill("#tok-text", "first text")
+    page.wait_for_function("() => window.heldBack.length === 1")
+    page.evaluate("() => { window.holding = false; }")
+    page.fill("#tok-text", "second")
+    page.evaluate("() => window.heldBack[0]()")  # the old answer lands now, newer text waiting
+    page.wait_for_timeout(50)
+    assert page.get_attribute("#tok-tokens", "data-state") == "busy"
+    assert "first" not in page.text_content("#tok-tokens")
+    page.wait_for_selector("#tok-tokens[data-state=ready]")
+    assert page.text_content("#tok-tokens") == "second"
+
+
 def test_the_whitespace_toggle_shows_spaces_tabs_and_newlines(page, screenshots):
     type_into(page, "#tok-text", "a b\tc\nd", "#tok-tokens")
     before = page.text_content("#tok-tokens")

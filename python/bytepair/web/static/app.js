@@ -41,11 +41,14 @@ function debounced(fn) {
   };
 }
 
-// Runs the latest request of a view only: answers to older ones are dropped.
+// Runs the latest request of a view only: answers to older ones are dropped. A request
+// is counted when it is asked for, not when its wait ends, so that an answer arriving
+// while a newer edit waits out its debounce is dropped too, and the view stays "busy"
+// (it was shown, and the view marked ready, with the newer text still to come).
 function latest(view, container, errorBox, request, render) {
   let seq = 0;
   const run = debounced(async () => {
-    const mine = ++seq;
+    const mine = seq;
     try {
       const data = await request();
       if (mine !== seq) return;
@@ -59,6 +62,7 @@ function latest(view, container, errorBox, request, render) {
     container.dataset.state = "ready";
   });
   return () => {
+    seq += 1;
     container.dataset.state = "busy";
     run();
   };
