@@ -420,6 +420,30 @@ def test_hypothesis_texts_of_a_saved_model_encode_as_in_tokenizers(
     assert mismatches(ours, theirs, [text]) == []
 
 
+def test_a_piece_of_millions_of_characters_loads_in_time_not_in_minutes(small_doc, tmp_path):
+    # Checking the merges cut every piece everywhere: quadratic in a piece's length, hours
+    # for this one (a damaged file had one). In a child with a time limit, so that a hang
+    # fails the test instead of stalling the run.
+    doc = copy.deepcopy(small_doc)
+    vocab = doc["model"]["vocab"]
+    added = {t["id"] for t in doc["added_tokens"]}
+    vocab[SPACE + "x" * 2_000_000] = max([*vocab.values(), *added]) + 1
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    code = (
+        "import sys, bytepair; tok = bytepair.load(sys.argv[1]); "
+        "print(tok.decode(tok.encode(' x' * 3)))"
+    )
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.rstrip("\n").endswith(" x x x")
+
+
 def test_a_model_with_user_defined_pieces_is_not_saved_as_tokenizer_json(tmp_path):
     folder = tmp_path
     tok = bytepair.load(train_tiny(folder, "user", user_defined_symbols=["<x>"]))

@@ -455,8 +455,14 @@ def _check_merges(pieces: list[tuple[str, float, str]], made: list[tuple[str, st
                 )
             done.add(last)
             last = piece
+    # Both sides of a cut are pieces, so neither is longer than the longest other piece:
+    # only those cuts are tried (every cut of a huge piece was quadratic in its length:
+    # minutes for a damaged file's piece of a million characters).
+    longest = sorted(map(len, normal), reverse=True)[:2] + [0, 0]
     for piece in normal:
-        for cut in range(1, len(piece)):
+        n = len(piece)
+        other = longest[1] if n == longest[0] else longest[0]
+        for cut in range(max(1, n - other), min(n - 1, other) + 1):
             left, right = piece[:cut], piece[cut:]
             if left in normal and right in normal and (left, right) not in merges:
                 raise fail(
