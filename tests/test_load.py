@@ -335,3 +335,34 @@ _, status = os.waitpid(pid, 0)
 raise SystemExit(os.waitstatus_to_exitcode(status))
 """
     subprocess.run([sys.executable, "-c", script], timeout=300, check=True)
+
+
+def test_loading_pauses_the_garbage_collector_and_restores_it_even_on_error(tmp_path, monkeypatch):
+    import gc
+
+    from bytepair import formats
+
+    during = []
+    read_file = formats._read_file
+
+    def noting(*args):
+        during.append(gc.isenabled())
+        return read_file(*args)
+
+    monkeypatch.setattr(formats, "_read_file", noting)
+    good = tmp_path / "t.bytepair"
+    bytepair.get_encoding("gpt2").save(good)
+    bad = tmp_path / "bad.bytepair"
+    bad.write_text('{"format": "bytepair", "version": 1', encoding="utf-8")
+    assert gc.isenabled()
+    bytepair.load(good)
+    with pytest.raises(ValueError, match="bad.bytepair"):
+        bytepair.load(bad)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        bytepair.load(good)
+        assert not gc.isenabled()  # a caller's choice is left as it was
+    finally:
+        gc.enable()
+    assert during == [False, False, False]
