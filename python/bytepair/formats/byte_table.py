@@ -41,8 +41,7 @@ def unicode_to_bytes() -> dict[str, int]:
     return {c: b for b, c in bytes_to_unicode().items()}
 
 
-@lru_cache(maxsize=1)
-def _tables() -> tuple[dict[int, int], dict[int, int]]:
+def _translate_tables() -> tuple[dict[int, int], dict[int, int]]:
     """``str.translate`` tables, so a token converts in one C call instead of a Python
     loop over its characters (a 128K-token ``tokenizer.json`` has 700K strings): bytes
     (decoded as Latin-1, one character each) -> GPT-2's characters, and back. Going
@@ -56,16 +55,19 @@ def _tables() -> tuple[dict[int, int], dict[int, int]]:
     return to_str, to_bytes
 
 
+_TO_STR, _TO_BYTES = _translate_tables()
+
+
 def token_to_str(token: bytes) -> str:
     """A token in GPT-2 notation: ``b" the"`` -> ``"Ġthe"``."""
-    return token.decode("latin-1").translate(_tables()[0])
+    return token.decode("latin-1").translate(_TO_STR)
 
 
 def str_to_token(text: str, where: str = "") -> bytes:
     """The inverse of :func:`token_to_str`; a character outside the table is an error,
     prefixed with ``where`` (the file and entry)."""
     try:
-        return text.translate(_tables()[1]).encode("latin-1")
+        return text.translate(_TO_BYTES).encode("latin-1")
     except UnicodeEncodeError:
         pass
     table = unicode_to_bytes()

@@ -67,6 +67,7 @@ from bytepair import normalizers
 from bytepair._files import atomic_write
 from bytepair.formats.byte_table import str_to_token, token_to_str
 from bytepair.formats.errors import parse_json, short
+from bytepair.formats.gpt2 import json_string
 from bytepair.models import BPE, Model, RankBPE, SentencePiece, Unsupported
 from bytepair.models import ranks as ranks_models
 from bytepair.models.base import registered
@@ -118,20 +119,17 @@ def dumps(
     head.update(frame or {})
     blocks = []
     if vocab is not None:
-        entries = (f"{_string(token_to_str(token))}: {i}" for i, token in sorted(vocab.items()))
+        entries = (f"{json_string(token_to_str(token))}: {i}" for i, token in sorted(vocab.items()))
         blocks.append(("vocab", "{}", entries))
-    entries = (_string(token_to_str(left) + " " + token_to_str(right)) for left, right in merges)
+    entries = (
+        json_string(token_to_str(left) + " " + token_to_str(right)) for left, right in merges
+    )
     blocks.append(("merges", "[]", entries))
     return _layout(head, blocks)
 
 
 def _json(value) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-#: A string as JSON, as ``_json`` writes it, in one C call: ``json.dumps`` builds an
-#: encoder each call, most of the time of saving 280K merges.
-_string = json.encoder.encode_basestring
 
 
 def _layout(head: dict, blocks: list[tuple[str, str, Iterable[str]]]) -> str:
@@ -375,7 +373,9 @@ def _ranks_text(model: RankBPE) -> str:
         "special_tokens": model.special_tokens,
         **_frame_fields(model),
     }
-    entries = (_string(f"{token_to_str(token)} {rank}") for token, rank in model.ranks().items())
+    entries = (
+        json_string(f"{token_to_str(token)} {rank}") for token, rank in model.ranks().items()
+    )
     return _layout(head, [("ranks", "[]", entries)])
 
 

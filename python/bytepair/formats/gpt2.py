@@ -159,16 +159,18 @@ def json_bytes(doc) -> bytes:
 #: Entries past which a list or object is written one compact entry a line.
 LONG = 256
 
-_string = json.encoder.encode_basestring
+#: A string as JSON (``json.dumps(s, ensure_ascii=False)``) in one C call: ``json.dumps``
+#: builds an encoder each call, most of the time of writing 280K merges.
+json_string = json.encoder.encode_basestring
 
 
 def _pretty(value, pad: str) -> str:
     inner = pad + "  "
     if type(value) is dict and value:
         if len(value) > LONG:
-            lines = [f"{inner}{_string(k)}: {_compact(v)}" for k, v in value.items()]
+            lines = [f"{inner}{json_string(k)}: {_compact(v)}" for k, v in value.items()]
         else:
-            lines = [f"{inner}{_string(k)}: {_pretty(v, inner)}" for k, v in value.items()]
+            lines = [f"{inner}{json_string(k)}: {_pretty(v, inner)}" for k, v in value.items()]
         return "{\n" + ",\n".join(lines) + "\n" + pad + "}"
     if type(value) is list and value:
         if len(value) > LONG:
@@ -184,11 +186,11 @@ def _compact(value) -> str:
     without building an encoder."""
     kind = type(value)
     if kind is str:
-        return _string(value)
+        return json_string(value)
     if kind is int:
         return str(value)
     if kind is list and len(value) == 2 and type(value[0]) is str and type(value[1]) is str:
-        return f"[{_string(value[0])}, {_string(value[1])}]"
+        return f"[{json_string(value[0])}, {json_string(value[1])}]"
     return json.dumps(value, ensure_ascii=False)
 
 

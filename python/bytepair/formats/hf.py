@@ -577,18 +577,19 @@ def read_parts(
     merges = []
     for n, entry in enumerate(raw_merges):
         parts = entry.split(" ") if type(entry) is str else entry
-        try:
-            if type(parts) is not list:
-                raise ValueError
-            left, right = parts
-            if type(left) is not str or type(right) is not str or not left or not right:
-                raise ValueError
-        except (TypeError, ValueError):
+        if (
+            type(parts) is not list
+            or len(parts) != 2
+            or type(parts[0]) is not str
+            or type(parts[1]) is not str
+            or not parts[0]
+            or not parts[1]
+        ):
             raise fail(
                 f'model.merges[{n}] is {short(entry)}; expected "left right" or ["left", "right"]'
-            ) from None
+            )
         try:
-            merges.append((str_to_token(left), str_to_token(right)))
+            merges.append((str_to_token(parts[0]), str_to_token(parts[1])))
         except ValueError as e:
             raise fail(f"model.merges[{n}]: {e}") from None
     options = {

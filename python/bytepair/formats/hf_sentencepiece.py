@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import heapq
 import os
 
 from bytepair.formats import hf_post
@@ -458,7 +459,7 @@ def _check_merges(pieces: list[tuple[str, float, str]], made: list[tuple[str, st
     # Both sides of a cut are pieces, so neither is longer than the longest other piece:
     # only those cuts are tried (every cut of a huge piece was quadratic in its length:
     # minutes for a damaged file's piece of a million characters).
-    longest = sorted(map(len, normal), reverse=True)[:2] + [0, 0]
+    longest = heapq.nlargest(2, map(len, normal)) + [0, 0]
     for piece in normal:
         n = len(piece)
         other = longest[1] if n == longest[0] else longest[0]
