@@ -44,12 +44,13 @@ def main() -> None:
 
     # Named as the encoding's rank file: gigatoken picks its pre-tokenizer by the name.
     ranks = bundled.ENCODINGS[a.encoding][0]
-    rank_file = Path(tempfile.mkdtemp(prefix="bench-vocab-"), f"{ranks}.tiktoken")
-    rank_file.write_bytes(bundled.rank_file_text(ranks))
     docs = documents(a.path, a.mb)
     mb = sum(len(d.encode()) for d in docs) / 1e6
     ours = bytepair.get_encoding(a.encoding)
-    theirs = gigatoken.Tokenizer.from_tiktoken(str(rank_file))
+    with tempfile.TemporaryDirectory(prefix="bench-vocab-") as tmp:
+        rank_file = Path(tmp, f"{ranks}.tiktoken")
+        rank_file.write_bytes(bundled.rank_file_text(ranks))
+        theirs = gigatoken.Tokenizer.from_tiktoken(str(rank_file))
     times: dict[str, list[float]] = {"bytepair": [], "gigatoken": []}
     runs = {
         "bytepair": lambda: [ours.encode_to_numpy(d) for d in docs],

@@ -40,20 +40,21 @@ def main() -> None:
     import bytepair
 
     tok = bytepair.load(a.path)
-    out = Path(tempfile.mkdtemp(prefix="bench-load-"))
-    rows = {
-        f"bytepair load {Path(a.path).name}": lambda: bytepair.load(a.path),
-        "bytepair save .bytepair": lambda: tok.save(out / "t.bytepair"),
-        "bytepair load .bytepair": lambda: bytepair.load(out / "t.bytepair"),
-        "bytepair save tokenizer.json": lambda: tok.save(out / "t.json"),
-    }
-    if a.path.endswith(".json"):
-        import tokenizers
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
+        out = Path(tmp)
+        rows = {
+            f"bytepair load {Path(a.path).name}": lambda: bytepair.load(a.path),
+            "bytepair save .bytepair": lambda: tok.save(out / "t.bytepair"),
+            "bytepair load .bytepair": lambda: bytepair.load(out / "t.bytepair"),
+            "bytepair save tokenizer.json": lambda: tok.save(out / "t.json"),
+        }
+        if a.path.endswith(".json"):
+            import tokenizers
 
-        rows["tokenizers Tokenizer.from_file"] = lambda: tokenizers.Tokenizer.from_file(a.path)
-    tok.save(out / "t.bytepair")
-    for name, run in rows.items():
-        print(f"{name}: {best(run, a.repeat):.2f} s (best of {a.repeat})")
+            rows["tokenizers Tokenizer.from_file"] = lambda: tokenizers.Tokenizer.from_file(a.path)
+        tok.save(out / "t.bytepair")
+        for name, run in rows.items():
+            print(f"{name}: {best(run, a.repeat):.2f} s (best of {a.repeat})")
 
 
 if __name__ == "__main__":

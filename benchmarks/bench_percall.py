@@ -39,34 +39,37 @@ def best_us(fn, text: str, calls: int = 200_000, rounds: int = 5) -> float:
 def peers(text: str) -> list[tuple[str, float]]:
     """gigatoken's and tiktoken's encode of cl100k_base, if installed."""
     rows = []
-    folder = Path(tempfile.mkdtemp(prefix="bench-percall-"))
-    packed = resources.files("bytepair").joinpath("data", "cl100k_base.tiktoken.xz")
-    path = folder / "cl100k_base.tiktoken"
-    path.write_bytes(lzma.decompress(packed.read_bytes()))
-    try:
-        import gigatoken
+    with tempfile.TemporaryDirectory(prefix="bench-percall-") as tmp:
+        folder = Path(tmp)
+        packed = resources.files("bytepair").joinpath("data", "cl100k_base.tiktoken.xz")
+        path = folder / "cl100k_base.tiktoken"
+        path.write_bytes(lzma.decompress(packed.read_bytes()))
+        try:
+            import gigatoken
 
-        g = gigatoken.Tokenizer.from_tiktoken(str(path))
-        rows.append(("gigatoken encode (cl100k_base)", best_us(g.encode, text)))
-    except ImportError:
-        pass
-    try:
-        import tiktoken
-        import tiktoken.load
+            g = gigatoken.Tokenizer.from_tiktoken(str(path))
+            rows.append(("gigatoken encode (cl100k_base)", best_us(g.encode, text)))
+        except ImportError:
+            pass
+        try:
+            import tiktoken
+            import tiktoken.load
 
-        from bytepair.formats import bundled
+            from bytepair.formats import bundled
 
-        _, pattern, specials = bundled.ENCODINGS["cl100k_base"]
-        enc = tiktoken.Encoding(
-            "cl100k_base",
-            pat_str=pattern,
-            mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(path)),
-            special_tokens=specials,
-        )
-        rows.append(("tiktoken encode (cl100k_base)", best_us(enc.encode, text)))
-        rows.append(("tiktoken encode_ordinary (cl100k_base)", best_us(enc.encode_ordinary, text)))
-    except ImportError:
-        pass
+            _, pattern, specials = bundled.ENCODINGS["cl100k_base"]
+            enc = tiktoken.Encoding(
+                "cl100k_base",
+                pat_str=pattern,
+                mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(path)),
+                special_tokens=specials,
+            )
+            rows.append(("tiktoken encode (cl100k_base)", best_us(enc.encode, text)))
+            rows.append(
+                ("tiktoken encode_ordinary (cl100k_base)", best_us(enc.encode_ordinary, text))
+            )
+        except ImportError:
+            pass
     return rows
 
 
