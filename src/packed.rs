@@ -100,11 +100,17 @@ impl<V: Copy + Default> PackedMap<V> {
     #[inline(always)]
     pub fn get_near(&self, key: u128, hash: u64) -> Option<V> {
         let i = self.home(hash);
-        // A table has an even number of slots, so a line's second slot is in it.
-        let (a, b) = (&self.slots[i], &self.slots[i | 1]);
+        debug_assert!(self.slots.len().is_power_of_two() && self.slots.len() >= 2);
+        // SAFETY: a table's length is a power of two, at least 2 (FIRST_SLOTS, doubled
+        // by `grow`): a home, masked by it, is below it, and so is the next slot of
+        // the line (a home is even).
+        let (a, b) = unsafe { (self.slots.get_unchecked(i), self.slots.get_unchecked(i | 1)) };
+        // Which slot holds a key is a coin toss for the branch predictor: the slot is
+        // selected, and its key compared once (an `or` of two comparisons compiles
+        // to a branch on the first).
         let in_a = a.key == key;
-        let value = if in_a { a.value } else { b.value };
-        (in_a | (b.key == key)).then_some(value)
+        let slot = std::hint::select_unpredictable(in_a, a, b);
+        (slot.key == key).then_some(slot.value)
     }
 
     #[inline]
