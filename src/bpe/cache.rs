@@ -103,6 +103,18 @@ impl Entry {
         }
     }
 
+    /// The ids of an entry that holds them itself, as two lanes and how many of them
+    /// count (1 or 2; the second lane is 0 for one id), with no branch on that count;
+    /// None for ids in [`PieceCache::stored`].
+    #[inline(always)]
+    pub(super) fn inline_ids(self) -> Option<([u32; 2], usize)> {
+        let Self(a, b) = self;
+        // `b == 0 || b >= TWO` in one comparison, so that one or two ids take the
+        // same path.
+        let inline = b.wrapping_sub(1) >= TWO - 1;
+        inline.then_some(([a, b & !TWO], 1 + (b >> 31) as usize))
+    }
+
     #[inline(always)]
     pub(super) fn ids(self) -> Ids {
         match self {

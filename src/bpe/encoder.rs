@@ -6,6 +6,8 @@
 //! Pieces seen before come from the piece cache (`cache.rs`). This is the hot path of
 //! encoding: no allocation per piece, one hash lookup per cached piece.
 
+use std::mem::MaybeUninit;
+
 use rustc_hash::FxHashMap;
 
 use super::cache::{CachePool, Entry, Ids, Lessons, PieceCache};
@@ -17,7 +19,7 @@ use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
 use crate::packed::{key_hash, pack_pieces, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::split::Split;
-use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit};
+use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit, WINDOW_STARTS};
 
 /// Pieces the batched loop ([`Lookups::walk`]) finds before looking any up.
 const WALK_BATCH: usize = 64;
@@ -199,13 +201,7 @@ impl Encoder {
         mut emit: impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
         let bytes = text.as_bytes();
-        let mut lookups = Lookups {
-            bytes,
-            model: &self.model,
-            cache,
-            scratch: Vec::with_capacity(SHORT_PIECE),
-            queue: Vec::with_capacity(AHEAD),
-        };
+        let mut lookups = Lookups::new(bytes, &self.model, cache);
         if let Some(builtin) = self.pre.builtin_alone() {
             return lookups.walk(builtin, text, allowed, limit, &mut emit);
         }
@@ -270,6 +266,57 @@ enum Whole {
     NotLookedUp,
 }
 
+/// Where the `i`-th piece of a batch starts (the first at `first`).
+#[inline(always)]
+fn start_of(first: usize, ends: &[usize], i: usize) -> usize {
+    if i == 0 {
+        first
+    } else {
+        ends[i - 1]
+    }
+}
+
+/// Writes the ids of a batch's pieces into `spare`, from the first piece (starting at
+/// `start`) on, while each is a hit (short or long) whose entry holds its ids (one or
+/// two); returns how many pieces and how many ids. Both lanes of an entry are written
+/// and the count moved on by its number of ids: no branch on that number. Not
+/// inlined: the cache comes in as an argument the writes cannot alias, so its tables'
+/// bases and masks stay in registers for the whole run of hits.
+#[inline(never)]
+fn write_hits(
+    cache: &PieceCache,
+    bytes: &[u8],
+    ends: &[usize],
+    keys: &[(u128, u64)],
+    mut start: usize,
+    spare: &mut [MaybeUninit<u32>],
+) -> (usize, usize) {
+    assert!(spare.len() >= 2 * ends.len());
+    let mut written = 0;
+    for (i, (&end, &(key, hash))) in ends.iter().zip(keys).enumerate() {
+        let len = end - start;
+        let hit = if len <= MAX_PACKED {
+            cache.small.get_near(key, hash)
+        } else if len <= CACHE_PIECE_BYTES {
+            cache.long.get(&bytes[start..end], hash)
+        } else {
+            None
+        };
+        let Some((ids, count)) = hit.and_then(Entry::inline_ids) else {
+            return (i, written);
+        };
+        // SAFETY: at most two ids a piece so far, so `written + 1 < 2 * (i + 1)`,
+        // within `spare` (asserted above).
+        unsafe {
+            spare.get_unchecked_mut(written).write(ids[0]);
+            spare.get_unchecked_mut(written + 1).write(ids[1]);
+        }
+        written += count;
+        start = end;
+    }
+    (ends.len(), written)
+}
+
 /// The lookup half of [`Encoder::for_each_ids`]: the cache, and the units queued.
 struct Lookups<'t, 'c> {
     bytes: &'t [u8],
@@ -279,7 +326,97 @@ struct Lookups<'t, 'c> {
     queue: Vec<Queued>,
 }
 
-impl<'t> Lookups<'t, '_> {
+impl<'t, 'c> Lookups<'t, 'c> {
+    fn new(bytes: &'t [u8], model: &'t BpeModel, cache: &'c mut PieceCache) -> Self {
+        Self {
+            bytes,
+            model,
+            cache,
+            scratch: Vec::with_capacity(SHORT_PIECE),
+            queue: Vec::with_capacity(AHEAD),
+        }
+    }
+
+    /// [`Lookups::walk`] of a whole text into `out` (`encode`, the common call): the
+    /// same batches, but a hit's ids are written straight into `out`, both lanes of
+    /// its entry and the length moved on by their count, with no branch on that count
+    /// and no check of `out`'s room per piece (room for two ids a piece is made once a
+    /// batch). Misses, and pieces of more ids, take the general path.
+    fn walk_into(
+        &mut self,
+        builtin: Builtin,
+        text: &str,
+        allowed: &SpecialMatcher,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
+        let mut pos = 0;
+        if !allowed.is_empty() {
+            for (start, end, index) in allowed.find_all(self.bytes) {
+                self.walk_segment_into(builtin, &text[..start], pos, out)?;
+                push_ids(out, &[self.model.special_ids()[&allowed.tokens()[index]]])?;
+                pos = end;
+            }
+        }
+        self.walk_segment_into(builtin, text, pos, out)
+    }
+
+    /// [`Lookups::walk_segment`] into `out`, to the end of `text` (see
+    /// [`Lookups::walk_into`]).
+    fn walk_segment_into(
+        &mut self,
+        builtin: Builtin,
+        text: &str,
+        from: usize,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
+        let mut walker = builtin.walker(text, from);
+        let mut ends = [0usize; WALK_BATCH + WINDOW_STARTS];
+        let mut keys = [(0u128, 0u64); WALK_BATCH + WINDOW_STARTS];
+        while let Some((first, n)) = walker.next_batch(&mut ends) {
+            let (small, long) = (&self.cache.small, &self.cache.long);
+            pack_pieces(
+                self.bytes,
+                first,
+                &ends[..n],
+                &mut keys,
+                |h| small.prefetch(h),
+                |piece| {
+                    let hash = long_hash(piece);
+                    long.prefetch(hash);
+                    hash
+                },
+            );
+            let mut i = 0;
+            while i < n {
+                try_reserve(out, 2 * (n - i))?;
+                let (hits, written) = write_hits(
+                    self.cache,
+                    self.bytes,
+                    &ends[i..n],
+                    &keys[i..n],
+                    start_of(first, &ends, i),
+                    out.spare_capacity_mut(),
+                );
+                // SAFETY: `write_hits` wrote the next `written` ids.
+                unsafe { out.set_len(out.len() + written) };
+                i += hits;
+                if i == n {
+                    break;
+                }
+                // A miss, a piece of more than two ids, or a long piece.
+                let (start, end, (key, hash)) = (start_of(first, &ends, i), ends[i], keys[i]);
+                let mut emit = |_: usize, ids: &[u32]| push_ids(out, ids);
+                if end - start <= MAX_PACKED {
+                    self.packed_ids_far(start, end, key, hash, &mut emit)?;
+                } else {
+                    self.long_ids(start, end, hash, &mut emit)?;
+                }
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Emits the ids of the queued units, in order.
     #[inline]
     fn drain(
@@ -423,8 +560,8 @@ impl<'t> Lookups<'t, '_> {
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<bool, EncodeError> {
         let mut walker = builtin.walker(text, from);
-        let mut ends = [0usize; WALK_BATCH];
-        let mut keys = [(0u128, 0u64); WALK_BATCH];
+        let mut ends = [0usize; WALK_BATCH + WINDOW_STARTS];
+        let mut keys = [(0u128, 0u64); WALK_BATCH + WINDOW_STARTS];
         while let Some((first, n)) = walker.next_batch(&mut ends) {
             let (small, long) = (&self.cache.small, &self.cache.long);
             pack_pieces(
@@ -588,6 +725,12 @@ impl Model for Encoder {
         cache: &mut PieceCache,
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError> {
+        if self.normalizer.is_empty() {
+            if let Some(builtin) = self.pre.builtin_alone() {
+                let mut lookups = Lookups::new(text.as_bytes(), &self.model, cache);
+                return lookups.walk_into(builtin, text, specials, out);
+            }
+        }
         self.for_each_ids(text, specials, cache, usize::MAX, |_, ids| {
             push_ids(out, ids)
         })
@@ -702,6 +845,51 @@ pub(crate) mod tests {
         let want = e.encode(&text, e.no_specials()).unwrap();
         assert_eq!(encode_with(&e, &text, &mut tiny), want);
         assert!(tiny.stored.len() <= 5 + SHORT_PIECE);
+    }
+
+    /// `encode` writes hits straight into its output (`Lookups::walk_into`); the
+    /// general path emits each unit's ids (`encode_until`, `count`). They agree on
+    /// pieces of one, two and more ids, long pieces, special tokens anywhere, and
+    /// with a cache too small to keep much (misses in the middle of a batch).
+    #[test]
+    fn encode_writes_the_ids_the_general_path_emits() {
+        let (vocab, table, _) = random_parts(777, 120);
+        let specials: FxHashMap<String, u32> =
+            [("<|s|>".to_string(), 10_000)].into_iter().collect();
+        let e = Encoder::new(vocab, &table, specials, Some(GPT2_PATTERN)).unwrap();
+        let mut rng = XorShift(5);
+        let mut specials_seen = 0;
+        for _ in 0..40 {
+            let mut text = String::new();
+            for _ in 0..rng.below(400) {
+                match rng.below(12) {
+                    0 => text.push_str("<|s|>"),
+                    1 => text.push_str(&"abc".repeat(1 + rng.below(12))),
+                    _ => text.push(['a', 'b', 'c', ' ', '\n', 'é'][rng.below(6)]),
+                }
+            }
+            let general = |cache: &mut PieceCache| {
+                let mut out = Vec::new();
+                let done = e.encode_until(&text, e.all_specials(), usize::MAX, cache, &mut out);
+                assert_eq!(done.unwrap(), text.len());
+                out
+            };
+            let want = general(&mut PieceCache::default());
+            specials_seen += want.iter().filter(|&&id| id == 10_000).count();
+            assert_eq!(e.encode(&text, e.all_specials()).unwrap(), want);
+            let tiny = || PieceCache {
+                max_ids: 3,
+                max_pieces: 4,
+                ..PieceCache::default()
+            };
+            let mut cache = tiny();
+            let mut out = Vec::new();
+            e.encode_cached(&text, e.all_specials(), &mut cache, &mut out)
+                .unwrap();
+            assert_eq!(out, want);
+            assert_eq!(general(&mut tiny()), want);
+        }
+        assert!(specials_seen > 100);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::blocks::for_each_part;
 pub use super::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
 use super::chunking::{split_evenly, TextCuts};
 use crate::packed::{key_hash, pack_pieces, packed, packed_all, PackedMap, Tally, MAX_PACKED};
-use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit};
+use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit, WINDOW_STARTS};
 
 /// Distinct pre-token bytes → number of occurrences. Pieces that pack into an integer
 /// (nearly all) are kept by that key, longer ones by their bytes: no allocation per
@@ -172,8 +172,8 @@ pub fn count_text<'t>(
 fn count_walk<'t>(builtin: Builtin, text: &'t str, from: usize, counts: &mut PartCounts<'t>) {
     let bytes = text.as_bytes();
     let mut walker = builtin.walker(text, from);
-    let mut ends = [0usize; WALK_BATCH];
-    let mut keys = [(0u128, 0u64); WALK_BATCH];
+    let mut ends = [0usize; WALK_BATCH + WINDOW_STARTS];
+    let mut keys = [(0u128, 0u64); WALK_BATCH + WINDOW_STARTS];
     while let Some((first, n)) = walker.next_batch(&mut ends) {
         pack_pieces(
             bytes,

@@ -39,6 +39,11 @@ impl Masks {
     pub(super) fn all_ascii(&self) -> bool {
         self.ascii == 64
     }
+
+    /// How many bytes from the first are ASCII (64 if all are).
+    pub(super) fn ascii_len(&self) -> usize {
+        self.ascii as usize
+    }
 }
 
 /// A byte's classes, as the bits of [`Masks`]' fields: the scalar classifier's table.

@@ -530,6 +530,10 @@ impl Builtin {
     }
 }
 
+/// Piece starts one 64-byte window can add at once: a buffer given to
+/// [`PieceWalker::next_batch`] holds this many more than the batch it asks for.
+pub const WINDOW_STARTS: usize = 64;
+
 /// The pieces of a text a batch at a time: the first phase of the encoder's loop
 /// (piece ends, then keys and prefetches, then lookups), with no call per piece.
 pub struct PieceWalker<'a> {
@@ -540,25 +544,34 @@ pub struct PieceWalker<'a> {
 
 impl PieceWalker<'_> {
     /// The next batch of pieces: where the first starts, and how many ends
-    /// [`PieceWalker::fill`] wrote into `ends`; None at the end of the text.
+    /// [`PieceWalker::fill_to`] wrote into `ends`, at least `ends.len() - WINDOW_STARTS`
+    /// but for the end of the text (`ends` of [`WINDOW_STARTS`] more than a batch leaves room
+    /// for a window's starts at once); None at the end of the text.
     pub fn next_batch(&mut self, ends: &mut [usize]) -> Option<(usize, usize)> {
         let first = self.pos;
-        let n = self.fill(ends);
+        let n = self.fill_to(ends, ends.len().saturating_sub(WINDOW_STARTS).max(1));
         (n > 0).then_some((first, n))
     }
 
     /// Writes the ends of the next pieces into `ends`, as many as fit; returns how
     /// many (0 at the end of the text).
     pub fn fill(&mut self, ends: &mut [usize]) -> usize {
+        self.fill_to(ends, ends.len())
+    }
+
+    /// Writes the ends of the next pieces into `ends` until there are `stop` or more
+    /// (at most `ends.len()`); returns how many (fewer only at the end of the text).
+    fn fill_to(&mut self, ends: &mut [usize], stop: usize) -> usize {
+        debug_assert!(stop <= ends.len());
         match self.chars.simd {
-            Simd::Scalar => self.fill_with::<blocks::Scalar>(ends),
+            Simd::Scalar => self.fill_with::<blocks::Scalar>(ends, stop),
             #[cfg(target_arch = "x86_64")]
-            Simd::Sse2 => self.fill_with::<blocks::Sse2>(ends),
+            Simd::Sse2 => self.fill_with::<blocks::Sse2>(ends, stop),
             // SAFETY: a walker's level is one this CPU has (see `walker_with`).
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2 => unsafe { self.fill_avx2(ends) },
+            Simd::Avx2 => unsafe { self.fill_avx2(ends, stop) },
             #[cfg(not(target_arch = "x86_64"))]
-            _ => self.fill_with::<blocks::Scalar>(ends),
+            _ => self.fill_with::<blocks::Scalar>(ends, stop),
         }
     }
 
@@ -566,31 +579,38 @@ impl PieceWalker<'_> {
     /// the classes 32 bytes at a time, and one instruction for each bit scan.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    fn fill_avx2(&mut self, ends: &mut [usize]) -> usize {
-        self.fill_with::<blocks::Avx2>(ends)
+    fn fill_avx2(&mut self, ends: &mut [usize], stop: usize) -> usize {
+        self.fill_with::<blocks::Avx2>(ends, stop)
     }
 
     #[inline(always)]
-    fn fill_with<C: blocks::Classify>(&mut self, ends: &mut [usize]) -> usize {
+    fn fill_with<C: blocks::Classify>(&mut self, ends: &mut [usize], stop: usize) -> usize {
+        // One arm a pattern, so that each inlines its own functions.
         match self.builtin {
-            Builtin::Gpt2 => self.fill_by_blocks::<C>(ends, blocks::gpt2_starts, gpt2_piece_end),
-            Builtin::Cl100k => {
-                self.fill_by_blocks::<C>(ends, blocks::cl100k_starts, cl100k_piece_end)
+            Builtin::Gpt2 => {
+                self.fill_by_blocks::<C>(ends, stop, blocks::gpt2_starts, gpt2_piece_end)
             }
-            Builtin::O200k => self.fill_by_blocks::<C>(ends, blocks::o200k_starts, o200k_piece_end),
+            Builtin::Cl100k => {
+                self.fill_by_blocks::<C>(ends, stop, blocks::cl100k_starts, cl100k_piece_end)
+            }
+            Builtin::O200k => {
+                self.fill_by_blocks::<C>(ends, stop, blocks::o200k_starts, o200k_piece_end)
+            }
         }
     }
 
     /// [`PieceWalker::fill`] 64 bytes at a time ([`blocks`]): the starts the next 64
     /// bytes decide, as bits, with no branch per piece (on English text, twice as
     /// fast as a piece at a time, whose branch on each piece's kind mispredicts).
-    /// A piece at a time where windows decide little: from a non-ASCII byte, to the
-    /// end of a window that holds one or decides nothing (a word of 60 letters),
-    /// and in the text's last 64 bytes.
+    /// A piece at a time where windows decide little: from a window's first
+    /// non-ASCII byte until past it (for 64 bytes when a window starts with one),
+    /// through a window that decides nothing (a word of 60 letters), and in the
+    /// text's last 64 bytes.
     #[inline(always)]
     fn fill_by_blocks<C: blocks::Classify>(
         &mut self,
         ends: &mut [usize],
+        stop: usize,
         starts_of: fn(&[u8; 64], &blocks::Masks) -> u64,
         piece_end: fn(&Chars, usize) -> usize,
     ) -> usize {
@@ -598,7 +618,7 @@ impl PieceWalker<'_> {
         let len = text.len();
         let mut n = 0;
         let mut i = self.pos;
-        while n < ends.len() && i < len {
+        while n < stop && i < len {
             // Where pieces are found one at a time up to: the text's last 64 bytes.
             let mut scalar_to = len;
             if i + 64 <= len && text[i] >= 0x80 {
@@ -608,20 +628,46 @@ impl PieceWalker<'_> {
                 let window: &[u8; 64] = text[at..at + 64].try_into().expect("64 bytes");
                 let masks = C::classify(window);
                 let mut starts = starts_of(window, &masks);
-                while starts != 0 && n < ends.len() {
-                    i = at + starts.trailing_zeros() as usize;
-                    ends[n] = i;
-                    n += 1;
-                    starts &= starts - 1;
+                if let Some(room) = ends.get_mut(n..n + WINDOW_STARTS) {
+                    // Room for every start of the window: written eight at a time,
+                    // past the last one too (a start of `at + 64` where no bit is
+                    // left; overwritten or never read), so that the loop's exit
+                    // depends on the count in eights, not on each start.
+                    let count = starts.count_ones() as usize;
+                    let mut k = 0;
+                    while k < count {
+                        for end in &mut room[k..k + 8] {
+                            *end = at + starts.trailing_zeros() as usize;
+                            starts &= starts.wrapping_sub(1);
+                        }
+                        k += 8;
+                    }
+                    if count > 0 {
+                        n += count;
+                        i = ends[n - 1];
+                    }
+                } else {
+                    while starts != 0 && n < ends.len() {
+                        i = at + starts.trailing_zeros() as usize;
+                        ends[n] = i;
+                        n += 1;
+                        starts &= starts - 1;
+                    }
                 }
-                if masks.all_ascii() && i > at {
-                    continue;
+                if masks.all_ascii() {
+                    if i > at {
+                        continue;
+                    }
+                    // Nothing decided (a word of 60 letters): the rest of these 64
+                    // bytes.
+                    scalar_to = at + 64;
+                } else {
+                    // A non-ASCII byte ahead (in English, a curly quote): a piece at a
+                    // time only until past it, then windows again.
+                    scalar_to = at + masks.ascii_len() + 1;
                 }
-                // Nothing decided (a word of 60 letters), or non-ASCII text ahead,
-                // where windows decide little: the rest of these 64 bytes.
-                scalar_to = at + 64;
             }
-            while n < ends.len() && i < scalar_to {
+            while n < stop && i < scalar_to {
                 i = piece_end(&self.chars, i);
                 ends[n] = i;
                 n += 1;
@@ -685,13 +731,34 @@ mod tests {
             walker.for_each_piece(&mut vec![0; batch], |s, e| out.push((s, e)));
             out
         };
+        // Batches as the encoder and the counter ask for them: `next_batch` with
+        // room for a window's starts at once (written eight at a time).
+        let batches = |simd: Simd, room: usize| {
+            let mut out = Vec::new();
+            let mut walker = b.walker_with(text, 0, simd);
+            let mut ends = vec![0; room];
+            while let Some((mut start, n)) = walker.next_batch(&mut ends) {
+                assert!(n >= room.saturating_sub(WINDOW_STARTS).max(1) || walker.pos == text.len());
+                for &end in &ends[..n] {
+                    out.push((start, end));
+                    start = end;
+                }
+            }
+            out
+        };
         let scalar = walk(Simd::Scalar, 3);
-        for level in Simd::ALL[1..].iter().filter(|l| l.available()) {
-            assert_eq!(
-                walk(*level, 1),
-                scalar,
-                "{b:?}: {level:?} and scalar differ on {text:?}"
-            );
+        for level in Simd::ALL.iter().filter(|l| l.available()) {
+            for (how, got) in [
+                ("one a batch", walk(*level, 1)),
+                ("200 a batch", walk(*level, 200)),
+                ("next_batch, 64 + 64", batches(*level, 64 + WINDOW_STARTS)),
+                ("next_batch, 5 + 64", batches(*level, 5 + WINDOW_STARTS)),
+            ] {
+                assert_eq!(
+                    got, scalar,
+                    "{b:?}: {level:?} ({how}) and scalar differ on {text:?}"
+                );
+            }
         }
         let mut whole = Vec::new();
         b.for_each_piece(text, |s, e| whole.push((s, e)));

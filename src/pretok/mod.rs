@@ -22,7 +22,7 @@ pub use patterns::{
 pub use specials::{for_each_unit, SpecialMatcher, TokenFlags, Unit};
 
 pub use blocks::Simd;
-pub use builtin::Builtin;
+pub use builtin::{Builtin, WINDOW_STARTS};
 use patterns::{RegexSplitter, DEFAULT_BACKTRACK_LIMIT};
 use split::Split;
 
