@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 
 use rustc_hash::FxHashMap;
 
-use super::cache::{CachePool, Entry, Ids, Lessons, PieceCache};
+use super::cache::{Batch, CachePool, Entry, Ids, Lessons, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use super::normalizer::Normalizer;
@@ -276,12 +276,24 @@ fn start_of(first: usize, ends: &[usize], i: usize) -> usize {
     }
 }
 
+/// Why [`write_hits`] stopped before the end of its pieces.
+enum Stop {
+    /// At the end of the batch.
+    End,
+    /// `spare` had room for two ids a piece for the pieces before only.
+    Room,
+    /// A piece not in the cache, or too long to cache.
+    Miss,
+    /// A hit of more ids than `spare` has room for.
+    More(Entry),
+}
+
 /// Writes the ids of a batch's pieces into `spare`, from the first piece (starting at
-/// `start`) on, while each is a hit (short or long) whose entry holds its ids (one or
-/// two); returns how many pieces and how many ids. Both lanes of an entry are written
-/// and the count moved on by its number of ids: no branch on that number. Not
-/// inlined: the cache comes in as an argument the writes cannot alias, so its tables'
-/// bases and masks stay in registers for the whole run of hits.
+/// `start`) on, while each is a hit (short or long) and they fit; returns how many
+/// pieces and how many ids, and why it stopped. An entry holding one or two ids has
+/// both its lanes written and the count moved on by its number of ids: no branch on
+/// that number. Not inlined: the cache comes in as an argument the writes cannot
+/// alias, so its tables' bases and masks stay in registers for the whole run.
 #[inline(never)]
 fn write_hits(
     cache: &PieceCache,
@@ -290,10 +302,11 @@ fn write_hits(
     keys: &[(u128, u64)],
     mut start: usize,
     spare: &mut [MaybeUninit<u32>],
-) -> (usize, usize) {
-    assert!(spare.len() >= 2 * ends.len());
+) -> (usize, usize, Stop) {
+    // Two slots a piece for as many pieces as that leaves room for.
+    let fit = ends.len().min(spare.len() / 2);
     let mut written = 0;
-    for (i, (&end, &(key, hash))) in ends.iter().zip(keys).enumerate() {
+    for (i, (&end, &(key, hash))) in ends[..fit].iter().zip(keys).enumerate() {
         let len = end - start;
         let hit = if len <= MAX_PACKED {
             cache.small.get_near(key, hash)
@@ -302,19 +315,37 @@ fn write_hits(
         } else {
             None
         };
-        let Some((ids, count)) = hit.and_then(Entry::inline_ids) else {
-            return (i, written);
+        let Some(entry) = hit else {
+            return (i, written, Stop::Miss);
         };
-        // SAFETY: at most two ids a piece so far, so `written + 1 < 2 * (i + 1)`,
-        // within `spare` (asserted above).
-        unsafe {
-            spare.get_unchecked_mut(written).write(ids[0]);
-            spare.get_unchecked_mut(written + 1).write(ids[1]);
+        if let Some((ids, count)) = entry.inline_ids() {
+            // SAFETY: two slots are left for this piece and each after it up to
+            // `fit` (at most two ids a piece before, and checked for more below).
+            unsafe {
+                spare.get_unchecked_mut(written).write(ids[0]);
+                spare.get_unchecked_mut(written + 1).write(ids[1]);
+            }
+            written += count;
+        } else {
+            // Three ids or more (most multilingual pieces under GPT-2's vocabulary).
+            // Copied if that leaves two slots a piece for the rest up to `fit`.
+            let ids = entry.stored_ids(&cache.stored);
+            if written + ids.len() + 2 * (fit - i - 1) > spare.len() {
+                return (i, written, Stop::More(entry));
+            }
+            for (slot, &id) in spare[written..written + ids.len()].iter_mut().zip(ids) {
+                slot.write(id);
+            }
+            written += ids.len();
         }
-        written += count;
         start = end;
     }
-    (ends.len(), written)
+    let stop = if fit == ends.len() {
+        Stop::End
+    } else {
+        Stop::Room
+    };
+    (fit, written, stop)
 }
 
 /// The lookup half of [`Encoder::for_each_ids`]: the cache, and the units queued.
@@ -369,16 +400,31 @@ impl<'t, 'c> Lookups<'t, 'c> {
         from: usize,
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError> {
+        let mut batch = self.cache.batch.take(WALK_BATCH + WINDOW_STARTS);
+        let done = self.walk_segment_into_in(builtin, text, from, out, &mut batch);
+        self.cache.batch = batch;
+        done
+    }
+
+    /// [`Lookups::walk_segment_into`] with the batch's buffers.
+    #[inline(always)]
+    fn walk_segment_into_in(
+        &mut self,
+        builtin: Builtin,
+        text: &str,
+        from: usize,
+        out: &mut Vec<u32>,
+        batch: &mut Batch,
+    ) -> Result<(), EncodeError> {
         let mut walker = builtin.walker(text, from);
-        let mut ends = [0usize; WALK_BATCH + WINDOW_STARTS];
-        let mut keys = [(0u128, 0u64); WALK_BATCH + WINDOW_STARTS];
-        while let Some((first, n)) = walker.next_batch(&mut ends) {
+        let (ends, keys) = (&mut batch.ends[..], &mut batch.keys[..]);
+        while let Some((first, n)) = walker.next_batch(ends) {
             let (small, long) = (&self.cache.small, &self.cache.long);
             pack_pieces(
                 self.bytes,
                 first,
                 &ends[..n],
-                &mut keys,
+                keys,
                 |h| small.prefetch(h),
                 |piece| {
                     let hash = long_hash(piece);
@@ -388,25 +434,34 @@ impl<'t, 'c> Lookups<'t, 'c> {
             );
             let mut i = 0;
             while i < n {
-                try_reserve(out, 2 * (n - i))?;
-                let (hits, written) = write_hits(
+                if out.capacity() - out.len() < 2 {
+                    try_reserve(out, 2 * (n - i))?;
+                }
+                let (hits, written, stop) = write_hits(
                     self.cache,
                     self.bytes,
                     &ends[i..n],
                     &keys[i..n],
-                    start_of(first, &ends, i),
+                    start_of(first, ends, i),
                     out.spare_capacity_mut(),
                 );
                 // SAFETY: `write_hits` wrote the next `written` ids.
                 unsafe { out.set_len(out.len() + written) };
                 i += hits;
-                if i == n {
-                    break;
-                }
-                // A miss, a piece of more than two ids, or a long piece.
-                let (start, end, (key, hash)) = (start_of(first, &ends, i), ends[i], keys[i]);
+                let (start, end, (key, hash)) = match stop {
+                    Stop::End => break,
+                    Stop::Room => {
+                        // Two slots a piece for the rest (most pieces are one id, so
+                        // a short text's ids may well fit in what `out` has).
+                        try_reserve(out, 2 * (n - i))?;
+                        continue;
+                    }
+                    _ => (start_of(first, ends, i), ends[i], keys[i]),
+                };
                 let mut emit = |_: usize, ids: &[u32]| push_ids(out, ids);
-                if end - start <= MAX_PACKED {
+                if let Stop::More(entry) = stop {
+                    self.emit_entry(end, entry, &mut emit)?;
+                } else if end - start <= MAX_PACKED {
                     self.packed_ids_far(start, end, key, hash, &mut emit)?;
                 } else {
                     self.long_ids(start, end, hash, &mut emit)?;
@@ -559,16 +614,32 @@ impl<'t, 'c> Lookups<'t, 'c> {
         limit: usize,
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<bool, EncodeError> {
+        let mut batch = self.cache.batch.take(WALK_BATCH + WINDOW_STARTS);
+        let done = self.walk_segment_in(builtin, text, from, limit, emit, &mut batch);
+        self.cache.batch = batch;
+        done
+    }
+
+    /// [`Lookups::walk_segment`] with the batch's buffers.
+    #[inline(always)]
+    fn walk_segment_in(
+        &mut self,
+        builtin: Builtin,
+        text: &str,
+        from: usize,
+        limit: usize,
+        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+        batch: &mut Batch,
+    ) -> Result<bool, EncodeError> {
         let mut walker = builtin.walker(text, from);
-        let mut ends = [0usize; WALK_BATCH + WINDOW_STARTS];
-        let mut keys = [(0u128, 0u64); WALK_BATCH + WINDOW_STARTS];
-        while let Some((first, n)) = walker.next_batch(&mut ends) {
+        let (ends, keys) = (&mut batch.ends[..], &mut batch.keys[..]);
+        while let Some((first, n)) = walker.next_batch(ends) {
             let (small, long) = (&self.cache.small, &self.cache.long);
             pack_pieces(
                 self.bytes,
                 first,
                 &ends[..n],
-                &mut keys,
+                keys,
                 |h| small.prefetch(h),
                 |piece| {
                     let hash = long_hash(piece);
@@ -577,7 +648,7 @@ impl<'t, 'c> Lookups<'t, 'c> {
                 },
             );
             let mut start = first;
-            for (&end, &(key, hash)) in ends[..n].iter().zip(&keys) {
+            for (&end, &(key, hash)) in ends[..n].iter().zip(keys.iter()) {
                 if end > limit {
                     return Ok(false);
                 }

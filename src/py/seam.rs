@@ -364,7 +364,9 @@ impl<M: Model> Seam<M> {
                 .detach(|| {
                     check_disallowed(text, &disallowed)?;
                     let mut ids = Vec::new();
-                    try_reserve(&mut ids, text.len() / 3 + 1 + frame.len())?;
+                    // Two slots a piece of one byte in two: the encoder's batches
+                    // write two lanes a piece, and then need no more room.
+                    try_reserve(&mut ids, text.len() / 2 + 2 + frame.len())?;
                     core.with_cache(|cache| {
                         frame.around(&mut ids, |ids| {
                             core.encode_cached(text, &allowed, cache, ids)
