@@ -43,8 +43,7 @@ pub(super) struct Batch {
 }
 
 impl Batch {
-    /// The buffers, taken out (to give back when done: a call that fails leaves
-    /// the next to make them again), `len` of each.
+    /// The buffers, taken out (to give back when done), `len` of each.
     pub(super) fn take(&mut self, len: usize) -> Self {
         let mut batch = std::mem::take(self);
         if batch.ends.len() != len {

@@ -203,7 +203,8 @@ impl Encoder {
         let bytes = text.as_bytes();
         let mut lookups = Lookups::new(bytes, &self.model, cache);
         if let Some(builtin) = self.pre.builtin_alone() {
-            return lookups.walk(builtin, text, allowed, limit, &mut emit);
+            return lookups
+                .with_batch(|l, batch| l.walk(builtin, text, allowed, limit, &mut emit, batch));
         }
         let mut failed = None;
         for_each_unit(text, allowed, &self.pre, |u| {
@@ -368,6 +369,34 @@ impl<'t, 'c> Lookups<'t, 'c> {
         }
     }
 
+    /// Runs `f` with the batch buffers of the cache, taken out and given back after
+    /// (on success or error).
+    fn with_batch<R>(&mut self, f: impl FnOnce(&mut Self, &mut Batch) -> R) -> R {
+        let mut batch = self.cache.batch.take(WALK_BATCH + WINDOW_STARTS);
+        let done = f(self, &mut batch);
+        self.cache.batch = batch;
+        done
+    }
+
+    /// The keys of a batch's pieces (`ends`, the first from `first`), each one's
+    /// line of the cache prefetched.
+    #[inline(always)]
+    fn pack_batch(&self, first: usize, ends: &[usize], keys: &mut [(u128, u64)]) {
+        let (small, long) = (&self.cache.small, &self.cache.long);
+        pack_pieces(
+            self.bytes,
+            first,
+            ends,
+            keys,
+            |h| small.prefetch(h),
+            |piece| {
+                let hash = long_hash(piece);
+                long.prefetch(hash);
+                hash
+            },
+        );
+    }
+
     /// [`Lookups::walk`] of a whole text into `out` (`encode`, the common call): the
     /// same batches, but a hit's ids are written straight into `out`, both lanes of
     /// its entry and the length moved on by their count, with no branch on that count
@@ -379,36 +408,22 @@ impl<'t, 'c> Lookups<'t, 'c> {
         text: &str,
         allowed: &SpecialMatcher,
         out: &mut Vec<u32>,
+        batch: &mut Batch,
     ) -> Result<(), EncodeError> {
         let mut pos = 0;
         if !allowed.is_empty() {
             for (start, end, index) in allowed.find_all(self.bytes) {
-                self.walk_segment_into(builtin, &text[..start], pos, out)?;
+                self.walk_segment_into(builtin, &text[..start], pos, out, batch)?;
                 push_ids(out, &[self.model.special_ids()[&allowed.tokens()[index]]])?;
                 pos = end;
             }
         }
-        self.walk_segment_into(builtin, text, pos, out)
+        self.walk_segment_into(builtin, text, pos, out, batch)
     }
 
     /// [`Lookups::walk_segment`] into `out`, to the end of `text` (see
-    /// [`Lookups::walk_into`]).
+    /// [`Lookups::walk_into`]), with the batch's buffers.
     fn walk_segment_into(
-        &mut self,
-        builtin: Builtin,
-        text: &str,
-        from: usize,
-        out: &mut Vec<u32>,
-    ) -> Result<(), EncodeError> {
-        let mut batch = self.cache.batch.take(WALK_BATCH + WINDOW_STARTS);
-        let done = self.walk_segment_into_in(builtin, text, from, out, &mut batch);
-        self.cache.batch = batch;
-        done
-    }
-
-    /// [`Lookups::walk_segment_into`] with the batch's buffers.
-    #[inline(always)]
-    fn walk_segment_into_in(
         &mut self,
         builtin: Builtin,
         text: &str,
@@ -419,19 +434,7 @@ impl<'t, 'c> Lookups<'t, 'c> {
         let mut walker = builtin.walker(text, from);
         let (ends, keys) = (&mut batch.ends[..], &mut batch.keys[..]);
         while let Some((first, n)) = walker.next_batch(ends) {
-            let (small, long) = (&self.cache.small, &self.cache.long);
-            pack_pieces(
-                self.bytes,
-                first,
-                &ends[..n],
-                keys,
-                |h| small.prefetch(h),
-                |piece| {
-                    let hash = long_hash(piece);
-                    long.prefetch(hash);
-                    hash
-                },
-            );
+            self.pack_batch(first, &ends[..n], keys);
             let mut i = 0;
             while i < n {
                 if out.capacity() - out.len() < 2 {
@@ -588,41 +591,28 @@ impl<'t, 'c> Lookups<'t, 'c> {
         allowed: &SpecialMatcher,
         limit: usize,
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+        batch: &mut Batch,
     ) -> Result<(), EncodeError> {
         let mut pos = 0;
         if !allowed.is_empty() {
             for (start, end, index) in allowed.find_all(self.bytes) {
-                if !self.walk_segment(builtin, &text[..start], pos, limit, emit)? || end > limit {
+                if !self.walk_segment(builtin, &text[..start], pos, limit, emit, batch)?
+                    || end > limit
+                {
                     return Ok(());
                 }
                 emit(end, &[self.model.special_ids()[&allowed.tokens()[index]]])?;
                 pos = end;
             }
         }
-        self.walk_segment(builtin, text, pos, limit, emit)?;
+        self.walk_segment(builtin, text, pos, limit, emit, batch)?;
         Ok(())
     }
 
     /// The pieces of `text[from..]` (text free of special tokens from `from` on; a
-    /// prefix of the whole text, so offsets are the same); false if one ended past
-    /// `limit` (it and the rest are not emitted).
+    /// prefix of the whole text, so offsets are the same), with the batch's buffers;
+    /// false if one ended past `limit` (it and the rest are not emitted).
     fn walk_segment(
-        &mut self,
-        builtin: Builtin,
-        text: &str,
-        from: usize,
-        limit: usize,
-        emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
-    ) -> Result<bool, EncodeError> {
-        let mut batch = self.cache.batch.take(WALK_BATCH + WINDOW_STARTS);
-        let done = self.walk_segment_in(builtin, text, from, limit, emit, &mut batch);
-        self.cache.batch = batch;
-        done
-    }
-
-    /// [`Lookups::walk_segment`] with the batch's buffers.
-    #[inline(always)]
-    fn walk_segment_in(
         &mut self,
         builtin: Builtin,
         text: &str,
@@ -634,19 +624,7 @@ impl<'t, 'c> Lookups<'t, 'c> {
         let mut walker = builtin.walker(text, from);
         let (ends, keys) = (&mut batch.ends[..], &mut batch.keys[..]);
         while let Some((first, n)) = walker.next_batch(ends) {
-            let (small, long) = (&self.cache.small, &self.cache.long);
-            pack_pieces(
-                self.bytes,
-                first,
-                &ends[..n],
-                keys,
-                |h| small.prefetch(h),
-                |piece| {
-                    let hash = long_hash(piece);
-                    long.prefetch(hash);
-                    hash
-                },
-            );
+            self.pack_batch(first, &ends[..n], keys);
             let mut start = first;
             for (&end, &(key, hash)) in ends[..n].iter().zip(keys.iter()) {
                 if end > limit {
@@ -799,7 +777,8 @@ impl Model for Encoder {
         if self.normalizer.is_empty() {
             if let Some(builtin) = self.pre.builtin_alone() {
                 let mut lookups = Lookups::new(text.as_bytes(), &self.model, cache);
-                return lookups.walk_into(builtin, text, specials, out);
+                return lookups
+                    .with_batch(|l, batch| l.walk_into(builtin, text, specials, out, batch));
             }
         }
         self.for_each_ids(text, specials, cache, usize::MAX, |_, ids| {
