@@ -398,10 +398,10 @@ impl<'t, 'c> Lookups<'t, 'c> {
     }
 
     /// [`Lookups::walk`] of a whole text into `out` (`encode`, the common call): the
-    /// same batches, but a hit's ids are written straight into `out`, both lanes of
-    /// its entry and the length moved on by their count, with no branch on that count
-    /// and no check of `out`'s room per piece (room for two ids a piece is made once a
-    /// batch). Misses, and pieces of more ids, take the general path.
+    /// same batches, but hits are written straight into `out` by [`write_hits`], as
+    /// many pieces at a time as `out` has room for two ids each. Misses, pieces too
+    /// long to cache, and hits of more ids than that room leaves take the general
+    /// path.
     fn walk_into(
         &mut self,
         builtin: Builtin,

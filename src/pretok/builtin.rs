@@ -543,10 +543,10 @@ pub struct PieceWalker<'a> {
 }
 
 impl PieceWalker<'_> {
-    /// The next batch of pieces: where the first starts, and how many ends
-    /// [`PieceWalker::fill_to`] wrote into `ends`, at least `ends.len() - WINDOW_STARTS`
-    /// but for the end of the text (`ends` of [`WINDOW_STARTS`] more than a batch leaves room
-    /// for a window's starts at once); None at the end of the text.
+    /// The next batch of pieces: where the first starts, and how many ends the
+    /// walker wrote into `ends`: at least `ends.len() - WINDOW_STARTS` but at the end
+    /// of the text (a buffer of [`WINDOW_STARTS`] more than the batch leaves room for
+    /// a window's starts at once); None at the end of the text.
     pub fn next_batch(&mut self, ends: &mut [usize]) -> Option<(usize, usize)> {
         let first = self.pos;
         let n = self.fill_to(ends, ends.len().saturating_sub(WINDOW_STARTS).max(1));
