@@ -159,7 +159,8 @@ impl Entry {
 impl Default for PieceCache {
     fn default() -> Self {
         Self {
-            small: PackedMap::default(),
+            // Half full at most up to 2^19 slots (16 MB), then 3/4 (`max_pieces`).
+            small: PackedMap::sparse_below(1 << 19),
             long: BytesMap::default(),
             max_long_bytes: MAX_LONG_BYTES,
             stored: Vec::new(),
