@@ -85,17 +85,7 @@ impl<V: Copy + Default> PackedMap<V> {
     /// no effect on results.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let slot = &self.slots[self.home(hash)];
-            // SAFETY: a prefetch reads nothing and cannot fault; the address is a slot's.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>((slot as *const Slot<V>).cast::<i8>());
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = hash;
+        self.lines().prefetch(hash);
     }
 
     /// Where `key` is, or else the empty slot where it would go (linear probing; the
@@ -111,23 +101,24 @@ impl<V: Copy + Default> PackedMap<V> {
     }
 
     /// [`PackedMap::get`] of a key in its home line (its home slot or the next), else
-    /// None, with no loop and no branch on which slot: most keys are there (on
-    /// English, all but ~1 in 20 at the cache's usual fill), and a probe loop's exit
-    /// mispredicts on the others. A caller falls back to `get` on None.
+    /// None: [`Lines::get_near`].
     #[inline(always)]
     pub fn get_near(&self, key: u128, hash: u64) -> Option<V> {
-        let i = self.home(hash);
+        self.lines().get_near(key, hash)
+    }
+
+    /// The table's lines, for a loop that prefetches or probes many keys and
+    /// writes elsewhere: their address and mask, read once (through `&self`, a
+    /// write to a batch's keys or ids might have changed them, so the loop reloaded
+    /// both a piece).
+    #[inline(always)]
+    pub fn lines(&self) -> Lines<'_, V> {
         debug_assert!(self.slots.len().is_power_of_two() && self.slots.len() >= 2);
-        // SAFETY: a table's length is a power of two, at least 2 (FIRST_SLOTS, doubled
-        // by `grow`): a home, masked by it, is below it, and so is the next slot of
-        // the line (a home is even).
-        let (a, b) = unsafe { (self.slots.get_unchecked(i), self.slots.get_unchecked(i | 1)) };
-        // Which slot holds a key is a coin toss for the branch predictor: the slot is
-        // selected, and its key compared once (an `or` of two comparisons compiles
-        // to a branch on the first).
-        let in_a = a.key == key;
-        let slot = std::hint::select_unpredictable(in_a, a, b);
-        (slot.key == key).then_some(slot.value)
+        Lines {
+            base: self.slots.as_ptr(),
+            line_mask: (self.slots.len() - 1) & !1,
+            table: std::marker::PhantomData,
+        }
     }
 
     #[inline]
@@ -206,6 +197,58 @@ impl<V: Copy + Default> PackedMap<V> {
             sparse_below: self.sparse_below,
             ..Self::default()
         };
+    }
+}
+
+/// A [`PackedMap`]'s lines, borrowed ([`PackedMap::lines`]).
+#[derive(Clone, Copy)]
+pub struct Lines<'a, V: Copy> {
+    base: *const Slot<V>,
+    /// The first slot of the last line: slot indexes below the table's length, even.
+    line_mask: usize,
+    table: std::marker::PhantomData<&'a [Slot<V>]>,
+}
+
+impl<V: Copy> Lines<'_, V> {
+    /// The first slot of the line a lookup of `hash` reads first (two slots a line:
+    /// a key one slot past its home is then in the line a prefetch of its home
+    /// brought in).
+    #[inline(always)]
+    fn home(&self, hash: u64) -> *const Slot<V> {
+        // SAFETY: the index is masked by the table's length less one (a power of two),
+        // so it is a slot of the table, which `'a` keeps borrowed.
+        unsafe { self.base.add(hash as usize & self.line_mask) }
+    }
+
+    /// [`PackedMap::prefetch`].
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is a slot's.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(self.home(hash).cast::<i8>());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
+    /// [`PackedMap::get`] of a key in its home line (its home slot or the next), else
+    /// None, with no loop and no branch on which slot: most keys are there (on
+    /// English, all but ~1 in 60 at the piece cache's fill), and a probe loop's exit
+    /// mispredicts on the others. A caller falls back to `get` on None.
+    #[inline(always)]
+    pub fn get_near(&self, key: u128, hash: u64) -> Option<V> {
+        let home = self.home(hash);
+        // SAFETY: a home is even and below the table's length, so the next slot, the
+        // rest of its line, is below it too.
+        let (a, b) = unsafe { (&*home, &*home.add(1)) };
+        // Which slot holds a key is a coin toss for the branch predictor: the slot is
+        // selected, and its key compared once (an `or` of two comparisons compiles
+        // to a branch on the first).
+        let in_a = a.key == key;
+        let slot = std::hint::select_unpredictable(in_a, a, b);
+        (slot.key == key).then_some(slot.value)
     }
 }
 

@@ -87,12 +87,23 @@ const LEARNED_LONG: usize = 1 << 15;
 /// English, 94% and 5%), so a hit seldom reads `stored`: a read there, at a place of
 /// its own in 4 MB, missed the caches (most of the time a hit on a piece of two
 /// tokens took).
+///
+/// Two ids are kept as they are (the second below 2^31), one id with [`ONE`] as its
+/// second lane, stored ids as their place and [`STORED`] and their count: a hit's
+/// two lanes are written to the output in one 8-byte store whatever their number,
+/// and the number is `2 - (second lane >> 31)`, without a mask of either.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Entry(u32, u32);
+pub struct Entry(u64);
 
-/// The tag of an entry holding two ids: the second's top bit (ids of a vocabulary
-/// are below 2^31; a piece whose second id is not is stored instead).
-const TWO: u32 = 1 << 31;
+/// The second lane of an entry of one id (ids of a vocabulary are below 2^31; a
+/// piece whose second id is not is stored instead).
+const ONE: u32 = 1 << 31;
+
+/// The tag of an entry pointing into `stored`, or'ed with the count of its ids.
+const STORED: u32 = 3 << 30;
+
+/// Entries below this, as [`Entry::lanes`], hold their ids themselves.
+const INLINE_BELOW: u64 = (ONE as u64 + 1) << 32;
 
 /// What an [`Entry`] holds.
 pub(super) enum Ids {
@@ -105,7 +116,25 @@ pub(super) enum Ids {
 impl Entry {
     #[inline]
     pub(super) fn one(id: u32) -> Self {
-        Self(id, 0)
+        Self::of_lanes(id, ONE)
+    }
+
+    #[inline(always)]
+    fn of_lanes(first: u32, second: u32) -> Self {
+        Self(u64::from(first) | u64::from(second) << 32)
+    }
+
+    /// The first lane and the second.
+    #[inline(always)]
+    fn split(self) -> (u32, u32) {
+        (self.0 as u32, (self.0 >> 32) as u32)
+    }
+
+    /// An entry for the `n` ids at `stored[at..]`.
+    #[inline]
+    pub(super) fn stored(at: usize, n: usize) -> Self {
+        debug_assert!(n < 1 << 30 && at <= u32::MAX as usize);
+        Self::of_lanes(at as u32, STORED | n as u32)
     }
 
     /// The entry of a piece whose ids `merge` just put at `stored[at..]`: one or two
@@ -116,42 +145,47 @@ impl Entry {
         match stored[at..] {
             [id] => {
                 stored.truncate(at);
-                Self(id, 0)
+                Self::one(id)
             }
-            [a, b] if b < TWO => {
+            [a, b] if b < ONE => {
                 stored.truncate(at);
-                Self(a, b | TWO)
+                Self::of_lanes(a, b)
             }
-            ref ids => Self(at as u32, ids.len() as u32),
+            ref ids => Self::stored(at, ids.len()),
         }
     }
 
-    /// The ids of an entry that holds them itself, as two lanes and how many of them
-    /// count (1 or 2; the second lane is 0 for one id), with no branch on that count;
-    /// None for ids in [`PieceCache::stored`].
+    /// The entry's two lanes as one little-endian word: the first in the low half.
     #[inline(always)]
-    pub(super) fn inline_ids(self) -> Option<([u32; 2], usize)> {
-        let Self(a, b) = self;
-        // `b == 0 || b >= TWO` in one comparison, so that one or two ids take the
-        // same path.
-        let inline = b.wrapping_sub(1) >= TWO - 1;
-        inline.then_some(([a, b & !TWO], 1 + (b >> 31) as usize))
+    pub(super) fn lanes(self) -> u64 {
+        self.0
+    }
+
+    /// The lanes of an entry that holds its ids itself (one or two), to write as
+    /// they are (8 bytes), and how many of them count, with no branch on that count;
+    /// None for ids in [`PieceCache::stored`]. (For one id the second lane is
+    /// [`ONE`], a slot past the ids.)
+    #[inline(always)]
+    pub(super) fn inline_lanes(self) -> Option<(u64, usize)> {
+        let lanes = self.lanes();
+        (lanes < INLINE_BELOW).then_some((lanes, 2 - (lanes >> 63) as usize))
     }
 
     /// The ids of an entry that keeps them in `stored` (its three or more).
     #[inline(always)]
     pub(super) fn stored_ids(self, stored: &[u32]) -> &[u32] {
-        let Self(at, n) = self;
-        debug_assert!(self.inline_ids().is_none());
+        let (at, tagged) = self.split();
+        debug_assert!(self.inline_lanes().is_none());
+        let n = tagged & !STORED;
         &stored[at as usize..(at + n) as usize]
     }
 
     #[inline(always)]
     pub(super) fn ids(self) -> Ids {
-        match self {
-            Self(id, 0) => Ids::One(id),
-            Self(a, b) if b & TWO != 0 => Ids::Two([a, b & !TWO]),
-            Self(at, n) => Ids::Stored(at as usize, n as usize),
+        match self.split() {
+            (id, ONE) => Ids::One(id),
+            (a, b) if b < ONE => Ids::Two([a, b]),
+            (at, tagged) => Ids::Stored(at as usize, (tagged & !STORED) as usize),
         }
     }
 }
@@ -230,7 +264,7 @@ impl PieceCache {
         let copy = |entry: Entry, ids: &mut Vec<u32>| match entry.ids() {
             Ids::Stored(at, n) => {
                 ids.extend_from_slice(&self.stored[at..at + n]);
-                Entry(ids.len() as u32 - n as u32, n as u32)
+                Entry::stored(ids.len() - n, n)
             }
             _ => entry,
         };
@@ -379,8 +413,8 @@ mod tests {
             &[0],
             &[u32::MAX],
             &[7, 0],
-            &[u32::MAX, TWO - 1],
-            &[1, TWO], // a second id too big to tag: stored
+            &[u32::MAX, ONE - 1],
+            &[1, ONE], // a second id too big to keep in the entry: stored
             &[3, 4, 5],
         ];
         for want in cases {
@@ -388,7 +422,15 @@ mod tests {
             cache.stored.extend_from_slice(want);
             let entry = Entry::of_stored(&mut cache.stored, at);
             assert_eq!(ids(entry, &cache.stored), want);
-            let kept = if want.len() == 1 || (want.len() == 2 && want[1] < TWO) {
+            // Ids kept in the entry are its lanes, as the encoder writes them.
+            match entry.inline_lanes() {
+                Some((lanes, n)) => {
+                    let lanes = [lanes as u32, (lanes >> 32) as u32];
+                    assert_eq!(&lanes[..n], want, "{want:?}");
+                }
+                None => assert!(want.len() > 2 || want[1] >= ONE, "{want:?}"),
+            }
+            let kept = if want.len() == 1 || (want.len() == 2 && want[1] < ONE) {
                 at
             } else {
                 at + want.len()

@@ -277,6 +277,18 @@ fn start_of(first: usize, ends: &[usize], i: usize) -> usize {
     }
 }
 
+/// An entry's two lanes as ids, in order: on a little-endian CPU, the word as it is
+/// (one 8-byte store).
+#[inline(always)]
+fn lanes_as_ids(lanes: u64) -> [u32; 2] {
+    if cfg!(target_endian = "little") {
+        // SAFETY: any 8 bytes are two u32s.
+        unsafe { std::mem::transmute::<u64, [u32; 2]>(lanes) }
+    } else {
+        [lanes as u32, (lanes >> 32) as u32]
+    }
+}
+
 /// Why [`write_hits`] stopped before the end of its pieces.
 enum Stop {
     /// At the end of the batch.
@@ -292,54 +304,98 @@ enum Stop {
 /// Writes the ids of a batch's pieces into `spare`, from the first piece (starting at
 /// `start`) on, while each is a hit (short or long) and they fit; returns how many
 /// pieces and how many ids, and why it stopped. An entry holding one or two ids has
-/// both its lanes written and the count moved on by its number of ids: no branch on
-/// that number. Not inlined: the cache comes in as an argument the writes cannot
-/// alias, so its tables' bases and masks stay in registers for the whole run.
+/// both its lanes written in one store and the count moved on by its number of ids:
+/// no branch on that number. Not inlined: the cache comes in as an argument the
+/// writes cannot alias, so its tables' bases and masks stay in registers for the
+/// whole run. The inner loop, short pieces whose entries hold their ids, calls
+/// nothing, so that what it needs stays in registers too (with a call to copy
+/// stored ids or to look up a long piece in it, five of them were reloaded from the
+/// stack for each piece); stored ids are copied outside it, and long pieces are
+/// [`long_hit`]'s.
 #[inline(never)]
 fn write_hits(
     cache: &PieceCache,
     bytes: &[u8],
     ends: &[usize],
     keys: &[(u128, u64)],
-    mut start: usize,
+    start: usize,
     spare: &mut [MaybeUninit<u32>],
 ) -> (usize, usize, Stop) {
     // Two slots a piece for as many pieces as that leaves room for.
     let fit = ends.len().min(spare.len() / 2);
+    let small = cache.small.lines();
     let mut written = 0;
-    for (i, (&end, &(key, hash))) in ends[..fit].iter().zip(keys).enumerate() {
-        let len = end - start;
-        let hit = if len <= MAX_PACKED {
-            cache.small.get_near(key, hash)
-        } else if len <= CACHE_PIECE_BYTES {
-            cache.long.get(&bytes[start..end], hash)
-        } else {
-            None
-        };
-        let Some(entry) = hit else {
-            return (i, written, Stop::Miss);
-        };
-        if let Some((ids, count)) = entry.inline_ids() {
+    let mut i = 0;
+    while i < fit {
+        // Short pieces whose entries hold their ids, by the keys alone (a key's top
+        // byte is its piece's length, 0 for a long piece): what this loop needs fits
+        // in the registers a call leaves alone, and the piece ends are not read.
+        let spare_at = spare.as_mut_ptr();
+        let mut out = spare_at.wrapping_add(written);
+        let mut key_at = keys[i..fit].as_ptr();
+        let keys_end = key_at.wrapping_add(fit - i);
+        let (mut stop, mut stored) = (None, None);
+        while key_at != keys_end {
+            // SAFETY: `key_at` is one of `keys[i..fit]`.
+            let (key, hash) = unsafe { *key_at };
+            if key >> 120 == 0 {
+                break;
+            }
+            let Some(entry) = small.get_near(key, hash) else {
+                stop = Some(Stop::Miss);
+                break;
+            };
+            let Some((lanes, count)) = entry.inline_lanes() else {
+                stored = Some(entry);
+                break;
+            };
             // SAFETY: two slots are left for this piece and each after it up to
-            // `fit` (at most two ids a piece before, and checked for more below).
+            // `fit` (at most two ids a piece before, and checked for more below
+            // and in `long_hit`).
             unsafe {
-                spare.get_unchecked_mut(written).write(ids[0]);
-                spare.get_unchecked_mut(written + 1).write(ids[1]);
+                out.cast::<[u32; 2]>().write_unaligned(lanes_as_ids(lanes));
+                out = out.add(count);
+                key_at = key_at.add(1);
             }
-            written += count;
-        } else {
-            // Three ids or more (most multilingual pieces under GPT-2's vocabulary).
-            // Copied if that leaves two slots a piece for the rest up to `fit`.
-            let ids = entry.stored_ids(&cache.stored);
-            if written + ids.len() + 2 * (fit - i - 1) > spare.len() {
-                return (i, written, Stop::More(entry));
-            }
-            for (slot, &id) in spare[written..written + ids.len()].iter_mut().zip(ids) {
-                slot.write(id);
-            }
-            written += ids.len();
         }
-        start = end;
+        // SAFETY: both moved on within `spare` and `keys`.
+        let (now, done) = unsafe {
+            (
+                out.offset_from(spare_at) as usize,
+                key_at.offset_from(keys.as_ptr()) as usize,
+            )
+        };
+        (written, i) = (now, done);
+        if let Some(stop) = stop {
+            return (i, written, stop);
+        }
+        if i == fit {
+            break;
+        }
+        let now = match stored {
+            // Three ids or more (most multilingual pieces under GPT-2's vocabulary),
+            // copied here, with no second lookup, if that leaves two slots a piece
+            // for the rest up to `fit`.
+            Some(entry) => copy_stored(cache, entry, spare, written, fit - i - 1),
+            None => {
+                let start = start_of(start, ends, i);
+                long_hit(
+                    cache,
+                    bytes,
+                    start,
+                    ends[i],
+                    keys[i].1,
+                    spare,
+                    written,
+                    fit - i - 1,
+                )
+            }
+        };
+        match now {
+            Ok(now) => written = now,
+            Err(stop) => return (i, written, stop),
+        }
+        i += 1;
     }
     let stop = if fit == ends.len() {
         Stop::End
@@ -347,6 +403,57 @@ fn write_hits(
         Stop::Room
     };
     (fit, written, stop)
+}
+
+/// [`write_hits`] of a long piece (16 bytes or more): its ids written if it is a hit
+/// and they leave two slots a piece for the `rest` after it. Returns how many ids
+/// `spare` holds then, or why it stops here.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn long_hit(
+    cache: &PieceCache,
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    hash: u64,
+    spare: &mut [MaybeUninit<u32>],
+    written: usize,
+    rest: usize,
+) -> Result<usize, Stop> {
+    let hit = if end - start <= CACHE_PIECE_BYTES {
+        cache.long.get(&bytes[start..end], hash)
+    } else {
+        None
+    };
+    let entry = hit.ok_or(Stop::Miss)?;
+    if let Some((lanes, count)) = entry.inline_lanes() {
+        // A long piece's one or two ids: two slots are left for it.
+        spare[written].write(lanes_as_ids(lanes)[0]);
+        spare[written + 1].write(lanes_as_ids(lanes)[1]);
+        return Ok(written + count);
+    }
+    copy_stored(cache, entry, spare, written, rest)
+}
+
+/// Copies the stored ids of `entry` into `spare` after its `written`, if that leaves
+/// two slots a piece for the `rest` after it; returns how many ids `spare` holds
+/// then, or else [`Stop::More`].
+#[inline(always)]
+fn copy_stored(
+    cache: &PieceCache,
+    entry: Entry,
+    spare: &mut [MaybeUninit<u32>],
+    written: usize,
+    rest: usize,
+) -> Result<usize, Stop> {
+    let ids = entry.stored_ids(&cache.stored);
+    if written + ids.len() + 2 * rest > spare.len() {
+        return Err(Stop::More(entry));
+    }
+    for (slot, &id) in spare[written..written + ids.len()].iter_mut().zip(ids) {
+        slot.write(id);
+    }
+    Ok(written + ids.len())
 }
 
 /// The lookup half of [`Encoder::for_each_ids`]: the cache, and the units queued.
@@ -382,13 +489,13 @@ impl<'t, 'c> Lookups<'t, 'c> {
     /// line of the cache prefetched.
     #[inline(always)]
     fn pack_batch(&self, first: usize, ends: &[usize], keys: &mut [(u128, u64)]) {
-        let (small, long) = (&self.cache.small, &self.cache.long);
+        let (small, long) = (self.cache.small.lines(), &self.cache.long);
         pack_pieces(
             self.bytes,
             first,
             ends,
             keys,
-            |h| small.prefetch(h),
+            move |h| small.prefetch(h),
             |piece| {
                 let hash = long_hash(piece);
                 long.prefetch(hash);
