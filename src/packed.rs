@@ -412,17 +412,57 @@ pub fn pack_pieces(
     prefetch: impl Fn(u64),
     long: impl Fn(&[u8]) -> u64,
 ) {
-    let mut start = first;
-    for (&end, key) in ends.iter().zip(keys) {
-        if end - start <= MAX_PACKED {
-            let packed = packed(bytes, start, end);
-            let hash = key_hash(packed);
+    let n = ends.len().min(keys.len());
+    // A piece starting at or before this is read with one 16-byte load.
+    let loads_below = bytes.len().saturating_sub(15);
+    let (mut start, mut i) = (first, 0);
+    while i < n {
+        // Pieces of up to 15 bytes away from the text's end (nearly all): a loop
+        // with no other case in it, over pointers (so that its values fit in
+        // registers).
+        let (mut end_at, ends_end) = (ends[i..n].as_ptr(), ends[..n].as_ptr_range().end);
+        let mut key_at = keys[i..n].as_mut_ptr();
+        while end_at != ends_end {
+            // SAFETY: `end_at` is one of `ends[i..n]`.
+            let end = unsafe { *end_at };
+            let len = end.wrapping_sub(start);
+            if len > MAX_PACKED || start >= loads_below {
+                break;
+            }
+            // SAFETY: `start + 16 <= bytes.len()`.
+            let window = unsafe {
+                bytes
+                    .as_ptr()
+                    .add(start)
+                    .cast::<[u8; 16]>()
+                    .read_unaligned()
+            };
+            let key = (u128::from_le_bytes(window) & KEEP[len]) | ((len as u128) << 120);
+            let hash = key_hash(key);
             prefetch(hash);
-            *key = (packed, hash);
-        } else {
-            *key = (0, long(&bytes[start..end]));
+            // SAFETY: `key_at` is the key of the piece `end_at` ends, below `n`.
+            unsafe {
+                *key_at = (key, hash);
+                (end_at, key_at) = (end_at.add(1), key_at.add(1));
+            }
+            start = end;
         }
+        // SAFETY: `end_at` moved on within `ends[..n]`.
+        i = unsafe { end_at.offset_from(ends.as_ptr()) } as usize;
+        if i == n {
+            break;
+        }
+        let end = ends[i];
+        keys[i] = if end - start <= MAX_PACKED {
+            let key = packed_all(&bytes[start..end]);
+            let hash = key_hash(key);
+            prefetch(hash);
+            (key, hash)
+        } else {
+            (0, long(&bytes[start..end]))
+        };
         start = end;
+        i += 1;
     }
 }
 

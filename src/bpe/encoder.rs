@@ -486,8 +486,10 @@ impl<'t, 'c> Lookups<'t, 'c> {
     }
 
     /// The keys of a batch's pieces (`ends`, the first from `first`), each one's
-    /// line of the cache prefetched.
-    #[inline(always)]
+    /// line of the cache prefetched. Not inlined: a loop of its own has the registers
+    /// to itself (inside the walk, the keys' address and two constants were reloaded
+    /// each piece).
+    #[inline(never)]
     fn pack_batch(&self, first: usize, ends: &[usize], keys: &mut [(u128, u64)]) {
         let (small, long) = (self.cache.small.lines(), &self.cache.long);
         pack_pieces(
