@@ -235,7 +235,7 @@ impl<V: Copy> Lines<'_, V> {
 
     /// [`PackedMap::get`] of a key in its home line (its home slot or the next), else
     /// None, with no loop and no branch on which slot: most keys are there (on
-    /// English, all but ~1 in 60 at the piece cache's fill), and a probe loop's exit
+    /// English, all but ~1 in 100 at the piece cache's fill), and a probe loop's exit
     /// mispredicts on the others. A caller falls back to `get` on None.
     #[inline(always)]
     pub fn get_near(&self, key: u128, hash: u64) -> Option<V> {

@@ -155,7 +155,7 @@ impl Entry {
         }
     }
 
-    /// The entry's two lanes as one little-endian word: the first in the low half.
+    /// The entry as one word: its first lane in the low half, its second in the high.
     #[inline(always)]
     pub(super) fn lanes(self) -> u64 {
         self.0
