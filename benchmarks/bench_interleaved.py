@@ -4,10 +4,14 @@ measured minutes apart (both libraries see the same fast or slow stretch). Used 
 compare two builds of bytepair: run it with each build, in turn, a few times.
 
     python benchmarks/bench_interleaved.py gpt2 /tmp/corpora/english_gutenberg.txt
-    # [--mb 10] [--passes 6]
+    # [--mb 10] [--passes 6] [--threads 2]
 
 Documents as in bench_gigatoken.py: the first --mb MB, cut at <|endoftext|> or in 50
 equal slices. "warm" is the fastest pass from the third on; ids are checked equal.
+With ``--threads N``, bytepair's batch on N threads (``encode_batch_to_numpy``, as
+bench_gigatoken.py's batch row) takes its turn in each pass too, and its warm speed
+over bytepair's one thread is printed: the two-thread target's ratio, measured in the
+same stretch of the machine as the one thread it is over.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def main() -> None:
     p.add_argument("path")
     p.add_argument("--mb", type=float, default=10)
     p.add_argument("--passes", type=int, default=6)
+    p.add_argument("--threads", type=int, default=0, help="also bytepair's batch on N threads")
     a = p.parse_args()
     import gigatoken
     import numpy as np
@@ -51,25 +56,39 @@ def main() -> None:
         rank_file = Path(tmp, f"{ranks}.tiktoken")
         rank_file.write_bytes(bundled.rank_file_text(ranks))
         theirs = gigatoken.Tokenizer.from_tiktoken(str(rank_file))
-    times: dict[str, list[float]] = {"bytepair": [], "gigatoken": []}
     runs = {
         "bytepair": lambda: [ours.encode_to_numpy(d) for d in docs],
         "gigatoken": lambda: [theirs.encode(d) for d in docs],
     }
+    if a.threads:
+
+        def batch() -> list:
+            ids, offsets = ours.encode_batch_to_numpy(docs, num_threads=a.threads)
+            return np.split(ids, offsets[1:-1])
+
+        runs["batch"] = batch
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(a.passes):
         got = {}
         for name, run in runs.items():
             t = time.perf_counter()
             got[name] = run()
             times[name].append(time.perf_counter() - t)
-        assert all(
-            np.array_equal(x, np.asarray(y)) for x, y in zip(got["bytepair"], got["gigatoken"])
-        ), "ids differ"
+        for name in got:
+            assert len(got[name]) == len(docs) and all(
+                np.array_equal(x, np.asarray(y)) for x, y in zip(got[name], got["gigatoken"])
+            ), f"{name}'s ids differ from gigatoken's"
     warm = {name: min(t[2:]) for name, t in times.items()}
     print(
         f"{a.encoding} {Path(a.path).name}: bytepair {mb / warm['bytepair']:.0f} MB/s, "
         f"gigatoken {mb / warm['gigatoken']:.0f} MB/s, "
         f"ratio {warm['gigatoken'] / warm['bytepair']:.2f} (warm, {a.passes} passes in turn)"
+        + (
+            f"; bytepair batch on {a.threads} threads {mb / warm['batch']:.0f} MB/s, "
+            f"{warm['bytepair'] / warm['batch']:.2f}x its one thread"
+            if a.threads
+            else ""
+        )
     )
 
 
