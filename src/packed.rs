@@ -78,7 +78,13 @@ impl<V: Copy + Default> PackedMap<V> {
     fn home(&self, hash: u64) -> usize {
         // The first slot of a line (two slots a line): a key one slot past its home
         // is then in the line a prefetch of its home brought in.
-        hash as usize & (self.slots.len() - 1) & !1
+        hash as usize & self.line_mask()
+    }
+
+    /// The first slot of the last line: masks a hash to an even slot index.
+    #[inline(always)]
+    fn line_mask(&self) -> usize {
+        (self.slots.len() - 1) & !1
     }
 
     /// Asks the CPU to bring in the line a lookup of `hash` will read first. A hint:
@@ -116,7 +122,7 @@ impl<V: Copy + Default> PackedMap<V> {
         debug_assert!(self.slots.len().is_power_of_two() && self.slots.len() >= 2);
         Lines {
             base: self.slots.as_ptr(),
-            line_mask: (self.slots.len() - 1) & !1,
+            line_mask: self.line_mask(),
             table: std::marker::PhantomData,
         }
     }
@@ -210,9 +216,7 @@ pub struct Lines<'a, V: Copy> {
 }
 
 impl<V: Copy> Lines<'_, V> {
-    /// The first slot of the line a lookup of `hash` reads first (two slots a line:
-    /// a key one slot past its home is then in the line a prefetch of its home
-    /// brought in).
+    /// [`PackedMap::home`]'s slot, by address.
     #[inline(always)]
     fn home(&self, hash: u64) -> *const Slot<V> {
         // SAFETY: the index is masked by the table's length less one (a power of two),
@@ -393,9 +397,16 @@ pub fn packed(bytes: &[u8], start: usize, end: usize) -> u128 {
         // One unaligned load, then clear what lies past the piece.
         let mut buf = [0u8; 16];
         buf.copy_from_slice(&bytes[start..start + 16]);
-        return (u128::from_le_bytes(buf) & KEEP[len]) | ((len as u128) << 120);
+        return packed_window(buf, len);
     }
     packed_all(&bytes[start..end])
+}
+
+/// The key of the piece of `len` bytes (at most [`MAX_PACKED`]) that `window`'s
+/// 16 bytes start with.
+#[inline(always)]
+fn packed_window(window: [u8; 16], len: usize) -> u128 {
+    (u128::from_le_bytes(window) & KEEP[len]) | ((len as u128) << 120)
 }
 
 /// The packed keys and hashes of a batch of consecutive pieces of `bytes`, the first
@@ -437,7 +448,7 @@ pub fn pack_pieces(
                     .cast::<[u8; 16]>()
                     .read_unaligned()
             };
-            let key = (u128::from_le_bytes(window) & KEEP[len]) | ((len as u128) << 120);
+            let key = packed_window(window, len);
             let hash = key_hash(key);
             prefetch(hash);
             // SAFETY: `key_at` is the key of the piece `end_at` ends, below `n`.

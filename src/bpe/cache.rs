@@ -105,6 +105,18 @@ const STORED: u32 = 3 << 30;
 /// Entries below this, as [`Entry::lanes`], hold their ids themselves.
 const INLINE_BELOW: u64 = (ONE as u64 + 1) << 32;
 
+/// An entry's two lanes ([`Entry::lanes`]) as ids, in order: on a little-endian CPU,
+/// the word as it is (one 8-byte store when written).
+#[inline(always)]
+pub(super) fn lanes_as_ids(lanes: u64) -> [u32; 2] {
+    if cfg!(target_endian = "little") {
+        // SAFETY: any 8 bytes are two u32s.
+        unsafe { std::mem::transmute::<u64, [u32; 2]>(lanes) }
+    } else {
+        [lanes as u32, (lanes >> 32) as u32]
+    }
+}
+
 /// What an [`Entry`] holds.
 pub(super) enum Ids {
     One(u32),
@@ -127,7 +139,8 @@ impl Entry {
     /// The first lane and the second.
     #[inline(always)]
     fn split(self) -> (u32, u32) {
-        (self.0 as u32, (self.0 >> 32) as u32)
+        let [first, second] = lanes_as_ids(self.0);
+        (first, second)
     }
 
     /// An entry for the `n` ids at `stored[at..]`.
@@ -425,8 +438,7 @@ mod tests {
             // Ids kept in the entry are its lanes, as the encoder writes them.
             match entry.inline_lanes() {
                 Some((lanes, n)) => {
-                    let lanes = [lanes as u32, (lanes >> 32) as u32];
-                    assert_eq!(&lanes[..n], want, "{want:?}");
+                    assert_eq!(&lanes_as_ids(lanes)[..n], want, "{want:?}");
                 }
                 None => assert!(want.len() > 2 || want[1] >= ONE, "{want:?}"),
             }

@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 
 use rustc_hash::FxHashMap;
 
-use super::cache::{Batch, CachePool, Entry, Ids, Lessons, PieceCache};
+use super::cache::{lanes_as_ids, Batch, CachePool, Entry, Ids, Lessons, PieceCache};
 use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use super::normalizer::Normalizer;
@@ -281,18 +281,6 @@ fn start_of(first: usize, ends: &[usize], i: usize) -> usize {
     }
 }
 
-/// An entry's two lanes as ids, in order: on a little-endian CPU, the word as it is
-/// (one 8-byte store).
-#[inline(always)]
-fn lanes_as_ids(lanes: u64) -> [u32; 2] {
-    if cfg!(target_endian = "little") {
-        // SAFETY: any 8 bytes are two u32s.
-        unsafe { std::mem::transmute::<u64, [u32; 2]>(lanes) }
-    } else {
-        [lanes as u32, (lanes >> 32) as u32]
-    }
-}
-
 /// Why [`write_hits`] stopped before the end of its pieces.
 enum Stop {
     /// At the end of the batch.
@@ -432,8 +420,9 @@ fn long_hit(
     let entry = hit.ok_or(Stop::Miss)?;
     if let Some((lanes, count)) = entry.inline_lanes() {
         // A long piece's one or two ids: two slots are left for it.
-        spare[written].write(lanes_as_ids(lanes)[0]);
-        spare[written + 1].write(lanes_as_ids(lanes)[1]);
+        let [first, second] = lanes_as_ids(lanes);
+        spare[written].write(first);
+        spare[written + 1].write(second);
         return Ok(written + count);
     }
     copy_stored(cache, entry, spare, written, rest)
