@@ -1,0 +1,156 @@
+//! The compiled core's batch (`io::batch::encode_flat`, what `encode_batch_to_numpy`
+//! runs) beside a plain loop of one-text encodes, with no Python around either, for
+//! the two-thread ratio. Each pass runs, in turn: the loop; the batch on one thread;
+//! the batch on THREADS threads; and the same batch with its ids received but not
+//! placed in the flat output (what the batch's copying costs).
+//!
+//! ```text
+//! cargo build --release --example core_batch
+//! target/release/examples/core_batch RANKS.tiktoken gpt2|cl100k|o200k CORPUS.txt [MB] [PASSES] [THREADS]
+//! ```
+//!
+//! Printed per variant: the best warm pass (from the third on) and the warm passes'
+//! total (MB over seconds of them all): on a VM whose cores change speed every few
+//! seconds, a best pass may come from a fast stretch that another variant missed, and
+//! the total is the steadier ratio. Documents as `core_encode` cuts them. The batch
+//! writes into a fresh uninitialised buffer each pass, as the binding's bytearray is.
+
+use std::mem::MaybeUninit;
+use std::time::Instant;
+
+use bytepair::io::batch::{encode_each_in_parts, encode_flat, most_ids, Specials, Workers};
+use bytepair::io::tiktoken::load;
+use bytepair::model::Frame;
+use bytepair::pages::advise_huge_pages;
+use bytepair::pretok::{CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!(
+            "usage: core_batch RANKS.tiktoken gpt2|cl100k|o200k CORPUS.txt [MB] [PASSES] [THREADS]"
+        );
+        std::process::exit(2);
+    }
+    let pattern = match args[2].as_str() {
+        "gpt2" => GPT2_PATTERN,
+        "cl100k" => CL100K_PATTERN,
+        "o200k" => O200K_PATTERN,
+        other => panic!("no built-in pattern {other:?}"),
+    };
+    let ranks = std::fs::read(&args[1]).expect("the .tiktoken file");
+    let Ok((encoder, _)) = load(&ranks, &[], Some(pattern)) else {
+        panic!("{} does not load", args[1])
+    };
+    let bytes = std::fs::read(&args[3]).expect("the corpus");
+    let mb: usize = args.get(4).map_or(10, |s| s.parse().expect("MB"));
+    let passes: usize = args.get(5).map_or(20, |s| s.parse().expect("PASSES"));
+    let threads: usize = args.get(6).map_or(2, |s| s.parse().expect("THREADS"));
+    assert!(passes >= 3, "at least 3 passes: the first two are not warm");
+    let mut cut = bytes.len().min(mb * 1_000_000);
+    while cut < bytes.len() && (bytes[cut] & 0xC0) == 0x80 {
+        cut -= 1;
+    }
+    let text = std::str::from_utf8(&bytes[..cut]).expect("UTF-8");
+    let docs: Vec<&str> = if text.contains("<|endoftext|>") {
+        text.split("<|endoftext|>")
+            .filter(|d| !d.is_empty())
+            .collect()
+    } else {
+        let step = text.len() / 50 + 1;
+        let mut slices = Vec::new();
+        let mut i = 0;
+        while i < text.len() {
+            let mut j = (i + step).min(text.len());
+            while !text.is_char_boundary(j) {
+                j += 1;
+            }
+            slices.push(&text[i..j]);
+            i = j;
+        }
+        slices
+    };
+    let plain = encoder.no_specials().clone();
+    let specials = Specials {
+        allowed: &plain,
+        disallowed: &plain,
+    };
+    let frame = Frame::default();
+    // Each variant returns the number of ids, checked equal to the loop's.
+    let flat = |n: usize| {
+        let mut out: Box<[MaybeUninit<u8>]> =
+            Box::new_uninit_slice(most_ids(&encoder, &docs, &frame) * 4);
+        advise_huge_pages(&mut out);
+        let offsets = encode_flat(
+            &encoder,
+            &docs,
+            specials,
+            &frame,
+            Workers::Spawned(n),
+            &mut out,
+        )
+        .expect("encodes");
+        *offsets.last().expect("offsets") as usize
+    };
+    let not_placed = |n: usize| {
+        let mut count = 0;
+        encode_each_in_parts(
+            &encoder,
+            &docs,
+            specials,
+            &frame,
+            Workers::Spawned(n),
+            |next| next(),
+            |_, parts| {
+                count += parts.iter().map(|p| p.len()).sum::<usize>();
+                Ok::<(), ()>(())
+            },
+        )
+        .map_err(|_| "a text failed")
+        .expect("encodes");
+        count
+    };
+    let names = [
+        "loop".to_string(),
+        "batch 1".to_string(),
+        format!("batch {threads}"),
+        format!("batch {threads}, not placed"),
+    ];
+    let mut best = [0f64; 4];
+    let mut total = [0f64; 4];
+    for pass in 0..passes {
+        let mut seconds = [0f64; 4];
+        let start = Instant::now();
+        let tokens: usize = docs
+            .iter()
+            .map(|d| encoder.encode(d, &plain).expect("encodes").len())
+            .sum();
+        seconds[0] = start.elapsed().as_secs_f64();
+        for k in 1..4 {
+            let start = Instant::now();
+            let got = match k {
+                1 => flat(1),
+                2 => flat(threads),
+                _ => not_placed(threads),
+            };
+            seconds[k] = start.elapsed().as_secs_f64();
+            assert_eq!(got, tokens, "{} gave other ids than the loop", names[k]);
+        }
+        if pass >= 2 {
+            for k in 0..4 {
+                best[k] = best[k].max(text.len() as f64 / seconds[k] / 1e6);
+                total[k] += seconds[k];
+            }
+        }
+    }
+    let warm_mb = (passes - 2) as f64 * text.len() as f64 / 1e6;
+    for k in 0..4 {
+        println!(
+            "{:>22}: best {:4.0} MB/s, warm total {:4.0} MB/s ({:.2}x the loop's total)",
+            names[k],
+            best[k],
+            warm_mb / total[k],
+            total[0] / total[k]
+        );
+    }
+}
