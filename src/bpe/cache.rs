@@ -184,13 +184,20 @@ impl Entry {
         (lanes < INLINE_BELOW).then_some((lanes, 2 - (lanes >> 63) as usize))
     }
 
+    /// Where the ids of an entry that keeps them in `stored` are: `(at, n)`, for
+    /// `stored[at..at + n]`.
+    #[inline(always)]
+    pub(super) fn stored_place(self) -> (usize, usize) {
+        let (at, tagged) = self.split();
+        debug_assert!(self.inline_lanes().is_none());
+        (at as usize, (tagged & !STORED) as usize)
+    }
+
     /// The ids of an entry that keeps them in `stored` (its three or more).
     #[inline(always)]
     pub(super) fn stored_ids(self, stored: &[u32]) -> &[u32] {
-        let (at, tagged) = self.split();
-        debug_assert!(self.inline_lanes().is_none());
-        let n = tagged & !STORED;
-        &stored[at as usize..(at + n) as usize]
+        let (at, n) = self.stored_place();
+        &stored[at..at + n]
     }
 
     #[inline(always)]

@@ -281,6 +281,9 @@ fn start_of(first: usize, ends: &[usize], i: usize) -> usize {
     }
 }
 
+/// Stored ids [`write_hits`] copies as one fixed-size copy (32 bytes).
+const STORED_COPY: usize = 8;
+
 /// Why [`write_hits`] stopped before the end of its pieces.
 enum Stop {
     /// At the end of the batch.
@@ -316,6 +319,13 @@ fn write_hits(
     // Two slots a piece for as many pieces as that leaves room for.
     let fit = ends.len().min(spare.len() / 2);
     let small = cache.small.lines();
+    // Stored ids are read [`STORED_COPY`] at a time where the buffer has them,
+    // whatever their number (ids past it are copied too, into slots later ids
+    // overwrite or past the end): a copy of a fixed size needs no call.
+    let stored_at = cache.stored.as_ptr().cast::<MaybeUninit<u32>>();
+    // The last place such a copy may start (negative: none may).
+    let stored_room = cache.stored.capacity() as isize - STORED_COPY as isize;
+    let spare_end = spare.as_mut_ptr().wrapping_add(spare.len());
     let mut written = 0;
     let mut i = 0;
     while i < fit {
@@ -338,8 +348,35 @@ fn write_hits(
                 break;
             };
             let Some((lanes, count)) = entry.inline_lanes() else {
-                stored = Some(entry);
-                break;
+                // Three to `STORED_COPY` stored ids (most multilingual pieces under
+                // GPT-2's vocabulary), copied here if the slots after them leave two
+                // a piece for the rest: leaving the loop for each cost a tenth of a
+                // multilingual pass.
+                let (at, n) = entry.stored_place();
+                // SAFETY: both within `keys[i..fit]` and `spare`.
+                let (rest, room) = unsafe {
+                    (
+                        keys_end.offset_from(key_at) as usize - 1,
+                        spare_end.offset_from(out) as usize,
+                    )
+                };
+                if n > STORED_COPY
+                    || at as isize > stored_room
+                    || room < STORED_COPY.max(n + 2 * rest)
+                {
+                    stored = Some(entry);
+                    break;
+                }
+                // SAFETY: `stored_at[at..at + STORED_COPY]` is inside the stored ids'
+                // buffer (`at` is at most its capacity less that), copied as it is
+                // (slots past `n` may not be initialised: they are past this piece's
+                // ids, as the second lane of one id is); `room` holds them.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(stored_at.add(at), out, STORED_COPY);
+                    out = out.add(n);
+                    key_at = key_at.add(1);
+                }
+                continue;
             };
             // SAFETY: two slots are left for this piece and each after it up to
             // `fit` (at most two ids a piece before, and checked for more below
@@ -1042,6 +1079,57 @@ pub(crate) mod tests {
             assert_eq!(general(&mut tiny()), want);
         }
         assert!(specials_seen > 100);
+    }
+
+    #[test]
+    fn stored_ids_copied_in_the_hits_loop_are_the_general_paths_at_any_capacity() {
+        // Few merges: words of a, b and c are pieces of three to a dozen ids.
+        let (vocab, table, _) = random_parts(4242, 40);
+        let e = Encoder::new(vocab, &table, FxHashMap::default(), Some(GPT2_PATTERN)).unwrap();
+        let mut rng = XorShift(9);
+        // Warm hits of stored ids: copied in the loop, near the end of the stored
+        // ids' buffer (copied outside it), of more than `STORED_COPY` ids.
+        let mut seen = [0usize; 3];
+        for round in 0..40 {
+            let mut text = String::new();
+            for _ in 0..rng.below(200) {
+                text.push([' ', 'a', 'b', 'c', 'é'][rng.below(5)]);
+            }
+            let mut want = Vec::new();
+            e.encode_until(
+                &text,
+                e.no_specials(),
+                usize::MAX,
+                &mut PieceCache::default(),
+                &mut want,
+            )
+            .unwrap();
+            let mut cache = PieceCache::default();
+            let mut out = Vec::new();
+            e.encode_cached(&text, e.no_specials(), &mut cache, &mut out)
+                .unwrap(); // cold: every piece merged and kept
+            assert_eq!(out, want);
+            if round % 2 == 0 {
+                // The last stored ids end at the buffer's end.
+                cache.stored.shrink_to_fit();
+            }
+            for (_, entry) in cache.small.iter() {
+                if entry.inline_lanes().is_none() {
+                    let (at, n) = entry.stored_place();
+                    let k = if n > STORED_COPY {
+                        2
+                    } else {
+                        usize::from(at + STORED_COPY > cache.stored.capacity())
+                    };
+                    seen[k] += 1;
+                }
+            }
+            out.clear();
+            e.encode_cached(&text, e.no_specials(), &mut cache, &mut out)
+                .unwrap(); // warm: every piece a hit
+            assert_eq!(out, want, "round {round}");
+        }
+        assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
     }
 
     #[test]
