@@ -15,14 +15,15 @@
 //! the total is the steadier ratio. Documents as `core_encode` cuts them. The batch
 //! writes into a fresh uninitialised buffer each pass, as the binding's bytearray is.
 
+#[path = "core_common.rs"]
+mod common;
+
 use std::mem::MaybeUninit;
 use std::time::Instant;
 
 use bytepair::io::batch::{encode_each_in_parts, encode_flat, most_ids, Specials, Workers};
-use bytepair::io::tiktoken::load;
 use bytepair::model::Frame;
 use bytepair::pages::advise_huge_pages;
-use bytepair::pretok::{CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -32,44 +33,14 @@ fn main() {
         );
         std::process::exit(2);
     }
-    let pattern = match args[2].as_str() {
-        "gpt2" => GPT2_PATTERN,
-        "cl100k" => CL100K_PATTERN,
-        "o200k" => O200K_PATTERN,
-        other => panic!("no built-in pattern {other:?}"),
-    };
-    let ranks = std::fs::read(&args[1]).expect("the .tiktoken file");
-    let Ok((encoder, _)) = load(&ranks, &[], Some(pattern)) else {
-        panic!("{} does not load", args[1])
-    };
-    let bytes = std::fs::read(&args[3]).expect("the corpus");
+    let encoder = common::encoder(&args[1], &args[2]);
     let mb: usize = args.get(4).map_or(10, |s| s.parse().expect("MB"));
     let passes: usize = args.get(5).map_or(20, |s| s.parse().expect("PASSES"));
     let threads: usize = args.get(6).map_or(2, |s| s.parse().expect("THREADS"));
     assert!(passes >= 3, "at least 3 passes: the first two are not warm");
-    let mut cut = bytes.len().min(mb * 1_000_000);
-    while cut < bytes.len() && (bytes[cut] & 0xC0) == 0x80 {
-        cut -= 1;
-    }
-    let text = std::str::from_utf8(&bytes[..cut]).expect("UTF-8");
-    let docs: Vec<&str> = if text.contains("<|endoftext|>") {
-        text.split("<|endoftext|>")
-            .filter(|d| !d.is_empty())
-            .collect()
-    } else {
-        let step = text.len() / 50 + 1;
-        let mut slices = Vec::new();
-        let mut i = 0;
-        while i < text.len() {
-            let mut j = (i + step).min(text.len());
-            while !text.is_char_boundary(j) {
-                j += 1;
-            }
-            slices.push(&text[i..j]);
-            i = j;
-        }
-        slices
-    };
+    let text = common::corpus(&args[3], mb);
+    let text = text.as_str();
+    let docs = common::documents(text);
     let plain = encoder.no_specials().clone();
     let specials = Specials {
         allowed: &plain,

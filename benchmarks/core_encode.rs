@@ -13,10 +13,10 @@
 //! CORPUS: documents between `<|endoftext|>` separators, or else 50 equal slices (as
 //! `bench_gigatoken.py` cuts them); the pattern is `gpt2`, `cl100k` or `o200k`.
 
-use std::time::Instant;
+#[path = "core_common.rs"]
+mod common;
 
-use bytepair::io::tiktoken::load;
-use bytepair::pretok::{CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -24,42 +24,12 @@ fn main() {
         eprintln!("usage: core_encode RANKS.tiktoken gpt2|cl100k|o200k CORPUS.txt [MB] [PASSES]");
         std::process::exit(2);
     }
-    let pattern = match args[2].as_str() {
-        "gpt2" => GPT2_PATTERN,
-        "cl100k" => CL100K_PATTERN,
-        "o200k" => O200K_PATTERN,
-        other => panic!("no built-in pattern {other:?}"),
-    };
-    let ranks = std::fs::read(&args[1]).expect("the .tiktoken file");
-    let Ok((encoder, _)) = load(&ranks, &[], Some(pattern)) else {
-        panic!("{} does not load", args[1])
-    };
-    let bytes = std::fs::read(&args[3]).expect("the corpus");
+    let encoder = common::encoder(&args[1], &args[2]);
     let mb: usize = args.get(4).map_or(10, |s| s.parse().expect("MB"));
     let passes: usize = args.get(5).map_or(3, |s| s.parse().expect("PASSES"));
-    let mut cut = bytes.len().min(mb * 1_000_000);
-    while cut < bytes.len() && (bytes[cut] & 0xC0) == 0x80 {
-        cut -= 1;
-    }
-    let text = std::str::from_utf8(&bytes[..cut]).expect("UTF-8");
-    let docs: Vec<&str> = if text.contains("<|endoftext|>") {
-        text.split("<|endoftext|>")
-            .filter(|d| !d.is_empty())
-            .collect()
-    } else {
-        let step = text.len() / 50 + 1;
-        let mut slices = Vec::new();
-        let mut i = 0;
-        while i < text.len() {
-            let mut j = (i + step).min(text.len());
-            while !text.is_char_boundary(j) {
-                j += 1;
-            }
-            slices.push(&text[i..j]);
-            i = j;
-        }
-        slices
-    };
+    let text = common::corpus(&args[3], mb);
+    let text = text.as_str();
+    let docs = common::documents(text);
     let plain = encoder.no_specials().clone();
     for pass in 0..passes {
         let start = Instant::now();
