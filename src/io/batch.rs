@@ -2,9 +2,10 @@
 //!
 //! Workers take texts in turn (an atomic counter), each with its own cache kept across
 //! its texts (warm from earlier calls), and send `(index, ids)` back; the calling
-//! thread receives finished texts as they come, so that what it does with them
-//! (building Python lists, copying into one flat buffer) overlaps the encoding instead
-//! of following it.
+//! thread receives finished texts in text order as soon as the texts before them are
+//! done (one finished early waits as the buffers it came in), so that what it does
+//! with them (building Python lists, copying into one flat buffer) overlaps the
+//! encoding instead of following it.
 //!
 //! A long text is work for more than one thread: on several threads, a text of more
 //! than two *units* (an eighth of the batch's bytes per thread, between 64 KB and
@@ -134,7 +135,7 @@ fn encode_into<M: Model>(
 }
 
 /// Encodes every text on the `threads` workers, each framed by `frame`; `receive(index, ids)` runs on the calling
-/// thread for each text as it finishes, in any order. Every wait for the next finished
+/// thread for each text, in text order, as soon as it and the texts before it are done. Every wait for the next finished
 /// text goes through `wait(next)`, which must call `next` and return its result (the
 /// bindings release the GIL there); with one thread, `next` encodes a group of texts
 /// itself (and returns None), whose results are then received in order.
@@ -307,53 +308,64 @@ pub fn encode_each_in_parts<M: Model, E>(
         let mut refused = None;
         // Parts of cut texts whose other parts are still being encoded, by text.
         let mut pending: BTreeMap<usize, Pending> = BTreeMap::new();
-        while let Some((k, ids)) = wait(&mut next) {
-            let part = &parts[k];
-            let i = part.text;
-            match ids {
+        // Parts finished before a part ahead of them: received in order, so a text
+        // that finishes early waits as its parts' buffers (no copy of it is made).
+        let mut waiting: BTreeMap<usize, Encoded> = BTreeMap::new();
+        let mut in_turn = 0;
+        while let Some((k, done)) = wait(&mut next) {
+            match done {
                 Err((failed, e)) => {
                     if first_failure.as_ref().is_none_or(|f| failed < f.0) {
                         first_failure = Some((failed, e));
                     }
+                    continue;
                 }
-                Ok(group) if part.count > 1 && first_failure.is_none() && refused.is_none() => {
-                    let mut from = 0;
-                    for (n, &to) in group.ends.iter().enumerate() {
-                        if let Err(e) = receive(i + n, &[&group.ids[from..to]]) {
-                            stop();
-                            refused = Some(e);
-                            break;
+                Ok(encoded) => waiting.insert(k, encoded),
+            };
+            while let Some(encoded) = waiting.remove(&in_turn) {
+                let part = &parts[in_turn];
+                in_turn += 1;
+                let i = part.text;
+                match encoded {
+                    group if part.count > 1 && first_failure.is_none() && refused.is_none() => {
+                        let mut from = 0;
+                        for (n, &to) in group.ends.iter().enumerate() {
+                            if let Err(e) = receive(i + n, &[&group.ids[from..to]]) {
+                                stop();
+                                refused = Some(e);
+                                break;
+                            }
+                            from = to;
                         }
-                        from = to;
+                        recycle(group.ids);
                     }
-                    recycle(group.ids);
-                }
-                Ok(Encoded { ids, .. }) if first_failure.is_none() && refused.is_none() => {
-                    let whole = if part.of == 1 {
-                        Some(vec![ids])
-                    } else {
-                        let (got, missing) = pending
-                            .entry(i)
-                            .or_insert_with(|| (vec![None; part.of], part.of));
-                        got[part.nth] = Some(ids);
-                        *missing -= 1;
-                        if *missing == 0 {
-                            let (got, _) = pending.remove(&i).expect("just seen");
-                            Some(got.into_iter().flatten().collect())
+                    Encoded { ids, .. } if first_failure.is_none() && refused.is_none() => {
+                        let whole = if part.of == 1 {
+                            Some(vec![ids])
                         } else {
-                            None
+                            let (got, missing) = pending
+                                .entry(i)
+                                .or_insert_with(|| (vec![None; part.of], part.of));
+                            got[part.nth] = Some(ids);
+                            *missing -= 1;
+                            if *missing == 0 {
+                                let (got, _) = pending.remove(&i).expect("just seen");
+                                Some(got.into_iter().flatten().collect())
+                            } else {
+                                None
+                            }
+                        };
+                        if let Some(parts) = whole {
+                            let slices: Vec<&[u32]> = parts.iter().map(Vec::as_slice).collect();
+                            if let Err(e) = receive(i, &slices) {
+                                stop();
+                                refused = Some(e);
+                            }
+                            parts.into_iter().for_each(recycle);
                         }
-                    };
-                    if let Some(parts) = whole {
-                        let slices: Vec<&[u32]> = parts.iter().map(Vec::as_slice).collect();
-                        if let Err(e) = receive(i, &slices) {
-                            stop();
-                            refused = Some(e);
-                        }
-                        parts.into_iter().for_each(recycle);
                     }
+                    _ => {} // failed already: only draining the workers
                 }
-                Ok(_) => {} // failed already: only draining the workers
             }
         }
         match (first_failure, refused) {
@@ -511,7 +523,6 @@ pub(super) fn write_le(dst: &mut [MaybeUninit<u8>], ids: &[u32]) {
 /// uninitialised: only the bytes before the last offset are written, so pages never
 /// written cost no memory, and nothing is reallocated while the workers run (moving a
 /// large buffer unmaps pages, which interrupts the other cores to flush their TLBs).
-/// Finished texts that come early wait until the texts before them are placed.
 pub fn encode_flat<M: Model>(
     model: &M,
     texts: &[&str],
@@ -526,16 +537,6 @@ pub fn encode_flat<M: Model>(
     );
     let mut offsets = Vec::with_capacity(texts.len() + 1);
     offsets.push(0u64);
-    let mut early: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
-    // Writes the ids of the next text in order after those written.
-    fn place(out: &mut [MaybeUninit<u8>], offsets: &mut Vec<u64>, parts: &[&[u32]]) {
-        let mut written = *offsets.last().expect("offsets start with 0") as usize;
-        for ids in parts {
-            write_le(&mut out[written * 4..], ids);
-            written += ids.len();
-        }
-        offsets.push(written as u64);
-    }
     let placed = encode_each_in_parts(
         model,
         texts,
@@ -544,14 +545,15 @@ pub fn encode_flat<M: Model>(
         threads,
         |next| next(),
         |i, parts| {
-            if i + 1 != offsets.len() {
-                early.insert(i, parts.concat()); // a text before it is still being encoded
-                return Ok(());
+            // In text order (`encode_each_in_parts` receives parts in turn): each
+            // text's ids right after the last one's.
+            debug_assert_eq!(i + 1, offsets.len(), "texts are received in order");
+            let mut written = *offsets.last().expect("offsets start with 0") as usize;
+            for ids in parts {
+                write_le(&mut out[written * 4..], ids);
+                written += ids.len();
             }
-            place(out, &mut offsets, parts);
-            while let Some(ids) = early.remove(&(offsets.len() - 1)) {
-                place(out, &mut offsets, &[&ids]);
-            }
+            offsets.push(written as u64);
             Ok::<(), std::convert::Infallible>(())
         },
     );
@@ -755,6 +757,7 @@ mod tests {
         for (threads, frame) in [(2, Frame::default()), (3, Frame::default()), (2, framing())] {
             let want: Vec<Vec<u32>> = want.iter().map(|w| framed(&frame, w)).collect();
             let mut got = vec![None; texts.len()];
+            let mut order = Vec::new();
             encode_each(
                 &e,
                 &texts,
@@ -765,10 +768,12 @@ mod tests {
                 |i, ids| {
                     assert!(got[i].is_none(), "each text is received once");
                     got[i] = Some(ids.to_vec());
+                    order.push(i);
                     Ok::<(), ()>(())
                 },
             )
             .unwrap();
+            assert_eq!(order, (0..texts.len()).collect::<Vec<_>>(), "in text order");
             let got: Vec<Vec<u32>> = got.into_iter().map(Option::unwrap).collect();
             assert_eq!(got, want, "{threads} threads, {frame:?}");
         }
