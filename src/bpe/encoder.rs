@@ -284,6 +284,13 @@ fn start_of(first: usize, ends: &[usize], i: usize) -> usize {
 /// Stored ids [`write_hits`] copies as one fixed-size copy (32 bytes).
 const STORED_COPY: usize = 8;
 
+/// The slots a piece of `n` ids needs with two a piece left for the `rest` after it
+/// up to the batch's `fit` (the rule [`write_hits`]' single stores rely on).
+#[inline(always)]
+fn slots_needed(n: usize, rest: usize) -> usize {
+    n + 2 * rest
+}
+
 /// Why [`write_hits`] stopped before the end of its pieces.
 enum Stop {
     /// At the end of the batch.
@@ -362,7 +369,7 @@ fn write_hits(
                 };
                 if n > STORED_COPY
                     || at as isize > stored_room
-                    || room < STORED_COPY.max(n + 2 * rest)
+                    || room < STORED_COPY.max(slots_needed(n, rest))
                 {
                     stored = Some(entry);
                     break;
@@ -477,7 +484,7 @@ fn copy_stored(
     rest: usize,
 ) -> Result<usize, Stop> {
     let ids = entry.stored_ids(&cache.stored);
-    if written + ids.len() + 2 * rest > spare.len() {
+    if written + slots_needed(ids.len(), rest) > spare.len() {
         return Err(Stop::More(entry));
     }
     for (slot, &id) in spare[written..written + ids.len()].iter_mut().zip(ids) {

@@ -306,8 +306,8 @@ pub fn encode_each_in_parts<M: Model, E>(
         let mut next = move || rx.recv().ok();
         let mut first_failure: Option<(usize, EncodeError)> = None;
         let mut refused = None;
-        // Parts of cut texts whose other parts are still being encoded, by text.
-        let mut pending: BTreeMap<usize, Pending> = BTreeMap::new();
+        // The parts so far of the cut text being received (they come in turn).
+        let mut cut: Vec<Vec<u32>> = Vec::new();
         // Parts finished before a part ahead of them: received in order, so a text
         // that finishes early waits as its parts' buffers (no copy of it is made).
         let mut waiting: BTreeMap<usize, Encoded> = BTreeMap::new();
@@ -340,28 +340,15 @@ pub fn encode_each_in_parts<M: Model, E>(
                         recycle(group.ids);
                     }
                     Encoded { ids, .. } if first_failure.is_none() && refused.is_none() => {
-                        let whole = if part.of == 1 {
-                            Some(vec![ids])
-                        } else {
-                            let (got, missing) = pending
-                                .entry(i)
-                                .or_insert_with(|| (vec![None; part.of], part.of));
-                            got[part.nth] = Some(ids);
-                            *missing -= 1;
-                            if *missing == 0 {
-                                let (got, _) = pending.remove(&i).expect("just seen");
-                                Some(got.into_iter().flatten().collect())
-                            } else {
-                                None
-                            }
-                        };
-                        if let Some(parts) = whole {
-                            let slices: Vec<&[u32]> = parts.iter().map(Vec::as_slice).collect();
+                        debug_assert_eq!(cut.len(), part.nth, "a text's parts come in turn");
+                        cut.push(ids);
+                        if part.nth + 1 == part.of {
+                            let slices: Vec<&[u32]> = cut.iter().map(Vec::as_slice).collect();
                             if let Err(e) = receive(i, &slices) {
                                 stop();
                                 refused = Some(e);
                             }
-                            parts.into_iter().for_each(recycle);
+                            cut.drain(..).for_each(recycle);
                         }
                     }
                     _ => {} // failed already: only draining the workers
@@ -377,10 +364,6 @@ pub fn encode_each_in_parts<M: Model, E>(
     model.give_back_caches(used.into_inner().unwrap_or_else(|e| e.into_inner()));
     result
 }
-
-/// The parts of a cut text received so far: each part's ids (by its number in the
-/// text), and how many parts are missing.
-type Pending = (Vec<Option<Vec<u32>>>, usize);
 
 /// A piece of work for one thread: `texts[text][start..end]`, part `nth` of the `of`
 /// parts its text is cut into. `whole`: the text is not cut, and its worker checks it
