@@ -81,7 +81,6 @@ class _Completions:
         self.model = model
         self.ids_of = model.ids_of_bytes
         self.sorted, self.lengths = _vocabulary(model)
-        self._ranks: dict | None = None
 
     def starting_with(self, prefix: bytes):
         at = bisect_left(self.sorted, prefix)
@@ -96,9 +95,7 @@ class _Completions:
             return self.bpe_by_ranks(data)
         from bytepair.reference import bpe
 
-        if self._ranks is None:
-            self._ranks = {pair: n for n, pair in enumerate(self.model.merges)}
-        return [self.ids_of[part] for part in bpe(data, self._ranks)]
+        return [self.ids_of[part] for part in bpe(data, _merge_ranks(self.model))]
 
     def bpe_by_ranks(self, data: bytes) -> list[int]:
         """tiktoken's ``_byte_pair_merge``: merge the adjacent parts whose concatenation
@@ -179,6 +176,19 @@ def _vocabulary(model: Model) -> tuple[list[bytes], dict[int, int]]:
     built = (sorted(ids_of), _Lengths(model, ((i, len(t)) for t, i in ids_of.items())))
     _VOCABULARIES[model] = built
     return built
+
+
+#: Per model with merges: each merge's rank, built once (it was built on every call
+#: that merged bytes, like the sorted vocabulary before it).
+_MERGE_RANKS: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _merge_ranks(model: Model) -> dict[tuple[bytes, bytes], int]:
+    try:
+        return _MERGE_RANKS[model]
+    except KeyError:
+        ranks = _MERGE_RANKS[model] = {pair: n for n, pair in enumerate(model.merges)}
+        return ranks
 
 
 def _last_char_len(data: bytes) -> int:
