@@ -13,7 +13,8 @@
 //! total (MB over seconds of them all): on a VM whose cores change speed every few
 //! seconds, a best pass may come from a fast stretch that another variant missed, and
 //! the total is the steadier ratio. Documents as `core_encode` cuts them. The batch
-//! writes into a fresh uninitialised buffer each pass, as the binding's bytearray is.
+//! writes into the same buffer each pass, as the binding writes into the buffer of a
+//! batch Python let go of.
 
 #[path = "core_common.rs"]
 mod common;
@@ -48,19 +49,16 @@ fn main() {
     };
     let frame = Frame::default();
     // Each variant returns the number of ids, checked equal to the loop's.
+    // One output buffer for every pass, as the binding reuses the buffer of a batch
+    // Python let go of (`py::buffers::OutputPool`).
+    let mut out: Box<[MaybeUninit<u8>]> =
+        Box::new_uninit_slice(most_ids(&encoder, &docs, &frame) * 4);
+    advise_huge_pages(&mut out);
+    let out = std::cell::RefCell::new(out);
     let flat = |n: usize| {
-        let mut out: Box<[MaybeUninit<u8>]> =
-            Box::new_uninit_slice(most_ids(&encoder, &docs, &frame) * 4);
-        advise_huge_pages(&mut out);
-        let offsets = encode_flat(
-            &encoder,
-            &docs,
-            specials,
-            &frame,
-            Workers::Spawned(n),
-            &mut out,
-        )
-        .expect("encodes");
+        let out = &mut *out.borrow_mut();
+        let offsets = encode_flat(&encoder, &docs, specials, &frame, Workers::Spawned(n), out)
+            .expect("encodes");
         *offsets.last().expect("offsets") as usize
     };
     let not_placed = |n: usize| {
@@ -81,41 +79,60 @@ fn main() {
         .expect("encodes");
         count
     };
+    // The loop's documents shared out among threads, each thread looping over its own:
+    // what this machine gives threads of one process for this work, with no batch.
+    let loops = |n: usize| {
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..n)
+                .map(|k| {
+                    let (encoder, plain, docs) = (&encoder, &plain, &docs);
+                    s.spawn(move || {
+                        let mine = docs.iter().skip(k).step_by(n);
+                        mine.map(|d| encoder.encode(d, plain).expect("encodes").len())
+                            .sum::<usize>()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().expect("a loop")).sum()
+        })
+    };
     let names = [
         "loop".to_string(),
         "batch 1".to_string(),
         format!("batch {threads}"),
         format!("batch {threads}, not placed"),
+        format!("{threads} loops on {threads} threads"),
     ];
-    let mut best = [0f64; 4];
-    let mut total = [0f64; 4];
+    let mut best = [0f64; 5];
+    let mut total = [0f64; 5];
     for pass in 0..passes {
-        let mut seconds = [0f64; 4];
+        let mut seconds = [0f64; 5];
         let start = Instant::now();
         let tokens: usize = docs
             .iter()
             .map(|d| encoder.encode(d, &plain).expect("encodes").len())
             .sum();
         seconds[0] = start.elapsed().as_secs_f64();
-        for k in 1..4 {
+        for k in 1..5 {
             let start = Instant::now();
             let got = match k {
                 1 => flat(1),
                 2 => flat(threads),
-                _ => not_placed(threads),
+                3 => not_placed(threads),
+                _ => loops(threads),
             };
             seconds[k] = start.elapsed().as_secs_f64();
             assert_eq!(got, tokens, "{} gave other ids than the loop", names[k]);
         }
         if pass >= 2 {
-            for k in 0..4 {
+            for k in 0..5 {
                 best[k] = best[k].max(text.len() as f64 / seconds[k] / 1e6);
                 total[k] += seconds[k];
             }
         }
     }
     let warm_mb = (passes - 2) as f64 * text.len() as f64 / 1e6;
-    for k in 0..4 {
+    for k in 0..5 {
         println!(
             "{:>22}: best {:4.0} MB/s, warm total {:4.0} MB/s ({:.2}x the loop's total)",
             names[k],

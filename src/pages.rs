@@ -1,5 +1,6 @@
-//! Large buffers backed by huge pages where the kernel offers them: output buffers,
-//! and the hash tables of piece caches and counters ([`crate::packed`]).
+//! Large buffers backed by huge pages where the kernel offers them: output buffers
+//! (kept for reuse between batches: [`OutputPool`]), and the hash tables of piece
+//! caches and counters ([`crate::packed`]).
 //!
 //! A batch's ids go into one buffer allocated at its largest possible size and written
 //! once (`io::batch::encode_flat`). Each 4 KiB page of it costs a page fault when first
@@ -7,6 +8,8 @@
 //! time against 37 ms of encoding. `MADV_HUGEPAGE` asks for 2 MiB pages instead (one
 //! fault per 512 small ones) on systems whose transparent huge pages are in `madvise`
 //! mode (the default of most distributions). Pages never written still cost nothing.
+
+use std::sync::{Arc, Mutex};
 
 /// Asks the kernel to back the whole 2 MiB pages inside `buf` with huge pages. A hint:
 /// no effect on what the buffer holds, and none at all off Linux or when refused.
@@ -32,6 +35,67 @@ pub fn advise_huge_pages<T>(buf: &mut [T]) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = buf;
+}
+
+/// Output buffers of batches their caller is done with, for the next batch to write
+/// into (the binding's `encode_batch_to_bytes`: a buffer goes back when Python lets go
+/// of the ids in it).
+///
+/// A batch's flat ids used to go into a new buffer each call: memory the kernel maps
+/// and zeroes as it is first written (5 huge pages, or 2,400 small ones, for the ids
+/// of 10 MB of English), which cost two threads a tenth of their speed. A buffer
+/// whose pages were written before costs none of that. A program encoding batch
+/// after batch (a data loader, a shard writer) lets go of one batch's ids before or
+/// soon after its next call; two buffers kept cover both orders.
+///
+/// Kept only while small enough that holding on to them is cheap: a buffer keeps the
+/// pages it was written in, and a batch of a gigabyte of text is not to keep its 4 GB
+/// of room after its caller let go of it.
+#[derive(Clone, Default)]
+pub struct OutputPool(Arc<Mutex<Vec<Vec<u8>>>>);
+
+/// Buffers an [`OutputPool`] keeps, and the largest room it keeps one of.
+pub const POOLED_OUTPUTS: usize = 2;
+pub const POOLED_OUTPUT_BYTES: usize = 256 << 20;
+
+impl OutputPool {
+    /// An empty buffer with room for `bytes`: a kept one if one is large enough (those
+    /// too small for this caller's batches are dropped), else a new one, its pages
+    /// advised to be huge ([`advise_huge_pages`]).
+    pub fn take(&self, bytes: usize) -> Vec<u8> {
+        let kept = {
+            let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            match kept.iter().position(|b| b.capacity() >= bytes) {
+                Some(i) => Some(kept.swap_remove(i)),
+                None => {
+                    kept.clear();
+                    None
+                }
+            }
+        };
+        kept.unwrap_or_else(|| {
+            let mut fresh = Vec::with_capacity(bytes);
+            advise_huge_pages(fresh.spare_capacity_mut());
+            fresh
+        })
+    }
+
+    /// Keeps `buf` for a later [`OutputPool::take`], if there is room and it is small.
+    pub fn give_back(&self, mut buf: Vec<u8>) {
+        if buf.capacity() > POOLED_OUTPUT_BYTES {
+            return;
+        }
+        buf.clear();
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < POOLED_OUTPUTS {
+            kept.push(buf);
+        }
+    }
+
+    /// How many buffers are kept.
+    pub fn kept(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
 }
 
 /// A fixed-length slice of `Copy` items, 2 MiB-aligned and backed by huge pages when it
@@ -143,6 +207,39 @@ impl<T: Copy + std::fmt::Debug> std::fmt::Debug for HugeSlice<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_pools_give_back_kept_buffers_that_fit_and_keep_only_small_ones() {
+        let pool = OutputPool::default();
+        let mut first = pool.take(1000);
+        assert!(first.is_empty() && first.capacity() >= 1000);
+        first.extend_from_slice(&[1, 2, 3]);
+        let at = first.as_ptr();
+        pool.give_back(first);
+        assert_eq!(pool.kept(), 1);
+        // A kept buffer with room enough comes back empty.
+        let again = pool.take(500);
+        assert!(again.as_ptr() == at && again.is_empty());
+        assert_eq!(pool.kept(), 0);
+        // No more than POOLED_OUTPUTS are kept.
+        for _ in 0..POOLED_OUTPUTS + 2 {
+            pool.give_back(Vec::with_capacity(100));
+        }
+        assert_eq!(pool.kept(), POOLED_OUTPUTS);
+        // Those too small for what is asked are dropped, and a new buffer is made.
+        let bigger = pool.take(10_000);
+        assert!(bigger.capacity() >= 10_000);
+        assert_eq!(pool.kept(), 0);
+        // A buffer with more room than POOLED_OUTPUT_BYTES is not kept (its room is
+        // only reserved: its pages are never written, so it costs no memory here).
+        pool.give_back(Vec::with_capacity(POOLED_OUTPUT_BYTES + 1));
+        assert_eq!(pool.kept(), 0);
+        pool.give_back(Vec::with_capacity(POOLED_OUTPUT_BYTES));
+        assert_eq!(pool.kept(), 1);
+        // Clones share what is kept.
+        assert_eq!(pool.clone().take(1).capacity(), POOLED_OUTPUT_BYTES);
+        assert_eq!(pool.kept(), 0);
+    }
 
     #[test]
     fn huge_slices_are_filled_aligned_and_cloned() {

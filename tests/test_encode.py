@@ -187,6 +187,42 @@ def test_encode_batch_to_numpy_equals_encode_batch(tinystories_tokenizer):
     assert ids.tolist() == [] and offsets.tolist() == [0]
 
 
+def test_a_batch_writes_into_the_buffer_of_one_let_go_of_never_into_one_held(
+    tinystories_tokenizer,
+):
+    import numpy as np
+
+    tok = tinystories_tokenizer
+    docs = (DATA / "tinystories_sample.txt").read_text(encoding="utf-8").split(EOT)
+    expected = tok.encode_batch(docs)
+    for threads in (1, 2):
+        held, held_offsets = tok.encode_batch_to_numpy(docs, num_threads=threads)
+        kept = held.copy()
+        # Python holds the first batch's ids: the next batch writes elsewhere, and
+        # writing into its ids leaves the first batch's as they were.
+        second, offsets = tok.encode_batch_to_numpy(docs, num_threads=threads)
+        assert second.ctypes.data != held.ctypes.data
+        second[:] = 7
+        assert (held == kept).all() and _split(held, held_offsets) == expected
+        # Let go of (every view too), a batch's buffer is the next batch's, rewritten.
+        # The memory in between goes to an array as large as the buffer: memory freed
+        # would be that array's (the allocator hands out the same place again), so the
+        # batch finds its old place only where it was kept for it.
+        first_at = held.ctypes.data
+        del held, kept, second, offsets
+        room = 4 * sum(len(d.encode()) for d in docs)
+        blocker = np.ones(room, dtype=np.uint8)
+        again, offsets = tok.encode_batch_to_numpy(docs, num_threads=threads)
+        assert again.ctypes.data == first_at and again.flags.writeable
+        assert _split(again, offsets) == expected
+        del blocker
+        # A batch needing more room than any buffer kept gets a new one, right too.
+        del again, offsets
+        bigger, offsets = tok.encode_batch_to_numpy(docs * 3, num_threads=threads)
+        assert _split(bigger, offsets) == expected * 3
+        del bigger, offsets
+
+
 def test_encode_batch_to_numpy_checks_specials_and_surrogates(gpt2):
     with pytest.raises(ValueError, match="special token '<\\|endoftext\\|>'"):
         gpt2.encode_batch_to_numpy(["fine", "not <|endoftext|> fine"])

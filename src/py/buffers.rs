@@ -1,8 +1,12 @@
 //! `IdBuffer`: ids lent to Python without a copy, through the buffer protocol (numpy's
-//! `frombuffer` views them, read-only): a block of a file's ids, or the ids of one
-//! `encode_to_numpy` call.
+//! `frombuffer` views them): a block of a file's ids, or the ids of one
+//! `encode_to_numpy` call (read-only), or a batch's flat ids (writable, reused:
+//! [`crate::pages::OutputPool`]).
 
+use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
+
+pub use crate::pages::OutputPool;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -21,7 +25,24 @@ enum Held {
     Bytes(Vec<u8>, Spare),
     /// uint32 ids, already little-endian.
     Ids(Vec<u32>),
+    /// A batch's flat ids, which Python may write to, and which go back to their
+    /// [`OutputPool`] when Python lets go of them. `data` is not touched from when it is
+    /// lent until then: Python reaches the bytes through `at`, taken from it before.
+    Writable {
+        data: Vec<u8>,
+        at: Lent,
+        pool: OutputPool,
+    },
 }
+
+/// Where a writable buffer's bytes start (see [`Held::Writable`]).
+struct Lent(NonNull<u8>);
+
+// SAFETY: a pointer into a `Vec<u8>` the same `Held` owns, used only to hand the bytes
+// to Python, which synchronises its own writes (as for a bytearray's).
+unsafe impl Send for Lent {}
+// SAFETY: as above; Rust never reads or writes through it.
+unsafe impl Sync for Lent {}
 
 /// Ids (little-endian bytes: uint32, or a shard block's uint16) lent to Python without
 /// a copy.
@@ -35,6 +56,19 @@ impl IdBuffer {
     pub fn reused(data: Vec<u8>, spare: &Spare) -> Self {
         Self {
             held: Held::Bytes(data, Arc::clone(spare)),
+        }
+    }
+
+    /// A batch's flat ids (little-endian bytes, written into a buffer `pool` gave),
+    /// lent to Python writable; the buffer goes back to `pool` when Python lets go.
+    pub fn writable(mut data: Vec<u8>, pool: &OutputPool) -> Self {
+        let at = Lent(NonNull::new(data.as_mut_ptr()).expect("a Vec's pointer is not null"));
+        Self {
+            held: Held::Writable {
+                data,
+                at,
+                pool: pool.clone(),
+            },
         }
     }
 
@@ -54,21 +88,27 @@ impl IdBuffer {
         }
     }
 
-    fn bytes(&self) -> (*const u8, usize) {
+    /// Where the bytes start, how many there are, and whether Python may write them.
+    fn bytes(&self) -> (*mut u8, usize, bool) {
         match &self.held {
-            Held::Bytes(data, _) => (data.as_ptr(), data.len()),
-            Held::Ids(ids) => (ids.as_ptr().cast(), ids.len() * 4),
+            Held::Bytes(data, _) => (data.as_ptr().cast_mut(), data.len(), false),
+            Held::Ids(ids) => (ids.as_ptr().cast::<u8>().cast_mut(), ids.len() * 4, false),
+            Held::Writable { data, at, .. } => (at.0.as_ptr(), data.len(), true),
         }
     }
 }
 
 impl Drop for IdBuffer {
     fn drop(&mut self) {
-        if let Held::Bytes(data, spare) = &mut self.held {
-            let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
-            if spare.len() < SPARE_BUFFERS {
-                spare.push(std::mem::take(data));
+        match &mut self.held {
+            Held::Bytes(data, spare) => {
+                let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
+                if spare.len() < SPARE_BUFFERS {
+                    spare.push(std::mem::take(data));
+                }
             }
+            Held::Writable { data, pool, .. } => pool.give_back(std::mem::take(data)),
+            Held::Ids(_) => {}
         }
     }
 }
@@ -82,12 +122,15 @@ impl IdBuffer {
         view: *mut ffi::Py_buffer,
         flags: std::os::raw::c_int,
     ) -> PyResult<()> {
-        let (data, len) = slf.get().bytes();
+        let (data, len, writable) = slf.get().bytes();
         let len = ffi::Py_ssize_t::try_from(len).expect("a buffer's length fits");
         // SAFETY: the data lives as long as `slf`, which the view holds a reference to
-        // (PyBuffer_FillInfo sets `view.obj`); read-only, so no one writes to it.
+        // (PyBuffer_FillInfo sets `view.obj`). Read-only ones: no one writes to them. A
+        // writable one: Rust does not touch its bytes while Python holds it (Drop is
+        // after the last view is released).
+        let readonly = (!writable).into();
         let done = unsafe {
-            ffi::PyBuffer_FillInfo(view, slf.as_ptr(), data.cast_mut().cast(), len, 1, flags)
+            ffi::PyBuffer_FillInfo(view, slf.as_ptr(), data.cast(), len, readonly, flags)
         };
         if done == -1 {
             return Err(PyErr::fetch(slf.py()));

@@ -4,16 +4,15 @@
 //! ([`crate::model::Model`]). Each pyclass holds a [`Seam`] and gets the methods from
 //! [`pymethods_with_seam`].
 
-use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::buffers::IdBuffer;
+use super::buffers::{IdBuffer, OutputPool};
 use super::documents::DocumentBatches;
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
@@ -86,6 +85,9 @@ pub struct Seam<M> {
     /// by the number of tokens the model has, never by its largest id (one special
     /// token at 2**31 - 1 made this 16 GiB); ids past it get an int of their own.
     ints: OnceLock<Vec<Py<PyAny>>>,
+    /// Output buffers of `encode_batch_to_bytes` that Python let go of, written into
+    /// again (shared with the seams of other frames).
+    outputs: OutputPool,
 }
 
 /// A new Python int for `id`; MemoryError when Python has no memory for it.
@@ -122,6 +124,7 @@ impl<M: Model> Seam<M> {
             max_id,
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
+            outputs: OutputPool::default(),
         })
     }
 
@@ -172,6 +175,7 @@ impl<M: Model> Seam<M> {
             max_id: self.max_id,
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
+            outputs: self.outputs.clone(),
         })
     }
 
@@ -492,13 +496,15 @@ impl<M: Model> Seam<M> {
     }
 
     /// Encodes many texts on `num_threads` threads into one flat array: returns the ids
-    /// of all texts, one after another, as little-endian uint32 bytes (a bytearray, so
-    /// numpy's view of it is writable), and the `len(texts) + 1` offsets
-    /// (little-endian int64 bytes) where each text's ids start and the last ends.
+    /// of all texts, one after another, as little-endian uint32 bytes (an [`IdBuffer`]
+    /// Python may write to, so numpy's view of it is writable), and the
+    /// `len(texts) + 1` offsets (little-endian int64 bytes) where each text's ids start
+    /// and the last ends.
     ///
-    /// No Python object is made per token, so nothing needs the GIL. The bytearray is
-    /// allocated once at its largest possible size, uninitialised (`io::batch::
-    /// encode_flat` writes it in text order), and shrunk to what was written.
+    /// No Python object is made per token, so nothing needs the GIL. The ids go into a
+    /// buffer with room for the most the texts can give, taken from the seam's
+    /// [`OutputPool`] (one an earlier batch's ids were in, when Python has let go of
+    /// it), written once in text order (`io::batch::encode_flat`).
     pub fn encode_batch_to_bytes<'py>(
         &self,
         py: Python<'py>,
@@ -506,29 +512,18 @@ impl<M: Model> Seam<M> {
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
         disallowed_special: Disallowed,
-    ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyBytes>)> {
+    ) -> PyResult<(Bound<'py, IdBuffer>, Bound<'py, PyBytes>)> {
         let (texts, allowed, disallowed) =
             self.batch_args(&texts, allowed_special, disallowed_special)?;
         let specials = Specials {
             allowed: &allowed,
             disallowed: &disallowed,
         };
-        let size = most_ids(&*self.core, &texts, &self.frame) * 4;
-        let py_size =
-            ffi::Py_ssize_t::try_from(size).map_err(|_| value_error("batch too large"))?;
-        // SAFETY: a new bytearray of `size` uninitialised bytes (not zeroed: its pages
-        // stay untouched until written), owned here until returned; no Python code sees
-        // it while the slice over its buffer is alive.
-        let (out, buf) = unsafe {
-            let out = Bound::from_owned_ptr_or_err(
-                py,
-                ffi::PyByteArray_FromStringAndSize(std::ptr::null(), py_size),
-            )?
-            .cast_into_unchecked::<PyByteArray>();
-            let ptr = ffi::PyByteArray_AsString(out.as_ptr()).cast::<MaybeUninit<u8>>();
-            (out, std::slice::from_raw_parts_mut(ptr, size))
-        };
-        advise_huge_pages(buf);
+        let size = most_ids(&*self.core, &texts, &self.frame)
+            .checked_mul(4)
+            .filter(|&size| isize::try_from(size).is_ok())
+            .ok_or_else(|| value_error("batch too large"))?;
+        let mut buf = self.outputs.take(size);
         let offsets = py
             .detach(|| {
                 encode_flat(
@@ -537,17 +532,19 @@ impl<M: Model> Seam<M> {
                     specials,
                     &self.frame,
                     Workers::Spawned(num_threads),
-                    buf,
+                    &mut buf.spare_capacity_mut()[..size],
                 )
             })
             .map_err(|e| encode_error(py, e))?;
-        let written = offsets.last().map_or(0, |&n| n as ffi::Py_ssize_t * 4);
-        // SAFETY: shrinking our own bytearray to the bytes written.
-        if unsafe { ffi::PyByteArray_Resize(out.as_ptr(), written) } != 0 {
-            return Err(PyErr::fetch(py));
-        }
+        let written = offsets.last().map_or(0, |&n| n as usize * 4);
+        // SAFETY: `encode_flat` wrote the ids of every text, `written` bytes from the
+        // start of the buffer's room (its offsets say where they end).
+        unsafe { buf.set_len(written) };
         let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-        Ok((out, PyBytes::new(py, &offsets)))
+        Ok((
+            Bound::new(py, IdBuffer::writable(buf, &self.outputs))?,
+            PyBytes::new(py, &offsets),
+        ))
     }
 
     /// Streaming (`io::stream`): encodes the part of `text` later text cannot change.
@@ -795,7 +792,7 @@ macro_rules! pymethods_with_seam {
             allowed_special: Option<Vec<String>>,
             num_threads: usize,
             disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
-        ) -> ::pyo3::PyResult<(Bound<'py, ::pyo3::types::PyByteArray>, Bound<'py, ::pyo3::types::PyBytes>)> {
+        ) -> ::pyo3::PyResult<(Bound<'py, $crate::py::buffers::IdBuffer>, Bound<'py, ::pyo3::types::PyBytes>)> {
             let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             let seam = &self.seam;
             seam.encode_batch_to_bytes(py, texts, allowed_special, num_threads, disallowed)
