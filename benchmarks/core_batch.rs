@@ -7,7 +7,13 @@
 //! ```text
 //! cargo build --release --example core_batch
 //! target/release/examples/core_batch RANKS.tiktoken gpt2|cl100k|o200k CORPUS.txt [MB] [PASSES] [THREADS]
+//! target/release/examples/core_batch ... MB PASSES THREADS independent
 //! ```
+//!
+//! `independent`: instead, THREADS threads each encode all the documents, PASSES times,
+//! each with its own cache, never waiting for one another (as THREADS processes would),
+//! and each prints its median warm pass: what the machine gives threads of one process
+//! for this work when nothing joins them at the end of each call.
 //!
 //! Printed per variant: the best warm pass (from the third on) and the warm passes'
 //! total (MB over seconds of them all): on a VM whose cores change speed every few
@@ -48,6 +54,10 @@ fn main() {
         disallowed: &plain,
     };
     let frame = Frame::default();
+    if args.get(7).map(String::as_str) == Some("independent") {
+        independent(&encoder, &docs, text.len(), passes, threads);
+        return;
+    }
     // Each variant returns the number of ids, checked equal to the loop's.
     // One output buffer for every pass, as the binding reuses the buffer of a batch
     // Python let go of (`py::buffers::OutputPool`).
@@ -141,4 +151,44 @@ fn main() {
             total[0] / total[k]
         );
     }
+}
+
+/// `threads` threads, each encoding every document `passes` times with a cache of its
+/// own and printing its median warm pass (see the module docs).
+fn independent(
+    encoder: &bytepair::bpe::Encoder,
+    docs: &[&str],
+    bytes: usize,
+    passes: usize,
+    threads: usize,
+) {
+    use bytepair::model::Model;
+    let plain = encoder.no_specials();
+    std::thread::scope(|s| {
+        for k in 0..threads {
+            s.spawn(move || {
+                let mut cache = encoder.take_cache();
+                let mut ids = Vec::new();
+                let mut speeds: Vec<f64> = (0..passes)
+                    .map(|_| {
+                        let start = Instant::now();
+                        for d in docs {
+                            ids.clear();
+                            encoder
+                                .encode_cached(d, plain, &mut cache, &mut ids)
+                                .expect("encodes");
+                        }
+                        bytes as f64 / start.elapsed().as_secs_f64() / 1e6
+                    })
+                    .skip(2)
+                    .collect();
+                speeds.sort_by(f64::total_cmp);
+                println!(
+                    "thread {k}: median warm pass {:.0} MB/s",
+                    speeds[speeds.len() / 2]
+                );
+                encoder.give_back_cache(cache);
+            });
+        }
+    });
 }
