@@ -11,7 +11,8 @@ equal slices. "warm" is the fastest pass from the third on; ids are checked equa
 With ``--threads N``, bytepair's batch on N threads (``encode_batch_to_numpy``, as
 bench_gigatoken.py's batch row) takes its turn in each pass too, and its warm speed
 over bytepair's one thread is printed: the two-thread target's ratio, measured in the
-same stretch of the machine as the one thread it is over.
+same stretch of the machine as the one thread it is over, by best passes and as the
+median of the two in each pass (the steadier).
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ def documents(path: str, mb: float) -> list[str]:
         return [d for d in text.split(EOT) if d]
     step = len(text) // 50 + 1
     return [text[i : i + step] for i in range(0, len(text), step)]
+
+
+def paired(one: list[float], batch: list[float]) -> float:
+    """The median over warm passes of one thread's time over the batch's in the same
+    pass: less at the mercy of the machine's fast and slow stretches than the ratio of
+    two best passes, which may come from different stretches."""
+    import statistics
+
+    return statistics.median(o / b for o, b in zip(one[2:], batch[2:]))
 
 
 def main() -> None:
@@ -85,7 +95,8 @@ def main() -> None:
         f"ratio {warm['gigatoken'] / warm['bytepair']:.2f} (warm, {a.passes} passes in turn)"
         + (
             f"; bytepair batch on {a.threads} threads {mb / warm['batch']:.0f} MB/s, "
-            f"{warm['bytepair'] / warm['batch']:.2f}x its one thread"
+            f"{warm['bytepair'] / warm['batch']:.2f}x its one thread "
+            f"(paired median {paired(times['bytepair'], times['batch']):.2f}x)"
             if a.threads
             else ""
         )
