@@ -1228,6 +1228,35 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_batch_on_threads_gives_back_the_calling_threads_cache_with_the_workers() {
+        use crate::io::batch::{encode_flat, most_ids, Specials, Workers};
+        use crate::model::Frame;
+        let owned: Vec<String> = (0..64)
+            .map(|i| format!("abc cab bca aab {} {i}", "ab ".repeat(i % 9)))
+            .collect();
+        let texts: Vec<&str> = owned.iter().map(String::as_str).collect();
+        for threads in [2, 3] {
+            let e = random_encoder(777, 40, Some(GPT2_PATTERN));
+            let specials = Specials {
+                allowed: e.no_specials(),
+                disallowed: e.no_specials(),
+            };
+            let frame = Frame::default();
+            let mut out = vec![std::mem::MaybeUninit::uninit(); most_ids(&e, &texts, &frame) * 4];
+            let workers = Workers::Spawned(threads);
+            encode_flat(&e, &texts, specials, &frame, workers, &mut out).unwrap();
+            // The calling thread is one of the workers: its cache comes back too, and
+            // every cache learned the pieces of the batch.
+            assert_eq!(e.caches.len(), threads, "{threads} threads");
+            for _ in 0..threads {
+                let cache = e.take_cache();
+                assert!(cache.small.len() > 4, "{threads} threads");
+                drop(cache); // not back to the pool: the next take gets another
+            }
+        }
+    }
+
+    #[test]
     fn caches_given_back_together_learn_what_the_others_merged() {
         let e = random_encoder(2024, 60, Some(GPT2_PATTERN));
         // Two workers' texts, with no piece in common but "ab": short pieces, and a
