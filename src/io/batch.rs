@@ -304,17 +304,16 @@ pub fn encode_each_in_parts<M: Model, E>(
         let rx = &mut rx;
         let used = &used;
         let mut mine = Some(model.take_cache());
-        let mine_ref = &mut mine;
         let mut next = move || {
             if let Ok(done) = rx.try_recv() {
                 return Some(done);
             }
-            if let Some(done) = mine_ref.as_mut().and_then(&encode_next) {
+            if let Some(done) = mine.as_mut().and_then(&encode_next) {
                 return Some(done);
             }
             // Nothing left to take: this thread's cache goes with the others', and
             // it waits for the other workers' last pieces.
-            if let Some(cache) = mine_ref.take() {
+            if let Some(cache) = mine.take() {
                 used.lock().unwrap_or_else(|e| e.into_inner()).push(cache);
             }
             rx.recv().ok()
