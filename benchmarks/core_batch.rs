@@ -64,11 +64,16 @@ fn main() {
     let mut out: Box<[MaybeUninit<u8>]> =
         Box::new_uninit_slice(most_ids(&encoder, &docs, &frame) * 4);
     advise_huge_pages(&mut out);
-    let out = std::cell::RefCell::new(out);
-    let flat = |n: usize| {
-        let out = &mut *out.borrow_mut();
-        let offsets = encode_flat(&encoder, &docs, specials, &frame, Workers::Spawned(n), out)
-            .expect("encodes");
+    let mut flat = |n: usize| {
+        let offsets = encode_flat(
+            &encoder,
+            &docs,
+            specials,
+            &frame,
+            Workers::Spawned(n),
+            &mut out,
+        )
+        .expect("encodes");
         *offsets.last().expect("offsets") as usize
     };
     let not_placed = |n: usize| {
