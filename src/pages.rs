@@ -37,9 +37,9 @@ pub fn advise_huge_pages<T>(buf: &mut [T]) {
     let _ = buf;
 }
 
-/// Output buffers of batches their caller is done with, for the next batch to write
-/// into (the binding's `encode_batch_to_bytes`: a buffer goes back when Python lets go
-/// of the ids in it).
+/// Output buffers their caller is done with, for the next output to be written into:
+/// a batch's flat ids (the binding's `encode_batch_to_bytes`), a file's blocks of ids
+/// (`py::documents`); a buffer goes back when Python lets go of the ids in it.
 ///
 /// A batch's flat ids used to go into a new buffer each call: memory the kernel maps
 /// and zeroes as it is first written (5 huge pages, or 2,400 small ones, for the ids
@@ -48,23 +48,54 @@ pub fn advise_huge_pages<T>(buf: &mut [T]) {
 /// after batch (a data loader, a shard writer) lets go of one batch's ids before or
 /// soon after its next call; two buffers kept cover both orders.
 ///
-/// Kept only while small enough that holding on to them is cheap: a buffer keeps the
-/// pages it was written in, and a batch of a gigabyte of text is not to keep its 4 GB
-/// of room after its caller let go of it.
-#[derive(Clone, Default)]
-pub struct OutputPool(Arc<Mutex<Vec<Vec<u8>>>>);
+/// A batch's buffers are kept only while small enough that holding on to them is
+/// cheap: a buffer keeps the pages it was written in, and a batch of a gigabyte of
+/// text is not to keep its 4 GB of room after its caller let go of it.
+#[derive(Clone)]
+pub struct OutputPool {
+    kept: Arc<Mutex<Vec<Vec<u8>>>>,
+    /// How many buffers are kept at most, and the largest room one is kept with.
+    most: usize,
+    largest: usize,
+}
 
-/// Buffers an [`OutputPool`] keeps, and the largest room it keeps one of.
+/// Buffers the default [`OutputPool`] (a batch's) keeps, and the largest room it keeps
+/// one of.
 pub const POOLED_OUTPUTS: usize = 2;
 pub const POOLED_OUTPUT_BYTES: usize = 256 << 20;
 
+/// A batch's outputs: [`POOLED_OUTPUTS`] kept, of [`POOLED_OUTPUT_BYTES`] of room at most.
+impl Default for OutputPool {
+    fn default() -> Self {
+        Self::new(POOLED_OUTPUTS, POOLED_OUTPUT_BYTES)
+    }
+}
+
 impl OutputPool {
+    /// A pool keeping up to `most` buffers, each of `largest` bytes of room at most.
+    pub fn new(most: usize, largest: usize) -> Self {
+        Self {
+            kept: Arc::default(),
+            most,
+            largest,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A kept buffer, if any (empty, whatever its room: the caller sees if it fits).
+    pub fn pop(&self) -> Option<Vec<u8>> {
+        self.lock().pop()
+    }
+
     /// An empty buffer with room for `bytes`: a kept one if one is large enough (those
     /// too small for this caller's batches are dropped), else a new one, its pages
     /// advised to be huge ([`advise_huge_pages`]).
     pub fn take(&self, bytes: usize) -> Vec<u8> {
         let kept = {
-            let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let mut kept = self.lock();
             match kept.iter().position(|b| b.capacity() >= bytes) {
                 Some(i) => Some(kept.swap_remove(i)),
                 None => {
@@ -80,21 +111,22 @@ impl OutputPool {
         })
     }
 
-    /// Keeps `buf` for a later [`OutputPool::take`], if there is room and it is small.
+    /// Keeps `buf` for a later [`OutputPool::take`] or [`OutputPool::pop`], if there
+    /// is room and it is small enough.
     pub fn give_back(&self, mut buf: Vec<u8>) {
-        if buf.capacity() > POOLED_OUTPUT_BYTES {
+        if buf.capacity() > self.largest {
             return;
         }
         buf.clear();
-        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() < POOLED_OUTPUTS {
+        let mut kept = self.lock();
+        if kept.len() < self.most {
             kept.push(buf);
         }
     }
 
     /// How many buffers are kept.
     pub fn kept(&self) -> usize {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.lock().len()
     }
 }
 
@@ -239,6 +271,17 @@ mod tests {
         // Clones share what is kept.
         assert_eq!(pool.clone().take(1).capacity(), POOLED_OUTPUT_BYTES);
         assert_eq!(pool.kept(), 0);
+        // A pool of other limits (a file's blocks): pop gives any buffer kept, emptied.
+        let blocks = OutputPool::new(3, usize::MAX);
+        assert!(blocks.pop().is_none());
+        for n in [10usize, 20, 30, 40] {
+            blocks.give_back(vec![1; n]);
+        }
+        assert_eq!(blocks.kept(), 3);
+        let last = blocks.pop().expect("kept");
+        assert!(last.is_empty() && last.capacity() >= 30);
+        blocks.give_back(Vec::with_capacity(POOLED_OUTPUT_BYTES + 1));
+        assert_eq!(blocks.kept(), 3, "no largest room");
     }
 
     #[test]

@@ -4,25 +4,17 @@
 //! [`crate::pages::OutputPool`]).
 
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex};
 
 pub use crate::pages::OutputPool;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-/// Id buffers Python is done with, for the encoder to fill again: a fresh buffer per
-/// block made the kernel map and zero its pages every time.
-pub type Spare = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// Buffers kept for reuse: the one Python holds, the one waiting, the one being filled.
-const SPARE_BUFFERS: usize = 3;
-
 /// What an [`IdBuffer`] holds: little-endian ids, as bytes.
 enum Held {
     /// Ids of the width the bytes' maker chose (a shard block: uint16 or uint32), which
-    /// go back to `Spare` when Python lets go of them.
-    Bytes(Vec<u8>, Spare),
+    /// go back to their [`OutputPool`] when Python lets go of them.
+    Bytes(Vec<u8>, OutputPool),
     /// uint32 ids, already little-endian.
     Ids(Vec<u32>),
     /// A batch's flat ids, which Python may write to, and which go back to their
@@ -52,10 +44,10 @@ pub struct IdBuffer {
 }
 
 impl IdBuffer {
-    /// A buffer of ids as bytes, which goes back to `spare` when Python lets go of it.
-    pub fn reused(data: Vec<u8>, spare: &Spare) -> Self {
+    /// A buffer of ids as bytes, which goes back to `pool` when Python lets go of it.
+    pub fn reused(data: Vec<u8>, pool: &OutputPool) -> Self {
         Self {
-            held: Held::Bytes(data, Arc::clone(spare)),
+            held: Held::Bytes(data, pool.clone()),
         }
     }
 
@@ -101,13 +93,9 @@ impl IdBuffer {
 impl Drop for IdBuffer {
     fn drop(&mut self) {
         match &mut self.held {
-            Held::Bytes(data, spare) => {
-                let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
-                if spare.len() < SPARE_BUFFERS {
-                    spare.push(std::mem::take(data));
-                }
+            Held::Bytes(data, pool) | Held::Writable { data, pool, .. } => {
+                pool.give_back(std::mem::take(data))
             }
-            Held::Writable { data, pool, .. } => pool.give_back(std::mem::take(data)),
             Held::Ids(_) => {}
         }
     }

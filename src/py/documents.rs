@@ -9,7 +9,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::buffers::{IdBuffer, Spare};
+use super::buffers::{IdBuffer, OutputPool};
 use super::errors::read_error;
 use super::Progress;
 use crate::io::blocks::ReadError;
@@ -31,6 +31,10 @@ pub type EncodeBlocks = dyn FnOnce(
 /// each item's ids start.
 pub type Encoded = (Arc<Items>, FlatIds);
 
+/// Block buffers kept for reuse: the one Python holds, the one waiting, the one being
+/// filled.
+const SPARE_BLOCKS: usize = 3;
+
 /// An iterator over the blocks of a text file, each a tuple
 /// `(ids, offsets, docs, firsts, lasts, end)`: the ids of the block's items (parts of
 /// documents) as little-endian uint16 or uint32 (the shards' width) in an
@@ -49,7 +53,9 @@ pub struct DocumentBatches {
     path: String,
     /// In a Mutex only to be Sync, as a pyclass must be (`__next__` has `&mut self`).
     blocks: Option<Mutex<mpsc::Receiver<Result<Encoded, ReadError>>>>,
-    spare: Spare,
+    /// Id buffers Python is done with, for the encoder to fill again: a fresh buffer
+    /// per block made the kernel map and zero its pages every time.
+    spare: OutputPool,
     /// The encoding thread, then the reading one: joined in that order.
     threads: Vec<std::thread::JoinHandle<()>>,
     stop: Arc<AtomicBool>,
@@ -102,11 +108,11 @@ impl DocumentBatches {
                 }
             }
         };
-        let spare: Spare = Arc::default();
-        let spares = Arc::clone(&spare);
+        let spare = OutputPool::new(SPARE_BLOCKS, usize::MAX);
+        let spares = spare.clone();
         let encode = move || {
             let mut next = || items_rx.recv().ok();
-            let mut reuse = || spares.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let mut reuse = || spares.pop();
             // The receiver is gone when the caller stopped early.
             let mut deliver = |block| tx.send(block).is_ok();
             encode(&mut next, &mut reuse, &mut deliver);
