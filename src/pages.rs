@@ -92,8 +92,9 @@ impl OutputPool {
 
     /// An empty buffer with room for `bytes`: a kept one if one is large enough (those
     /// too small for this caller's batches are dropped), else a new one, its pages
-    /// advised to be huge ([`advise_huge_pages`]).
-    pub fn take(&self, bytes: usize) -> Vec<u8> {
+    /// advised to be huge ([`advise_huge_pages`]); an error when there is no memory
+    /// for a new one.
+    pub fn take(&self, bytes: usize) -> Result<Vec<u8>, std::collections::TryReserveError> {
         let kept = {
             let mut kept = self.lock();
             match kept.iter().position(|b| b.capacity() >= bytes) {
@@ -104,11 +105,13 @@ impl OutputPool {
                 }
             }
         };
-        kept.unwrap_or_else(|| {
-            let mut fresh = Vec::with_capacity(bytes);
-            advise_huge_pages(fresh.spare_capacity_mut());
-            fresh
-        })
+        if let Some(kept) = kept {
+            return Ok(kept);
+        }
+        let mut fresh = Vec::new();
+        fresh.try_reserve_exact(bytes)?;
+        advise_huge_pages(fresh.spare_capacity_mut());
+        Ok(fresh)
     }
 
     /// Keeps `buf` for a later [`OutputPool::take`] or [`OutputPool::pop`], if there
@@ -243,14 +246,14 @@ mod tests {
     #[test]
     fn output_pools_give_back_kept_buffers_that_fit_and_keep_only_small_ones() {
         let pool = OutputPool::default();
-        let mut first = pool.take(1000);
+        let mut first = pool.take(1000).unwrap();
         assert!(first.is_empty() && first.capacity() >= 1000);
         first.extend_from_slice(&[1, 2, 3]);
         let at = first.as_ptr();
         pool.give_back(first);
         assert_eq!(pool.kept(), 1);
         // A kept buffer with room enough comes back empty.
-        let again = pool.take(500);
+        let again = pool.take(500).unwrap();
         assert!(again.as_ptr() == at && again.is_empty());
         assert_eq!(pool.kept(), 0);
         // No more than POOLED_OUTPUTS are kept.
@@ -259,7 +262,7 @@ mod tests {
         }
         assert_eq!(pool.kept(), POOLED_OUTPUTS);
         // Those too small for what is asked are dropped, and a new buffer is made.
-        let bigger = pool.take(10_000);
+        let bigger = pool.take(10_000).unwrap();
         assert!(bigger.capacity() >= 10_000);
         assert_eq!(pool.kept(), 0);
         // A buffer with more room than POOLED_OUTPUT_BYTES is not kept (its room is
@@ -269,9 +272,14 @@ mod tests {
         pool.give_back(Vec::with_capacity(POOLED_OUTPUT_BYTES));
         assert_eq!(pool.kept(), 1);
         // Clones share what is kept.
-        assert_eq!(pool.clone().take(1).capacity(), POOLED_OUTPUT_BYTES);
+        assert_eq!(
+            pool.clone().take(1).unwrap().capacity(),
+            POOLED_OUTPUT_BYTES
+        );
         assert_eq!(pool.kept(), 0);
         // A pool of other limits (a file's blocks): pop gives any buffer kept, emptied.
+        // No memory for the room asked: an error, not an abort.
+        assert!(pool.take(isize::MAX as usize).is_err());
         let blocks = OutputPool::new(3, usize::MAX);
         assert!(blocks.pop().is_none());
         for n in [10usize, 20, 30, 40] {

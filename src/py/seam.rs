@@ -523,7 +523,9 @@ impl<M: Model> Seam<M> {
             .checked_mul(4)
             .filter(|&size| isize::try_from(size).is_ok())
             .ok_or_else(|| value_error("batch too large"))?;
-        let mut buf = self.outputs.take(size);
+        let mut buf = self.outputs.take(size).map_err(|_| {
+            PyMemoryError::new_err(format!("no memory for the ids of a batch ({size} bytes)"))
+        })?;
         let offsets = py
             .detach(|| {
                 encode_flat(
