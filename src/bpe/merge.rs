@@ -17,6 +17,12 @@ use crate::model::{check_piece_len, try_reserve, EncodeError};
 /// Pieces up to this many bytes are merged with a plain scan; longer ones otherwise.
 pub const SHORT_PIECE: usize = 64;
 
+/// Pieces longer than this are merged one rank at a time when ranks grow along merges
+/// ([`BpeModel::merge_by_rank`]: linear, and about 10 bytes of memory a byte); shorter
+/// ones (a long word, a line of Thai or Chinese) with the heap, [`BpeModel::merge_long`],
+/// which costs less a merge (it keeps no map of ranks) but a few more bytes a byte.
+pub const BY_RANK_PIECE: usize = 64 << 10;
+
 impl BpeModel {
     /// BPE on one pre-token (under tiktoken's rule, a piece that is a token first).
     /// Fails only for a piece longer than [`crate::model::MAX_PIECE_BYTES`] or when
@@ -36,7 +42,7 @@ impl BpeModel {
             0 => {}
             1 => out.push(self.byte_id(piece[0])),
             n if n <= SHORT_PIECE => self.merge_short(piece, out),
-            _ if self.ranks_grow => self.merge_by_rank(piece, out)?,
+            n if self.ranks_grow && n > BY_RANK_PIECE => self.merge_by_rank(piece, out)?,
             _ => self.merge_long(piece, out)?,
         }
         Ok(())
@@ -236,66 +242,82 @@ impl BpeModel {
         Ok(())
     }
 
-    /// O(n log n), for any merge table: symbols in a linked list, candidate pairs in a
-    /// min-heap keyed by (rank, position); stale entries are skipped when popped.
+    /// O(n log n), for any merge table: tokens in a linked list, candidate pairs in a
+    /// min-heap of `rank << 32 | position` (the lowest rank, then the leftmost pair, as
+    /// BPE merges). Each position keeps the rank and merged token of the pair starting
+    /// there now, so an entry whose rank is not its position's any more is stale and
+    /// skipped when popped. An entry of the same rank as its position's current pair
+    /// (under tiktoken's rule, another split of the same token) merges that pair, which
+    /// is the lowest: merging it is what BPE does. Two allocations a piece: the five
+    /// arrays of `u32` in one, the heap in the other.
     pub(crate) fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<(), EncodeError> {
         const NONE: u32 = u32::MAX;
         let n = piece.len();
         check_piece_len(n)?;
-        let mut ids: Vec<u32> = Vec::new();
-        try_reserve(&mut ids, n)?;
-        ids.extend(piece.iter().map(|&b| self.byte_ids[b as usize]));
-        let mut next: Vec<u32> = Vec::new(); // n = none
-        try_reserve(&mut next, n)?;
-        next.extend(1..=n as u32);
-        let mut prev: Vec<u32> = Vec::new(); // NONE = none
-        try_reserve(&mut prev, n)?;
-        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
-        let mut alive: Vec<bool> = Vec::new();
-        try_reserve(&mut alive, n)?;
-        alive.resize(n, true);
-        let mut heap: Vec<Reverse<(u32, u32, u32, u32)>> = Vec::new();
+        debug_assert!(n >= 2);
+        let mut lanes: Vec<u32> = Vec::new();
+        try_reserve(&mut lanes, 5 * n)?;
+        lanes.resize(5 * n, 0);
+        let (ids, rest) = lanes.split_at_mut(n);
+        let (next, rest) = rest.split_at_mut(n);
+        let (prev, rest) = rest.split_at_mut(n);
+        // The pair starting at each position: its rank (NONE when it does not merge,
+        // or the position holds no token or the last one) and the token it makes.
+        let (ranks, makes) = rest.split_at_mut(n);
+        let mut heap: Vec<Reverse<u64>> = Vec::new();
         try_reserve(&mut heap, n)?;
-        for i in 0..n - 1 {
-            if let Some(m) = self.rank(ids[i], ids[i + 1]) {
-                heap.push(Reverse((m.rank, i as u32, ids[i], ids[i + 1])));
+        for (i, &b) in piece.iter().enumerate() {
+            ids[i] = self.byte_ids[b as usize];
+            next[i] = i as u32 + 1;
+            prev[i] = (i as u32).wrapping_sub(1);
+        }
+        ranks[n - 1] = NONE;
+        for (i, two) in piece.windows(2).enumerate() {
+            let (rank, id) = self.byte_pairs[(two[0] as usize) << 8 | two[1] as usize];
+            ranks[i] = rank;
+            makes[i] = id;
+            if rank != NONE {
+                heap.push(Reverse(u64::from(rank) << 32 | i as u64));
             }
         }
         let mut heap = BinaryHeap::from(heap);
-        let push = |heap: &mut BinaryHeap<_>, entry| {
+        let push = |heap: &mut BinaryHeap<Reverse<u64>>, rank: u32, at: u32| {
             if heap.len() == heap.capacity() {
                 heap.try_reserve(heap.len())
                     .map_err(|_| EncodeError::OutOfMemory {
-                        bytes: heap.len() * 16,
+                        bytes: heap.len() * 8,
                     })?;
             }
-            heap.push(entry);
+            heap.push(Reverse(u64::from(rank) << 32 | u64::from(at)));
             Ok::<(), EncodeError>(())
         };
-        while let Some(Reverse((_, i, l, r))) = heap.pop() {
-            let i = i as usize;
-            let j = next[i] as usize;
-            if !alive[i] || j >= n || ids[i] != l || ids[j] != r {
+        while let Some(Reverse(top)) = heap.pop() {
+            let (rank, i) = ((top >> 32) as u32, top as u32 as usize);
+            if ranks[i] != rank {
                 continue;
             }
-            let Some(m) = self.rank(l, r) else { continue };
-            ids[i] = m.id;
-            alive[j] = false;
-            let k = next[j];
-            next[i] = k;
-            if (k as usize) < n {
-                prev[k as usize] = i as u32;
-                if let Some(m2) = self.rank(ids[i], ids[k as usize]) {
-                    push(
-                        &mut heap,
-                        Reverse((m2.rank, i as u32, ids[i], ids[k as usize])),
-                    )?;
+            // A pair that merges starts at a token with a token after it.
+            let gone = next[i] as usize;
+            let after = next[gone];
+            ids[i] = makes[i];
+            ranks[gone] = NONE;
+            next[i] = after;
+            ranks[i] = NONE;
+            if (after as usize) < n {
+                prev[after as usize] = i as u32;
+                let (rank, id) = self.pair(ids[i], ids[after as usize]);
+                (ranks[i], makes[i]) = (rank, id);
+                if rank != NONE {
+                    push(&mut heap, rank, i as u32)?;
                 }
             }
-            let p = prev[i];
-            if p != NONE {
-                if let Some(m2) = self.rank(ids[p as usize], ids[i]) {
-                    push(&mut heap, Reverse((m2.rank, p, ids[p as usize], ids[i])))?;
+            let before = prev[i];
+            if before != NONE {
+                let b = before as usize;
+                let (rank, id) = self.pair(ids[b], ids[i]);
+                (ranks[b], makes[b]) = (rank, id);
+                if rank != NONE {
+                    push(&mut heap, rank, before)?;
                 }
             }
         }
