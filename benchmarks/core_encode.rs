@@ -12,6 +12,10 @@
 //!
 //! CORPUS: documents between `<|endoftext|>` separators, or else 50 equal slices (as
 //! `bench_gigatoken.py` cuts them); the pattern is `gpt2`, `cl100k` or `o200k`.
+//!
+//! A sixth argument `cold` makes every pass cold: each is encoded by a copy of the
+//! encoder made before its timer starts (a copy starts with no warm cache), so a
+//! profile of many passes is a profile of cold passes without the load around them.
 
 #[path = "core_common.rs"]
 mod common;
@@ -21,7 +25,9 @@ use std::time::Instant;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: core_encode RANKS.tiktoken gpt2|cl100k|o200k CORPUS.txt [MB] [PASSES]");
+        eprintln!(
+            "usage: core_encode RANKS.tiktoken gpt2|cl100k|o200k CORPUS.txt [MB] [PASSES] [cold]"
+        );
         std::process::exit(2);
     }
     let encoder = common::encoder(&args[1], &args[2]);
@@ -31,7 +37,10 @@ fn main() {
     let text = text.as_str();
     let docs = common::documents(text);
     let plain = encoder.no_specials().clone();
+    let cold = args.get(6).is_some_and(|s| s == "cold");
     for pass in 0..passes {
+        let fresh = cold.then(|| encoder.clone());
+        let encoder = fresh.as_ref().unwrap_or(&encoder);
         let start = Instant::now();
         let tokens: usize = docs
             .iter()
