@@ -3,8 +3,9 @@
 //! as merging every occurrence left to right).
 //!
 //! Three loops give the same ids at different costs: a scan on the stack for short
-//! pieces (nearly all), one rank at a time for long pieces when ranks grow along
-//! merges (every trained vocabulary), and a heap for any other merge table.
+//! pieces (nearly all), a heap for longer ones, and one rank at a time for pieces past
+//! 64 KiB when ranks grow along merges (every trained vocabulary; the heap
+//! for any other merge table).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -20,8 +21,9 @@ pub const SHORT_PIECE: usize = 64;
 /// Pieces longer than this are merged one rank at a time when ranks grow along merges
 /// ([`BpeModel::merge_by_rank`]: linear, and about 10 bytes of memory a byte); shorter
 /// ones (a long word, a line of Thai or Chinese) with the heap, [`BpeModel::merge_long`],
-/// which costs less a merge (it keeps no map of ranks) but a few more bytes a byte.
-pub const BY_RANK_PIECE: usize = 64 << 10;
+/// which costs less a merge (it keeps no map of ranks) but more memory: 20 bytes a
+/// byte, and 8 for each heap entry (up to three a byte).
+const BY_RANK_PIECE: usize = 64 << 10;
 
 impl BpeModel {
     /// BPE on one pre-token (under tiktoken's rule, a piece that is a token first).
