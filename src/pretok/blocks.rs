@@ -1,22 +1,30 @@
-//! Piece starts of 64 ASCII bytes at once, for the gpt2 and cl100k patterns: the
-//! bytes' classes become bitmasks (one bit per byte), and the pattern's rules become
-//! shifts, ands and adds on them, with no branch per piece to mispredict.
+//! Piece starts of 64 bytes at once, for the built-in patterns: the bytes' classes
+//! become bitmasks (one bit per byte), and the pattern's rules become shifts, ands
+//! and adds on them, with no branch per piece to mispredict.
 //!
-//! A walker at a piece start hands its next 64 bytes to [`gpt2_starts`] or
-//! [`cl100k_starts`], which return the piece starts that the 64 bytes decide: those
-//! before the last run of one class (it may go on past them), before the first
-//! non-ASCII byte, and 2 bytes short of either (a contraction looks 2 bytes ahead).
+//! A walker at a piece start hands its next 64 bytes to [`gpt2_starts`],
+//! [`cl100k_starts`] or [`o200k_starts`], which return the piece starts that the 64
+//! bytes decide: those before the last run of one class (it may go on past them),
+//! before the first byte the masks do not classify (for cl100k and o200k, the first
+//! non-ASCII byte; for gpt2, the first non-ASCII whitespace: [`Masks::with_chars`]),
+//! and 2 bytes short of either (a contraction looks 2 bytes ahead).
 //! The patterns look behind nothing, so where the pieces of `text[pos..]` start does
 //! not depend on what comes before `pos`: bit 0 is a start, with nothing before it.
 //! Every rule below is the piece-by-piece code of `builtin.rs` worked out for runs of
 //! ASCII classes; both are checked against the regex engine.
 
 /// The classes of 64 bytes, a bit per byte (bit `i`: byte `i`).
+///
+/// A classifier gives the ASCII classes of every byte of the window, and `known` at
+/// the first byte >= 0x80; [`Masks::ascii_only`] (cl100k, o200k) or
+/// [`Masks::with_chars`] (gpt2) then decides how far the masks hold and clears every
+/// bit from there on, before the starts are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Masks {
-    /// `[A-Za-z]`: the ASCII `\p{L}`.
+    /// `[A-Za-z]`: the ASCII `\p{L}` (with [`Masks::with_chars`], the bytes of non-ASCII
+    /// letters too).
     letter: u64,
-    /// `[0-9]`: the ASCII `\p{N}`.
+    /// `[0-9]`: the ASCII `\p{N}` (and, likewise, non-ASCII numbers).
     digit: u64,
     /// `[\t\n\x0B\x0C\r ]`: the ASCII `\s`.
     white: u64,
@@ -30,20 +38,96 @@ pub(super) struct Masks {
     upper: u64,
     /// `/`
     slash: u64,
-    /// How many bytes from the first are ASCII (64 if all are).
-    ascii: u32,
+    /// Bytes >= 0xC0: the first byte of each non-ASCII character.
+    lead: u64,
+    /// How many bytes from the first the masks classify (64 if all): the ASCII bytes
+    /// before the first non-ASCII one, or with [`Masks::with_chars`], every byte
+    /// before the first character it leaves to the piece-at-a-time code.
+    known: u32,
 }
 
 impl Masks {
-    /// Whether all 64 bytes are ASCII.
-    pub(super) fn all_ascii(&self) -> bool {
-        self.ascii == 64
+    /// Whether the masks classify all 64 bytes.
+    pub(super) fn all_known(&self) -> bool {
+        self.known == 64
     }
 
-    /// How many bytes from the first are ASCII (64 if all are).
-    pub(super) fn ascii_len(&self) -> usize {
-        self.ascii as usize
+    /// How many bytes from the first the masks classify (64 if all).
+    pub(super) fn known_len(&self) -> usize {
+        self.known as usize
     }
+
+    /// The masks of the ASCII bytes before the first non-ASCII one (the patterns
+    /// whose classes are more than a non-ASCII character's: o200k's cases, cl100k's
+    /// one character before letters).
+    #[inline(always)]
+    pub(super) fn ascii_only(self) -> Masks {
+        self.keep_known()
+    }
+
+    /// gpt2's masks: its classes are letters, numbers, whitespace and the rest, each
+    /// a run of characters, so a non-ASCII character is classified by setting its
+    /// bytes' bits in `letter` or `digit` (the rest: in none), from its code point's
+    /// class by `class_of`. They hold up to the first character `class_of` gives no
+    /// class (whitespace: the pattern's whitespace rules count characters, the masks
+    /// count bytes) or that does not end inside the window; the window must start at
+    /// a character's first byte (a piece's start), so that every byte >= 0x80 in it
+    /// belongs to a character whose first byte is in it too.
+    ///
+    /// One turn per non-ASCII character, no branch per byte: a window of Cyrillic or
+    /// accented Latin words is decided as one of ASCII words is, where each of its
+    /// pieces used to be found a character at a time.
+    #[inline(always)]
+    pub(super) fn with_chars(
+        mut self,
+        bytes: &[u8; 64],
+        class_of: impl Fn(u32) -> Option<CharClass>,
+    ) -> Masks {
+        let mut leads = self.lead;
+        let mut known = 64;
+        while leads != 0 {
+            let at = leads.trailing_zeros() as usize;
+            leads &= leads - 1;
+            let first = u32::from(bytes[at]);
+            let (len, bits) = if first < 0xE0 {
+                (2, first & 0x1F)
+            } else if first < 0xF0 {
+                (3, first & 0x0F)
+            } else {
+                (4, first & 0x07)
+            };
+            if at + len > 64 {
+                known = at;
+                break;
+            }
+            let cp = bytes[at + 1..at + len]
+                .iter()
+                .fold(bits, |cp, &b| cp << 6 | u32::from(b & 0x3F));
+            let char_bits = ((1u64 << len) - 1) << at;
+            match class_of(cp) {
+                Some(CharClass::Letter) => self.letter |= char_bits,
+                Some(CharClass::Number) => self.digit |= char_bits,
+                Some(CharClass::Other) => {}
+                None => {
+                    known = at;
+                    break;
+                }
+            }
+        }
+        self.known = known as u32;
+        self.keep_known()
+    }
+}
+
+/// What [`Masks::with_chars`] makes of a non-ASCII character.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CharClass {
+    /// `\p{L}`
+    Letter,
+    /// `\p{N}`
+    Number,
+    /// `[^\s\p{L}\p{N}]`
+    Other,
 }
 
 /// A byte's classes, as the bits of [`Masks`]' fields: the scalar classifier's table.
@@ -223,12 +307,14 @@ fn classify_scalar(bytes: &[u8; 64]) -> Masks {
         quote: 0,
         upper: 0,
         slash: 0,
-        ascii: 64,
+        lead: 0,
+        known: 64,
     };
     for (i, &b) in bytes.iter().enumerate() {
         if b >= 0x80 {
-            m.ascii = i as u32;
-            break;
+            m.known = m.known.min(i as u32);
+            m.lead |= u64::from(b >= 0xC0) << i;
+            continue;
         }
         let c = CLASSES[b as usize];
         let bit = |class: u8| u64::from(c & class != 0) << i;
@@ -241,15 +327,15 @@ fn classify_scalar(bytes: &[u8; 64]) -> Masks {
         m.upper |= bit(UPPER);
         m.slash |= bit(SLASH);
     }
-    m.keep_ascii()
+    m
 }
 
 impl Masks {
-    /// The masks with no bits at or past the first non-ASCII byte, `ascii` (their
-    /// bits are no classes of ASCII bytes).
+    /// The masks with no bits at or past `known` (past it they are no classes the
+    /// starts may rely on). `lead` is left as it is.
     #[inline(always)]
-    fn keep_ascii(mut self) -> Masks {
-        let keep = low_bits(self.ascii);
+    fn keep_known(mut self) -> Masks {
+        let keep = low_bits(self.known);
         self.letter &= keep;
         self.digit &= keep;
         self.white &= keep;
@@ -263,7 +349,7 @@ impl Masks {
 }
 
 /// The classes of the bytes of the vector `v`, one mask each in the order of
-/// [`Masks`]' fields, then the bytes >= 0x80: the SSE2 and AVX2 classifiers are this
+/// [`Masks`]' fields (`lead` too), then the bytes >= 0x80: the SSE2 and AVX2 classifiers are this
 /// with the intrinsics of their width, 16 or 32 bytes at a time.
 #[cfg(target_arch = "x86_64")]
 macro_rules! lane_masks {
@@ -282,6 +368,7 @@ macro_rules! lane_masks {
             eq(b'\''),
             within($sub(v, $set1(b'A' as i8)), 25),
             eq(b'/'),
+            within($sub(v, $set1(0xC0u8 as i8)), 63),
             v,
         ]
         .map(|x| $movemask(x) as u32 as u64)
@@ -292,8 +379,8 @@ impl Masks {
     /// The masks of 64 bytes from the lanes' masks put together (`lane_masks`' order).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn from_lanes(m: [u64; 9]) -> Masks {
-        let [letter, digit, white, newline, space, quote, upper, slash, high] = m;
+    fn from_lanes(m: [u64; 10]) -> Masks {
+        let [letter, digit, white, newline, space, quote, upper, slash, lead, high] = m;
         Masks {
             letter,
             digit,
@@ -303,9 +390,9 @@ impl Masks {
             quote,
             upper,
             slash,
-            ascii: high.trailing_zeros(),
+            lead,
+            known: high.trailing_zeros(),
         }
-        .keep_ascii()
     }
 }
 
@@ -313,7 +400,7 @@ impl Masks {
 #[inline(always)]
 fn classify_sse2(bytes: &[u8; 64]) -> Masks {
     use std::arch::x86_64::*;
-    let mut m = [0u64; 9];
+    let mut m = [0u64; 10];
     for chunk in 0..4 {
         // SAFETY: the 16 bytes at `16 * chunk` are inside `bytes`; SSE2 is part of
         // x86_64.
@@ -342,7 +429,7 @@ fn classify_sse2(bytes: &[u8; 64]) -> Masks {
 #[inline]
 fn classify_avx2(bytes: &[u8; 64]) -> Masks {
     use std::arch::x86_64::*;
-    let mut m = [0u64; 9];
+    let mut m = [0u64; 10];
     for half in 0..2 {
         // SAFETY: the 32 bytes at `32 * half` are inside `bytes`.
         let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(32 * half).cast::<__m256i>()) };
@@ -400,16 +487,16 @@ fn runs_from(mask: u64, seeds: u64) -> u64 {
 }
 
 /// The starts that the 64 bytes decide, given all of them: below the start of the
-/// run of one class that holds the last ASCII byte (letters, digits, whitespace or
-/// others: it may go on past the window) and 2 bytes short of the window's ASCII
-/// end; never bit 0 (the walker's own position).
+/// run of one class that holds the last byte the masks classify (letters, digits,
+/// whitespace or others: it may go on past them) and 2 bytes short of that byte;
+/// never bit 0 (the walker's own position).
 #[inline(always)]
 fn decided(starts: u64, m: &Masks, others: u64) -> u64 {
-    let ascii = m.ascii;
-    if ascii < 3 {
+    let known = m.known;
+    if known < 3 {
         return 0;
     }
-    let last = ascii - 1;
+    let last = known - 1;
     let class = [m.letter, m.digit, m.white, others]
         .into_iter()
         .find(|x| x >> last & 1 == 1)
@@ -420,7 +507,7 @@ fn decided(starts: u64, m: &Masks, others: u64) -> u64 {
     } else {
         64 - below.leading_zeros()
     };
-    starts & low_bits(run_start.min(ascii - 2)) & !1
+    starts & low_bits(run_start.min(known - 2)) & !1
 }
 
 /// The length of the contraction at `i` (a `'`): `'(?:[sdmt]|ll|ve|re)`, of either
@@ -446,7 +533,7 @@ fn contraction(bytes: &[u8; 64], i: usize, any_case: bool) -> usize {
 /// a contraction instead.
 #[inline(always)]
 pub(super) fn gpt2_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
-    let valid = low_bits(m.ascii);
+    let valid = low_bits(m.known);
     let (letter, digit, white, space) = (m.letter, m.digit, m.white, m.space);
     let others = valid & !(letter | digit | white);
     let run_starts = |x: u64| x & !before(x);
@@ -473,7 +560,7 @@ pub(super) fn gpt2_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
 /// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s+`
 #[inline(always)]
 pub(super) fn cl100k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
-    let valid = low_bits(m.ascii);
+    let valid = low_bits(m.known);
     let (letter, digit, white, newline, space) = (m.letter, m.digit, m.white, m.newline, m.space);
     let others = valid & !(letter | digit | white);
     let run_starts = |x: u64| x & !before(x);
@@ -526,7 +613,7 @@ pub(super) fn cl100k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
 /// is the word's; others take the \r, \n and `/` after them.
 #[inline(always)]
 pub(super) fn o200k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
-    let valid = low_bits(m.ascii);
+    let valid = low_bits(m.known);
     let (letter, digit, white, newline, space) = (m.letter, m.digit, m.white, m.newline, m.space);
     let raw_others = valid & !(letter | digit | white);
     // `[\r\n/]*` after others: a run of \r, \n and `/` from a \r or \n right after

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use regex_syntax::hir::{Class, HirKind};
 
-use super::blocks::{self, Simd};
+use super::blocks::{self, CharClass, Simd};
 
 /// Lu, Lt
 const UPPER: u8 = 1;
@@ -386,6 +386,33 @@ fn gpt2_piece_end(t: &Chars, i: usize) -> usize {
     t.whitespace_tail(i, t.run(i, WS))
 }
 
+/// gpt2's windows ([`PieceWalker::fill_by_blocks`]): its non-ASCII letters, numbers
+/// and others classified too, from their code points' class bits
+/// ([`blocks::Masks::with_chars`]); non-ASCII whitespace is left to [`gpt2_piece_end`].
+#[inline(always)]
+fn gpt2_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> blocks::Masks {
+    masks.with_chars(window, |cp| {
+        let cls = table[cp as usize];
+        if cls & WS != 0 {
+            None
+        } else if cls & LETTER != 0 {
+            Some(CharClass::Letter)
+        } else if cls & NUM != 0 {
+            Some(CharClass::Number)
+        } else {
+            Some(CharClass::Other)
+        }
+    })
+}
+
+/// cl100k's and o200k's windows: their ASCII bytes up to the first non-ASCII one
+/// (their rules tell more apart than a character's class: o200k's cases, cl100k's
+/// one character before letters).
+#[inline(always)]
+fn ascii_window(_: &[u8; 64], masks: blocks::Masks, _: &[u8]) -> blocks::Masks {
+    masks.ascii_only()
+}
+
 /// cl100k_base:
 /// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`
 fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
@@ -587,46 +614,59 @@ impl PieceWalker<'_> {
     fn fill_with<C: blocks::Classify>(&mut self, ends: &mut [usize], stop: usize) -> usize {
         // One arm a pattern, so that each inlines its own functions.
         match self.builtin {
-            Builtin::Gpt2 => {
-                self.fill_by_blocks::<C>(ends, stop, blocks::gpt2_starts, gpt2_piece_end)
-            }
-            Builtin::Cl100k => {
-                self.fill_by_blocks::<C>(ends, stop, blocks::cl100k_starts, cl100k_piece_end)
-            }
-            Builtin::O200k => {
-                self.fill_by_blocks::<C>(ends, stop, blocks::o200k_starts, o200k_piece_end)
-            }
+            Builtin::Gpt2 => self.fill_by_blocks::<C>(
+                ends,
+                stop,
+                gpt2_window,
+                blocks::gpt2_starts,
+                gpt2_piece_end,
+            ),
+            Builtin::Cl100k => self.fill_by_blocks::<C>(
+                ends,
+                stop,
+                ascii_window,
+                blocks::cl100k_starts,
+                cl100k_piece_end,
+            ),
+            Builtin::O200k => self.fill_by_blocks::<C>(
+                ends,
+                stop,
+                ascii_window,
+                blocks::o200k_starts,
+                o200k_piece_end,
+            ),
         }
     }
 
     /// [`PieceWalker::fill`] 64 bytes at a time ([`blocks`]): the starts the next 64
     /// bytes decide, as bits, with no branch per piece (on English text, twice as
     /// fast as a piece at a time, whose branch on each piece's kind mispredicts).
-    /// A piece at a time where windows decide little: from a window's first
-    /// non-ASCII byte until past it (for 64 bytes when a window starts with one),
-    /// through a window that decides nothing (a word of 60 letters), and in the
-    /// text's last 64 bytes.
+    /// `window` says how far the masks of each window hold ([`gpt2_window`],
+    /// [`ascii_window`]). A piece at a time where windows decide little: from the
+    /// first byte the masks do not classify until past it (for 64 bytes when a
+    /// window starts with one), through a window that decides nothing (a word of 60
+    /// letters), and in the text's last 64 bytes.
     #[inline(always)]
     fn fill_by_blocks<C: blocks::Classify>(
         &mut self,
         ends: &mut [usize],
         stop: usize,
+        window_masks: fn(&[u8; 64], blocks::Masks, &[u8]) -> blocks::Masks,
         starts_of: fn(&[u8; 64], &blocks::Masks) -> u64,
         piece_end: fn(&Chars, usize) -> usize,
     ) -> usize {
         let text = self.chars.text;
+        let table = self.chars.table;
         let len = text.len();
         let mut n = 0;
         let mut i = self.pos;
         while n < stop && i < len {
             // Where pieces are found one at a time up to: the text's last 64 bytes.
             let mut scalar_to = len;
-            if i + 64 <= len && text[i] >= 0x80 {
-                scalar_to = i + 64;
-            } else if i + 64 <= len {
+            if i + 64 <= len {
                 let at = i;
                 let window: &[u8; 64] = text[at..at + 64].try_into().expect("64 bytes");
-                let masks = C::classify(window);
+                let masks = window_masks(window, C::classify(window), table);
                 let mut starts = starts_of(window, &masks);
                 if let Some(room) = ends.get_mut(n..n + WINDOW_STARTS) {
                     // Room for every start of the window: written eight at a time,
@@ -654,7 +694,7 @@ impl PieceWalker<'_> {
                         starts &= starts - 1;
                     }
                 }
-                if masks.all_ascii() {
+                if masks.all_known() {
                     if i > at {
                         continue;
                     }
@@ -662,12 +702,18 @@ impl PieceWalker<'_> {
                     // bytes.
                     scalar_to = at + 64;
                 } else {
-                    // A non-ASCII byte ahead (in English, a curly quote): a piece at a
-                    // time only until past it, then windows again. (The rest of the
-                    // window a piece at a time where few ASCII bytes come first, as in
-                    // Cyrillic text after a space, measured no better there: fewer
+                    // A byte ahead the masks do not classify (in English, a curly
+                    // quote; for gpt2, non-ASCII whitespace): a piece at a time only
+                    // until past it, then windows again. (The rest of the window a
+                    // piece at a time where few ASCII bytes come first, as in Cyrillic
+                    // text after a space under cl100k, measured no better there: fewer
                     // instructions, more mispredicts.)
-                    scalar_to = at + masks.ascii_len() + 1;
+                    // Where the window's first byte is one (Chinese text under
+                    // cl100k), its 64 bytes a piece at a time.
+                    scalar_to = match masks.known_len() {
+                        0 => at + 64,
+                        known => at + known + 1,
+                    };
                 }
             }
             while n < stop && i < scalar_to {
@@ -911,6 +957,98 @@ mod tests {
                     if !ascii_only || part.is_ascii() {
                         text.push_str(part);
                     }
+                }
+                assert_eq!(
+                    builtin_pieces(b, &text),
+                    regex_pieces(&pre, &text),
+                    "{b:?} on {text:?}"
+                );
+            }
+        }
+    }
+
+    /// Texts of 64 to 400 bytes of words in many scripts, which gpt2's windows
+    /// classify a character at a time ([`blocks::Masks::with_chars`]): letters of
+    /// two, three and four bytes, marks inside and after words, non-ASCII numbers,
+    /// symbols and punctuation, non-ASCII whitespace (which stops the masks), and
+    /// characters cut by a window's end, at every place in a window; the other
+    /// patterns too, whose windows stop at the first non-ASCII byte.
+    #[test]
+    fn multilingual_blocks_split_as_the_regex_does() {
+        let mut next = xorshift(0x1405_7B7E_F767_814F);
+        const PARTS: &[&str] = &[
+            "слово",
+            "Москва",
+            "ёж",
+            "αβγ",
+            "Ωμέγα",
+            "für",
+            "Straße",
+            "×",
+            "÷",
+            "ça",
+            "ñ",
+            "中文",
+            "一个",
+            "日本語",
+            "ひらがな",
+            "カタカナー",
+            "한국어",
+            "문장",
+            "مرحبا",
+            "\u{64E}",
+            "हिन्दी",
+            "ภาษาไทย",
+            "\u{E31}",
+            "a\u{301}",
+            "\u{301}",
+            "٣٤",
+            "²",
+            "Ⅻ",
+            "𝐀𝐁",
+            "😀",
+            "👍🏽",
+            "\u{200D}",
+            "€",
+            "—",
+            "\u{2019}",
+            "«",
+            "»",
+            "、",
+            "。",
+            "\u{A0}",
+            "\u{3000}",
+            "\u{2028}",
+            "\u{85}",
+            "\u{1680}",
+            " ",
+            " ",
+            " ",
+            "  ",
+            "\n",
+            "\r\n",
+            "\t",
+            "'s",
+            "'",
+            "a",
+            "word",
+            "12",
+            ".",
+            ",",
+            "-",
+            "ſ",
+        ];
+        for (b, pattern) in [
+            (Builtin::Gpt2, GPT2_PATTERN),
+            (Builtin::Cl100k, CL100K_PATTERN),
+            (Builtin::O200k, O200K_PATTERN),
+        ] {
+            let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
+            for _ in 0..10_000 {
+                let target = 64 + (next() % 337) as usize;
+                let mut text = String::new();
+                while text.len() < target {
+                    text.push_str(PARTS[(next() % PARTS.len() as u64) as usize]);
                 }
                 assert_eq!(
                     builtin_pieces(b, &text),
