@@ -5,8 +5,9 @@
 //! A walker at a piece start hands its next 64 bytes to [`gpt2_starts`],
 //! [`cl100k_starts`] or [`o200k_starts`], which return the piece starts that the 64
 //! bytes decide: those before the last run of one class (it may go on past them),
-//! before the first byte the masks do not classify (for cl100k and o200k, the first
-//! non-ASCII byte; for gpt2, the first non-ASCII whitespace: [`Masks::with_chars`]),
+//! before the first byte the masks do not classify (for o200k, the first non-ASCII
+//! byte; for gpt2, the first non-ASCII whitespace; for cl100k, the first non-ASCII
+//! character but a letter: [`Masks::with_chars`]),
 //! and 2 bytes short of either (a contraction looks 2 bytes ahead).
 //! The patterns look behind nothing, so where the pieces of `text[pos..]` start does
 //! not depend on what comes before `pos`: bit 0 is a start, with nothing before it.
@@ -16,8 +17,8 @@
 /// The classes of 64 bytes, a bit per byte (bit `i`: byte `i`).
 ///
 /// A classifier gives the ASCII classes of every byte of the window, and `known` at
-/// the first byte >= 0x80; [`Masks::ascii_only`] (cl100k, o200k) or
-/// [`Masks::with_chars`] (gpt2) then decides how far the masks hold and clears every
+/// the first byte >= 0x80; [`Masks::ascii_only`] (o200k) or
+/// [`Masks::with_chars`] (gpt2, cl100k) then decides how far the masks hold and clears every
 /// bit from there on, before the starts are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Masks {
@@ -57,20 +58,20 @@ impl Masks {
         self.known as usize
     }
 
-    /// The masks of the ASCII bytes before the first non-ASCII one (the patterns
-    /// whose classes are more than a non-ASCII character's: o200k's cases, cl100k's
-    /// one character before letters).
+    /// The masks of the ASCII bytes before the first non-ASCII one (o200k, whose
+    /// classes are more than a non-ASCII character's: its cases).
     #[inline(always)]
     pub(super) fn ascii_only(self) -> Masks {
         self.keep_known()
     }
 
-    /// gpt2's masks: its classes are letters, numbers, whitespace and the rest, each
-    /// a run of characters, so a non-ASCII character is classified by setting its
-    /// bytes' bits in `letter` or `digit` (the rest: in none), from its code point's
-    /// class by `class_of`. They hold up to the first character `class_of` gives no
-    /// class (whitespace: the pattern's whitespace rules count characters, the masks
-    /// count bytes) or that does not end inside the window; the window must start at
+    /// gpt2's and cl100k's masks: a run of letters is a run of characters of one
+    /// class (and in gpt2 so are numbers and the rest), so a non-ASCII character is
+    /// classified by setting its bytes' bits in `letter` or `digit` (the rest: in
+    /// none), from its code point's class by `class_of`. They hold up to the first
+    /// character `class_of` gives no class (where a rule counts characters, and the
+    /// masks count bytes: gpt2's whitespace, cl100k's all but letters) or that does
+    /// not end inside the window; the window must start at
     /// a character's first byte (a piece's start), so that every byte >= 0x80 in it
     /// belongs to a character whose first byte is in it too.
     ///

@@ -405,9 +405,20 @@ fn gpt2_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> blocks:
     })
 }
 
-/// cl100k's and o200k's windows: their ASCII bytes up to the first non-ASCII one
-/// (their rules tell more apart than a character's class: o200k's cases, cl100k's
-/// one character before letters).
+/// cl100k's windows: its non-ASCII letters classified too; any other non-ASCII
+/// character stops the masks (a number: `\p{N}{1,3}` counts characters, the masks
+/// count bytes; an other: it may be the one character before letters, of two to
+/// four bytes). So does `ſ` (U+017F), which `(?i:s)` matches: `'ſ` is a contraction.
+#[inline(always)]
+fn cl100k_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> blocks::Masks {
+    masks.with_chars(window, |cp| {
+        (cp != 0x17F && table[cp as usize] & LETTER != 0).then_some(CharClass::Letter)
+    })
+}
+
+/// o200k's windows: their ASCII bytes up to the first non-ASCII one (its words are
+/// runs of capitals then small letters, and `\p{Lo}`, `\p{Lm}` and `\p{M}` are
+/// both: more than a character's class tells).
 #[inline(always)]
 fn ascii_window(_: &[u8; 64], masks: blocks::Masks, _: &[u8]) -> blocks::Masks {
     masks.ascii_only()
@@ -624,7 +635,7 @@ impl PieceWalker<'_> {
             Builtin::Cl100k => self.fill_by_blocks::<C>(
                 ends,
                 stop,
-                ascii_window,
+                cl100k_window,
                 blocks::cl100k_starts,
                 cl100k_piece_end,
             ),
@@ -967,12 +978,13 @@ mod tests {
         }
     }
 
-    /// Texts of 64 to 400 bytes of words in many scripts, which gpt2's windows
-    /// classify a character at a time ([`blocks::Masks::with_chars`]): letters of
-    /// two, three and four bytes, marks inside and after words, non-ASCII numbers,
-    /// symbols and punctuation, non-ASCII whitespace (which stops the masks), and
-    /// characters cut by a window's end, at every place in a window; the other
-    /// patterns too, whose windows stop at the first non-ASCII byte.
+    /// Texts of 64 to 400 bytes of words in many scripts, which gpt2's and cl100k's
+    /// windows classify a character at a time ([`blocks::Masks::with_chars`]):
+    /// letters of two, three and four bytes, marks inside and after words, non-ASCII
+    /// numbers, symbols and punctuation, non-ASCII whitespace (which stops gpt2's
+    /// masks; cl100k's stop at any of these), `ſ` after `'` (cl100k's contraction),
+    /// and characters cut by a window's end, at every place in a window; o200k's too,
+    /// whose windows stop at the first non-ASCII byte.
     #[test]
     fn multilingual_blocks_split_as_the_regex_does() {
         let mut next = xorshift(0x1405_7B7E_F767_814F);
