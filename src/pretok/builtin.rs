@@ -416,12 +416,23 @@ fn cl100k_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> block
     })
 }
 
-/// o200k's windows: their ASCII bytes up to the first non-ASCII one (its words are
-/// runs of capitals then small letters, and `\p{Lo}`, `\p{Lm}` and `\p{M}` are
-/// both: more than a character's class tells).
+/// o200k's windows: its non-ASCII capitals (`\p{Lu}`, `\p{Lt}`) and small letters
+/// (`\p{Ll}`, but `ſ`, as in cl100k) classified too, which its words take as
+/// they take ASCII ones; any other non-ASCII character stops the masks (`\p{Lm}`,
+/// `\p{Lo}` and `\p{M}` are in both of a word's parts, which only the regex's
+/// backtracking sorts out).
 #[inline(always)]
-fn ascii_window(_: &[u8; 64], masks: blocks::Masks, _: &[u8]) -> blocks::Masks {
-    masks.ascii_only()
+fn o200k_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> blocks::Masks {
+    masks.with_chars(window, |cp| {
+        let cls = table[cp as usize];
+        if cls & UPPER != 0 {
+            Some(CharClass::Upper)
+        } else if cls & LOWER != 0 && cp != 0x17F {
+            Some(CharClass::Letter)
+        } else {
+            None
+        }
+    })
 }
 
 /// cl100k_base:
@@ -642,7 +653,7 @@ impl PieceWalker<'_> {
             Builtin::O200k => self.fill_by_blocks::<C>(
                 ends,
                 stop,
-                ascii_window,
+                o200k_window,
                 blocks::o200k_starts,
                 o200k_piece_end,
             ),
@@ -653,7 +664,7 @@ impl PieceWalker<'_> {
     /// bytes decide, as bits, with no branch per piece (on English text, twice as
     /// fast as a piece at a time, whose branch on each piece's kind mispredicts).
     /// `window` says how far the masks of each window hold ([`gpt2_window`],
-    /// [`ascii_window`]). A piece at a time where windows decide little: from the
+    /// [`cl100k_window`], [`o200k_window`]). A piece at a time where windows decide little: from the
     /// first byte the masks do not classify until past it (for 64 bytes when a
     /// window starts with one), through a window that decides nothing (a word of 60
     /// letters), and in the text's last 64 bytes.
@@ -978,13 +989,14 @@ mod tests {
         }
     }
 
-    /// Texts of 64 to 400 bytes of words in many scripts, which gpt2's and cl100k's
+    /// Texts of 64 to 400 bytes of words in many scripts, which the built-in patterns'
     /// windows classify a character at a time ([`blocks::Masks::with_chars`]):
     /// letters of two, three and four bytes, marks inside and after words, non-ASCII
     /// numbers, symbols and punctuation, non-ASCII whitespace (which stops gpt2's
-    /// masks; cl100k's stop at any of these), `ſ` after `'` (cl100k's contraction),
-    /// and characters cut by a window's end, at every place in a window; o200k's too,
-    /// whose windows stop at the first non-ASCII byte.
+    /// masks; cl100k's stop at any of these, o200k's at all but capitals and small
+    /// letters), `ſ` after `'` (their contraction), capitals and small letters in
+    /// every order (o200k's words), and characters cut by a window's end, at every
+    /// place in a window.
     #[test]
     fn multilingual_blocks_split_as_the_regex_does() {
         let mut next = xorshift(0x1405_7B7E_F767_814F);
@@ -1049,6 +1061,12 @@ mod tests {
             ",",
             "-",
             "ſ",
+            "ǅ",
+            "ΣΊΣΥΦΟΣ",
+            "aБв",
+            "ÉTÉ",
+            "ﬁ",
+            "ʰ",
         ];
         for (b, pattern) in [
             (Builtin::Gpt2, GPT2_PATTERN),
