@@ -898,6 +898,40 @@ mod tests {
         }
     }
 
+    /// `rounds` texts a built-in pattern, of 64 to 400 bytes of `parts` drawn by
+    /// `next` (of its ASCII parts alone in one round of every `ascii_every`), each
+    /// split at every SIMD level as the regex engine splits it.
+    fn parts_split_as_the_regex_does(
+        next: &mut impl FnMut() -> u64,
+        parts: &[&str],
+        rounds: usize,
+        ascii_every: Option<usize>,
+    ) {
+        for (b, pattern) in [
+            (Builtin::Gpt2, GPT2_PATTERN),
+            (Builtin::Cl100k, CL100K_PATTERN),
+            (Builtin::O200k, O200K_PATTERN),
+        ] {
+            let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
+            for round in 0..rounds {
+                let target = 64 + (next() % 337) as usize;
+                let ascii_only = ascii_every.is_some_and(|k| round % k == 0);
+                let mut text = String::new();
+                while text.len() < target {
+                    let part = parts[(next() % parts.len() as u64) as usize];
+                    if !ascii_only || part.is_ascii() {
+                        text.push_str(part);
+                    }
+                }
+                assert_eq!(
+                    builtin_pieces(b, &text),
+                    regex_pieces(&pre, &text),
+                    "{b:?} on {text:?}"
+                );
+            }
+        }
+    }
+
     /// Texts of 64 to 400 bytes, nearly all ASCII, that the block walker decides 64
     /// bytes at a time ([`blocks`]): every ASCII class the patterns tell apart,
     /// contractions of both cases, runs of digits, of whitespace with \r and \n
@@ -963,30 +997,8 @@ mod tests {
             "\u{2019}",
             "ſ",
         ];
-        for (b, pattern) in [
-            (Builtin::Gpt2, GPT2_PATTERN),
-            (Builtin::Cl100k, CL100K_PATTERN),
-            (Builtin::O200k, O200K_PATTERN),
-        ] {
-            let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
-            for round in 0..20_000 {
-                let target = 64 + (next() % 337) as usize;
-                // Some texts without non-ASCII at all, so that whole windows are ASCII.
-                let ascii_only = round % 3 == 0;
-                let mut text = String::new();
-                while text.len() < target {
-                    let part = PARTS[(next() % PARTS.len() as u64) as usize];
-                    if !ascii_only || part.is_ascii() {
-                        text.push_str(part);
-                    }
-                }
-                assert_eq!(
-                    builtin_pieces(b, &text),
-                    regex_pieces(&pre, &text),
-                    "{b:?} on {text:?}"
-                );
-            }
-        }
+        // Some texts without non-ASCII at all, so that whole windows are ASCII.
+        parts_split_as_the_regex_does(&mut next, PARTS, 20_000, Some(3));
     }
 
     /// Texts of 64 to 400 bytes of words in many scripts, which the built-in patterns'
@@ -1068,25 +1080,7 @@ mod tests {
             "ﬁ",
             "ʰ",
         ];
-        for (b, pattern) in [
-            (Builtin::Gpt2, GPT2_PATTERN),
-            (Builtin::Cl100k, CL100K_PATTERN),
-            (Builtin::O200k, O200K_PATTERN),
-        ] {
-            let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
-            for _ in 0..10_000 {
-                let target = 64 + (next() % 337) as usize;
-                let mut text = String::new();
-                while text.len() < target {
-                    text.push_str(PARTS[(next() % PARTS.len() as u64) as usize]);
-                }
-                assert_eq!(
-                    builtin_pieces(b, &text),
-                    regex_pieces(&pre, &text),
-                    "{b:?} on {text:?}"
-                );
-            }
-        }
+        parts_split_as_the_regex_does(&mut next, PARTS, 10_000, None);
     }
 
     #[test]
