@@ -7,8 +7,8 @@
 //! bytes decide: those before the last run of one class (it may go on past them),
 //! before the first byte the masks do not classify (for gpt2, the first non-ASCII
 //! whitespace; for cl100k, the first non-ASCII character but a letter; for o200k, but
-//! a capital or small letter: [`Masks::with_chars`]),
-//! and 2 bytes short of either (a contraction looks 2 bytes ahead).
+//! a capital or small letter: [`Masks::with_chars`]), and 2 bytes short of either (a
+//! contraction looks 2 bytes ahead).
 //! The patterns look behind nothing, so where the pieces of `text[pos..]` start does
 //! not depend on what comes before `pos`: bit 0 is a start, with nothing before it.
 //! Every rule below is the piece-by-piece code of `builtin.rs` worked out for runs of
@@ -17,8 +17,8 @@
 /// The classes of 64 bytes, a bit per byte (bit `i`: byte `i`).
 ///
 /// A classifier gives the ASCII classes of every byte of the window, and `known` at
-/// the first byte >= 0x80; [`Masks::with_chars`] then decides how far the masks hold and clears every
-/// bit from there on, before the starts are found.
+/// the first byte >= 0x80; [`Masks::with_chars`] then decides how far the masks hold
+/// and clears every bit from there on, before the starts are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Masks {
     /// `[A-Za-z]`: the ASCII `\p{L}` (with [`Masks::with_chars`], the bytes of non-ASCII
@@ -65,9 +65,9 @@ impl Masks {
     /// character `class_of` gives no class (where a rule counts characters, and the
     /// masks count bytes: gpt2's whitespace, cl100k's and o200k's all but letters;
     /// o200k's letters of both its cases, `\p{Lm}`, `\p{Lo}` and `\p{M}`) or that
-    /// does not end inside the window; the window must start at
-    /// a character's first byte (a piece's start), so that every byte >= 0x80 in it
-    /// belongs to a character whose first byte is in it too.
+    /// does not end inside the window; the window must start at a character's first
+    /// byte (a piece's start), so that every byte >= 0x80 in it belongs to a character
+    /// whose first byte is in it too.
     ///
     /// One turn per non-ASCII character, no branch per byte: a window of Cyrillic or
     /// accented Latin words is decided as one of ASCII words is, where each of its
@@ -366,8 +366,8 @@ impl Masks {
 }
 
 /// The classes of the bytes of the vector `v`, one mask each in the order of
-/// [`Masks`]' fields (`lead` too), then the bytes >= 0x80: the SSE2 and AVX2 classifiers are this
-/// with the intrinsics of their width, 16 or 32 bytes at a time.
+/// [`Masks`]' fields (`lead` too), then the bytes >= 0x80: the SSE2 and AVX2
+/// classifiers are this with the intrinsics of their width, 16 or 32 bytes at a time.
 #[cfg(target_arch = "x86_64")]
 macro_rules! lane_masks {
     ($v:expr, $set1:ident, $sub:ident, $or:ident, $cmpeq:ident, $min:ident, $movemask:ident) => {{

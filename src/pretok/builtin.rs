@@ -268,11 +268,15 @@ fn is_other(cls: u8) -> bool {
     cls & (WS | LETTER | NUM) == 0
 }
 
+/// `ſ`, the one non-ASCII letter a contraction's `(?i:...)` matches: it folds to `s`
+/// (`K` U+212A folds to `k`, which no contraction has).
+const LONG_S: char = '\u{17F}';
+
 /// `(?i:...)` letters: ASCII either case, plus the Unicode simple case folds the regex
-/// engine also accepts (`ſ` U+017F folds to `s`; `K` U+212A to `k` does not occur here).
+/// engine also accepts ([`LONG_S`]).
 fn ci(c: Option<char>, lower: char) -> bool {
     match c {
-        Some(c) => c.to_ascii_lowercase() == lower || (lower == 's' && c == '\u{17F}'),
+        Some(c) => c.to_ascii_lowercase() == lower || (lower == 's' && c == LONG_S),
         None => false,
     }
 }
@@ -408,16 +412,16 @@ fn gpt2_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> blocks:
 /// cl100k's windows: its non-ASCII letters classified too; any other non-ASCII
 /// character stops the masks (a number: `\p{N}{1,3}` counts characters, the masks
 /// count bytes; an other: it may be the one character before letters, of two to
-/// four bytes). So does `ſ` (U+017F), which `(?i:s)` matches: `'ſ` is a contraction.
+/// four bytes). So does [`LONG_S`]: `'ſ` is a contraction.
 #[inline(always)]
 fn cl100k_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> blocks::Masks {
     masks.with_chars(window, |cp| {
-        (cp != 0x17F && table[cp as usize] & LETTER != 0).then_some(CharClass::Letter)
+        (cp != LONG_S as u32 && table[cp as usize] & LETTER != 0).then_some(CharClass::Letter)
     })
 }
 
 /// o200k's windows: its non-ASCII capitals (`\p{Lu}`, `\p{Lt}`) and small letters
-/// (`\p{Ll}`, but `ſ`, as in cl100k) classified too, which its words take as
+/// (`\p{Ll}`, but [`LONG_S`], as in cl100k) classified too, which its words take as
 /// they take ASCII ones; any other non-ASCII character stops the masks (`\p{Lm}`,
 /// `\p{Lo}` and `\p{M}` are in both of a word's parts, which only the regex's
 /// backtracking sorts out).
@@ -427,7 +431,7 @@ fn o200k_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> blocks
         let cls = table[cp as usize];
         if cls & UPPER != 0 {
             Some(CharClass::Upper)
-        } else if cls & LOWER != 0 && cp != 0x17F {
+        } else if cls & LOWER != 0 && cp != LONG_S as u32 {
             Some(CharClass::Letter)
         } else {
             None
@@ -663,11 +667,11 @@ impl PieceWalker<'_> {
     /// [`PieceWalker::fill`] 64 bytes at a time ([`blocks`]): the starts the next 64
     /// bytes decide, as bits, with no branch per piece (on English text, twice as
     /// fast as a piece at a time, whose branch on each piece's kind mispredicts).
-    /// `window` says how far the masks of each window hold ([`gpt2_window`],
-    /// [`cl100k_window`], [`o200k_window`]). A piece at a time where windows decide little: from the
-    /// first byte the masks do not classify until past it (for 64 bytes when a
-    /// window starts with one), through a window that decides nothing (a word of 60
-    /// letters), and in the text's last 64 bytes.
+    /// `window_masks` says how far the masks of each window hold ([`gpt2_window`],
+    /// [`cl100k_window`], [`o200k_window`]). A piece at a time where windows decide
+    /// little: from the first byte the masks do not classify until past it (for 64
+    /// bytes when a window starts with one), through a window that decides nothing
+    /// (a word of 60 letters), and in the text's last 64 bytes.
     #[inline(always)]
     fn fill_by_blocks<C: blocks::Classify>(
         &mut self,
@@ -728,10 +732,10 @@ impl PieceWalker<'_> {
                     // quote; for gpt2, non-ASCII whitespace): a piece at a time only
                     // until past it, then windows again. (The rest of the window a
                     // piece at a time where few ASCII bytes come first, as in Cyrillic
-                    // text after a space under cl100k, measured no better there: fewer
-                    // instructions, more mispredicts.)
-                    // Where the window's first byte is one (Chinese text under
-                    // cl100k), its 64 bytes a piece at a time.
+                    // text after a space under cl100k before its windows classified
+                    // letters, measured no better there: fewer instructions, more
+                    // mispredicts.) Where the window's first byte is one (Chinese text
+                    // under cl100k), its 64 bytes a piece at a time.
                     scalar_to = match masks.known_len() {
                         0 => at + 64,
                         known => at + known + 1,
