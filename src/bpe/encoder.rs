@@ -662,7 +662,7 @@ impl<'t, 'c> Lookups<'t, 'c> {
         hash: u64,
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
-        match self.cache.small.get(key, hash) {
+        match self.cache.small.get_bringing_near(key, hash) {
             Some(entry) => self.emit_entry(end, entry, emit),
             None => {
                 // A piece that is a token (tiktoken's rule) needs no merging.
