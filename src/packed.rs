@@ -133,11 +133,14 @@ impl<V: Copy + Default> PackedMap<V> {
         (slot.key == key).then_some(slot.value)
     }
 
-    /// [`PackedMap::get`], and a key found past its home line is brought into it, in
-    /// place of the key in the line's second slot, which takes the found key's slot.
-    /// Both stay where a lookup finds them: the keys from a line on to the first
-    /// empty slot are one run, and the key moved out stays in it, further from its
-    /// home. The key looked up now is likely looked up again (text is Zipfian), and
+    /// [`PackedMap::get`], and a key found past its home line is brought into it: it
+    /// trades slots with the key in the line's first slot if that one's home is an
+    /// earlier line (it is never found near here), else with the key in the second.
+    /// Either way both stay where a lookup finds them: the keys from a line on to the
+    /// first empty slot are one run, and the key moved out stays in it, further from
+    /// its home (so the choice of slot is a preference only, and a hash other than
+    /// [`key_hash`] cannot make it wrong). The key looked up now is likely looked up
+    /// again (text is Zipfian), and
     /// [`PackedMap::get_near`] finds keys in their home line only: measured before
     /// this (gpt2, 20 MB of English), 0.7% of a warm pass's lookups left the hits
     /// loop for a key kept further along, the same 32,760 in every pass.
@@ -150,7 +153,6 @@ impl<V: Copy + Default> PackedMap<V> {
         }
         let home = self.home(hash);
         if i != home && i != home + 1 {
-            // A key of an earlier line first: it is never found near here.
             let homed_here = |at: usize| self.home(key_hash(self.slots[at].key)) == home;
             let to = if homed_here(home) { home + 1 } else { home };
             self.slots[i] = self.slots[to];
