@@ -140,10 +140,10 @@ impl<V: Copy + Default> PackedMap<V> {
     /// first empty slot are one run, and the key moved out stays in it, further from
     /// its home (so the choice of slot is a preference only, and a hash other than
     /// [`key_hash`] cannot make it wrong). The key looked up now is likely looked up
-    /// again (text is Zipfian), and
-    /// [`PackedMap::get_near`] finds keys in their home line only: measured before
-    /// this (gpt2, 20 MB of English), 0.7% of a warm pass's lookups left the hits
-    /// loop for a key kept further along, the same 32,760 in every pass.
+    /// again (text is Zipfian), and [`PackedMap::get_near`] finds keys in their home
+    /// line only: measured before this (gpt2, 20 MB of English), 0.7% of a warm
+    /// pass's lookups left the hits loop for a key kept further along, the same
+    /// 32,760 in every pass.
     #[inline]
     pub fn get_bringing_near(&mut self, key: u128, hash: u64) -> Option<V> {
         let i = self.find(key, hash);
