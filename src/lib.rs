@@ -5,6 +5,8 @@
 //! - [`bpe`]: byte-level BPE — the model as data, the merge loops, the piece cache,
 //!   the encoder, training's merge loop, and merges recovered from ranks;
 //! - [`cache_pool`]: warm caches kept between calls, one pool for every model kind;
+//! - [`code_points`]: Python's strings (code points one, two or four bytes wide) to
+//!   UTF-8, for a batch's strings, on its threads;
 //! - [`model`]: the seam between a model kind and the code that runs it
 //!   (batches, streams, files);
 //! - [`io`]: files in blocks cut at safe points, a text file's documents, counting
@@ -20,6 +22,7 @@
 pub mod bpe;
 pub mod bytes_map;
 pub mod cache_pool;
+pub mod code_points;
 pub mod io;
 pub mod model;
 pub mod packed;

@@ -57,6 +57,8 @@ pub struct OutputPool {
     /// How many buffers are kept at most, and the largest room one is kept with.
     most: usize,
     largest: usize,
+    /// Whether a new buffer's pages are advised huge.
+    huge: bool,
 }
 
 /// Buffers the default [`OutputPool`] (a batch's) keeps, and the largest room it keeps
@@ -78,6 +80,18 @@ impl OutputPool {
             kept: Arc::default(),
             most,
             largest,
+            huge: true,
+        }
+    }
+
+    /// The default pool, its new buffers on small pages: for buffers with much more
+    /// room than they are likely to fill (a batch's UTF-8, whose room is three or four
+    /// bytes a character), where a huge page would make resident the room around
+    /// what was written.
+    pub fn on_small_pages() -> Self {
+        Self {
+            huge: false,
+            ..Self::default()
         }
     }
 
@@ -110,7 +124,9 @@ impl OutputPool {
         }
         let mut fresh = Vec::new();
         fresh.try_reserve_exact(bytes)?;
-        advise_huge_pages(fresh.spare_capacity_mut());
+        if self.huge {
+            advise_huge_pages(fresh.spare_capacity_mut());
+        }
         Ok(fresh)
     }
 

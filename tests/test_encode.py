@@ -233,6 +233,74 @@ def test_encode_batch_to_numpy_checks_specials_and_surrogates(gpt2):
         assert _split(ids, offsets) == [gpt2.encode(t) for t in clean]
 
 
+def _fresh(text: str) -> str:
+    """A new string equal to `text` (CPython has no UTF-8 of it yet)."""
+    return "".join([text[:1], text[1:]])
+
+
+class _Str(str):
+    """A str subclass: its instances are not in CPython's compact form."""
+
+
+def _widths(scale: int) -> list[str]:
+    """Texts Python holds in each width (ASCII, Latin-1, two and four bytes a
+    character), mixed and at chunk edges, about `scale` characters each."""
+    words = {
+        "ascii": "plain words, and numbers 123 ",
+        "latin1": "café naïve über façade ",
+        "ucs2": "Привет мир 你好世界 ",
+        "ucs4": "emoji 🙂 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ",
+    }
+    out = []
+    for word in words.values():
+        out.append(_fresh((word * (scale // len(word) + 1))[:scale]))
+        out.append(_fresh(("a" * 15 + word) * 3))
+    # Widths mixed within one text, and an ASCII run ending mid-chunk of 16.
+    out.append(_fresh(("x" * 17 + "é" + "y" * 13 + "€" + "z" * 31 + "🙂") * (scale // 64 + 1)))
+    return out + ["", "é", "🙂"]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_batch_of_strings_of_every_width_encodes_as_each_alone(gpt2, threads):
+    # Big enough (megabytes of UTF-8 room) that the batch converts on its threads.
+    batch = _widths(60_000)
+    # Some strings CPython has the UTF-8 of already (encoding one alone asks for it),
+    # and one of a str subclass: the batch takes theirs as they are.
+    cached = [_fresh(t) for t in batch[:4]]
+    for t in cached:
+        gpt2.encode_ordinary(t)
+    batch = batch + cached + [_Str("subclass é 🙂 " * 100)]
+    enc = gpt2_tiktoken()
+    expected = [enc.encode_ordinary(t) for t in batch]
+    assert gpt2.encode_ordinary_batch(batch, num_threads=threads) == expected
+    ids, offsets = gpt2.encode_batch_to_numpy(batch, num_threads=threads)
+    assert _split(ids, offsets) == expected
+
+
+def test_a_batch_keeps_no_utf8_copy_inside_its_strings(gpt2):
+    import sys
+
+    batch = _widths(50_000)
+    sizes = [sys.getsizeof(t) for t in batch]
+    gpt2.encode_batch_to_numpy(batch, num_threads=2)
+    gpt2.encode_ordinary_batch(batch, num_threads=2)
+    assert [sys.getsizeof(t) for t in batch] == sizes
+    # The check can see a copy: encoding one text alone has CPython make and keep one.
+    gpt2.encode_ordinary(batch[2])
+    assert sys.getsizeof(batch[2]) > sizes[2]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_surrogate_deep_in_a_big_batch_is_replaced_in_its_text_only(gpt2, threads):
+    batch = _widths(60_000)
+    batch[5] = batch[5][:1000] + "\udc80" + batch[5][1000:]
+    clean = [t.replace("\udc80", "\ufffd") for t in batch]
+    expected = [gpt2.encode_ordinary(t) for t in clean]
+    assert gpt2.encode_ordinary_batch(batch, num_threads=threads) == expected
+    ids, offsets = gpt2.encode_batch_to_numpy(batch, num_threads=threads, disallowed_special=())
+    assert _split(ids, offsets) == expected
+
+
 def test_unknown_ids_raise_key_error_naming_them(tinystories_tokenizer):
     tok = tinystories_tokenizer
     with pytest.raises(KeyError, match="unknown token id 99999"):

@@ -415,7 +415,12 @@ class Tokenizer:
         allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> list[list[int]]:
-        """Encodes many texts in parallel (the GIL is released); same ids as ``encode``."""
+        """Encodes many texts in parallel (the GIL is released); same ids as ``encode``.
+
+        Strings CPython holds no UTF-8 of yet are converted to UTF-8 on the batch's
+        threads, into memory the call frees: no copy is left inside them (taking their
+        UTF-8 from CPython would convert them one by one under the GIL and keep a copy
+        in each string for as long as it lives)."""
         texts = list(texts)
         if not texts:
             return []
@@ -442,7 +447,8 @@ class Tokenizer:
 
         No Python int or list is made per token, so this is the batch call that scales
         with cores (``encode_batch`` spends part of its time building lists under the
-        GIL). ``ids`` is a writable view of the buffer the encoder wrote into; once
+        GIL); the strings' UTF-8 is made on the batch's threads too, as in
+        ``encode_batch``. ``ids`` is a writable view of the buffer the encoder wrote into; once
         ``ids`` and every view of it are gone, a later batch writes into that buffer
         again (its memory is already mapped, which saves two threads a tenth of their
         time), and never while any view of it is alive.

@@ -1,6 +1,6 @@
 //! Python bindings (module `bytepair._core`): argument conversion and GIL handling
 //! only, split by what they bind — [`counter`] (PreTokenCounter), [`encoder`]
-//! (Encoder), [`documents`] (DocumentBatches), [`checksum`] (Checksum: shard digests), [`spm`] (SentencePieceModel), [`spm_train`] (SentencePieceTrainer), [`functions`] (module functions) — with one mapping of the core's errors
+//! (Encoder), [`documents`] (DocumentBatches), [`checksum`] (Checksum: shard digests), [`spm`] (SentencePieceModel), [`spm_train`] (SentencePieceTrainer), [`functions`] (module functions), [`texts`] (a batch's strings as UTF-8) — with one mapping of the core's errors
 //! to Python exceptions ([`errors`]). The algorithms are in the other modules.
 
 mod buffers;
@@ -13,6 +13,7 @@ mod functions;
 mod seam;
 mod spm;
 mod spm_train;
+mod texts;
 
 use std::sync::Mutex;
 

@@ -15,6 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::buffers::{IdBuffer, OutputPool};
 use super::documents::DocumentBatches;
 use super::errors::{batch_error, encode_error, read_error, value_error};
+use super::texts::Texts;
 use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, most_ids, Specials, Workers};
 use crate::io::blocks::ReadError;
@@ -88,6 +89,9 @@ pub struct Seam<M> {
     /// Output buffers of `encode_batch_to_bytes` that Python let go of, written into
     /// again (shared with the seams of other frames).
     outputs: OutputPool,
+    /// Buffers a batch's strings were converted to UTF-8 in ([`Texts`]), for the next
+    /// batch's (their pages written before, so the kernel zeroes none).
+    utf8: OutputPool,
 }
 
 /// A new Python int for `id`; MemoryError when Python has no memory for it.
@@ -125,6 +129,7 @@ impl<M: Model> Seam<M> {
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
             outputs: OutputPool::default(),
+            utf8: OutputPool::on_small_pages(),
         })
     }
 
@@ -176,6 +181,7 @@ impl<M: Model> Seam<M> {
             matchers: Mutex::new(FxHashMap::default()),
             ints: OnceLock::new(),
             outputs: self.outputs.clone(),
+            utf8: self.utf8.clone(),
         })
     }
 
@@ -396,16 +402,22 @@ impl<M: Model> Seam<M> {
         Ok(ids)
     }
 
-    /// The texts of a batch as borrowed UTF-8 (not copied), and its matchers.
+    /// The texts of a batch as UTF-8 (borrowed, or converted on `threads` threads:
+    /// [`Texts`]), and its matchers.
     fn batch_args<'a>(
         &self,
+        py: Python<'_>,
         texts: &'a [Bound<'_, PyString>],
+        threads: usize,
         allowed: Option<Vec<String>>,
         disallowed: Disallowed,
-    ) -> PyResult<(Vec<&'a str>, Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
-        let texts = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+    ) -> PyResult<(Texts<'a>, Arc<SpecialMatcher>, Arc<SpecialMatcher>)> {
         let (allowed, disallowed) = self.matchers(allowed, disallowed)?;
-        Ok((texts, allowed, disallowed))
+        Ok((
+            Texts::new(py, texts, threads, &self.utf8)?,
+            allowed,
+            disallowed,
+        ))
     }
 
     /// Encodes `text`: `allowed_special` are encoded as special tokens (None: the
@@ -464,8 +476,9 @@ impl<M: Model> Seam<M> {
         num_threads: usize,
         disallowed_special: Disallowed,
     ) -> PyResult<Bound<'py, PyList>> {
-        let (texts, allowed, disallowed) =
-            self.batch_args(&texts, allowed_special, disallowed_special)?;
+        let (utf8, allowed, disallowed) =
+            self.batch_args(py, &texts, num_threads, allowed_special, disallowed_special)?;
+        let texts = utf8.strs();
         let specials = Specials {
             allowed: &allowed,
             disallowed: &disallowed,
@@ -484,6 +497,8 @@ impl<M: Model> Seam<M> {
             },
         )
         .map_err(|e| batch_error(py, e))?;
+        drop(texts);
+        utf8.give_back(&self.utf8);
         PyList::new(
             py,
             lists
@@ -513,8 +528,9 @@ impl<M: Model> Seam<M> {
         num_threads: usize,
         disallowed_special: Disallowed,
     ) -> PyResult<(Bound<'py, IdBuffer>, Bound<'py, PyBytes>)> {
-        let (texts, allowed, disallowed) =
-            self.batch_args(&texts, allowed_special, disallowed_special)?;
+        let (utf8, allowed, disallowed) =
+            self.batch_args(py, &texts, num_threads, allowed_special, disallowed_special)?;
+        let texts = utf8.strs();
         let specials = Specials {
             allowed: &allowed,
             disallowed: &disallowed,
@@ -538,6 +554,8 @@ impl<M: Model> Seam<M> {
                 )
             })
             .map_err(|e| encode_error(py, e))?;
+        drop(texts);
+        utf8.give_back(&self.utf8);
         let written = offsets.last().map_or(0, |&n| n as usize * 4);
         // SAFETY: `encode_flat` wrote the ids of every text, `written` bytes from the
         // start of the buffer's room (its offsets say where they end).
