@@ -42,15 +42,19 @@ impl<'a> Texts<'a> {
         let mut points = Vec::new();
         let mut converted_from = Vec::new();
         for (i, text) in texts.iter().enumerate() {
-            match code_points(text) {
-                Some(Ok(utf8)) => sources.push(Source::Utf8(utf8)),
-                Some(Err(p)) => {
+            match held(text) {
+                Held::Utf8(utf8) => sources.push(Source::Utf8(utf8)),
+                Held::CodePoints(p) => {
                     sources.push(Source::Converted(points.len()));
                     points.push(p);
                     converted_from.push(i);
                 }
-                None => sources.push(Source::Utf8(text.to_str()?)),
+                Held::Other => sources.push(Source::Utf8(text.to_str()?)),
             }
+        }
+        if points.is_empty() {
+            let converted = Utf8Texts::default();
+            return Ok(Self { sources, converted });
         }
         let room = Utf8Texts::room(&points);
         let buffer = buffers.take(room).map_err(|_| {
@@ -71,9 +75,12 @@ impl<'a> Texts<'a> {
         Ok(Self { sources, converted })
     }
 
-    /// Gives the buffer the strings were converted into back to `buffers`.
+    /// Gives the buffer the strings were converted into (if any) back to `buffers`.
     pub fn give_back(self, buffers: &OutputPool) {
-        buffers.give_back(self.converted.into_buffer());
+        let buffer = self.converted.into_buffer();
+        if buffer.capacity() > 0 {
+            buffers.give_back(buffer);
+        }
     }
 
     /// Every string's UTF-8, in order.
@@ -88,31 +95,39 @@ impl<'a> Texts<'a> {
     }
 }
 
-/// A string's UTF-8 when CPython has it (`Ok`), else its code points (`Err`); None
-/// for a string not in CPython's compact form (a subclass's instance, or one made by
-/// the legacy API), which is taken as `&str`.
-fn code_points<'a>(text: &'a Bound<'_, PyString>) -> Option<Result<&'a str, CodePoints<'a>>> {
+/// What CPython holds of a string.
+enum Held<'a> {
+    /// Its UTF-8: an ASCII string's own bytes, or the copy kept after a `&str` of it.
+    Utf8(&'a str),
+    /// Only its code points.
+    CodePoints(CodePoints<'a>),
+    /// A string not in CPython's compact form (a subclass's instance, or one made by
+    /// the legacy API): taken as `&str`.
+    Other,
+}
+
+fn held<'a>(text: &'a Bound<'_, PyString>) -> Held<'a> {
     let op = text.as_ptr();
     // SAFETY: `op` is a str (the Bound says so) that `text` keeps alive for 'a, and a
     // string's length, kind, data and cached UTF-8 never change once it is made
     // (compact strings are always ready). Each slice covers the string's own data.
     unsafe {
         if ffi::PyUnicode_IS_COMPACT(op) == 0 {
-            return None;
+            return Held::Other;
         }
         let len = ffi::PyUnicode_GET_LENGTH(op) as usize;
         let data = ffi::PyUnicode_DATA(op);
         if ffi::PyUnicode_IS_ASCII(op) != 0 {
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), len);
-            return Some(Ok(std::str::from_utf8_unchecked(bytes)));
+            return Held::Utf8(std::str::from_utf8_unchecked(bytes));
         }
         let compact = &*op.cast::<ffi::PyCompactUnicodeObject>();
         if !compact.utf8.is_null() {
             let bytes =
                 std::slice::from_raw_parts(compact.utf8.cast::<u8>(), compact.utf8_length as usize);
-            return Some(Ok(std::str::from_utf8_unchecked(bytes)));
+            return Held::Utf8(std::str::from_utf8_unchecked(bytes));
         }
-        Some(Err(match ffi::PyUnicode_KIND(op) {
+        Held::CodePoints(match ffi::PyUnicode_KIND(op) {
             ffi::PyUnicode_1BYTE_KIND => {
                 CodePoints::Latin1(std::slice::from_raw_parts(data.cast(), len))
             }
@@ -122,7 +137,7 @@ fn code_points<'a>(text: &'a Bound<'_, PyString>) -> Option<Result<&'a str, Code
             ffi::PyUnicode_4BYTE_KIND => {
                 CodePoints::Ucs4(std::slice::from_raw_parts(data.cast(), len))
             }
-            _ => return None,
-        }))
+            _ => return Held::Other,
+        })
     }
 }
