@@ -19,12 +19,11 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_interleaved import documents  # noqa: E402
+from bench_interleaved import both, documents  # noqa: E402
 
 
 def fresh(docs: list[str]) -> list[str]:
@@ -41,20 +40,11 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=os.cpu_count())
     a = p.parse_args()
     import awkward as ak
-    import gigatoken
     import numpy as np
 
-    import bytepair
-    from bytepair.formats import bundled
-
-    ranks = bundled.ENCODINGS[a.encoding][0]
     docs = documents(a.path, a.mb)
     mb = sum(len(d.encode()) for d in docs) / 1e6
-    ours = bytepair.get_encoding(a.encoding)
-    with tempfile.TemporaryDirectory(prefix="bench-vocab-") as tmp:
-        rank_file = Path(tmp, f"{ranks}.tiktoken")
-        rank_file.write_bytes(bundled.rank_file_text(ranks))
-        theirs = gigatoken.Tokenizer.from_tiktoken(str(rank_file))
+    ours, theirs = both(a.encoding)
 
     def bytepair_batch(texts: list[str]) -> list:
         ids, offsets = ours.encode_batch_to_numpy(texts, num_threads=a.threads)

@@ -34,6 +34,23 @@ def documents(path: str, mb: float) -> list[str]:
     return [text[i : i + step] for i in range(0, len(text), step)]
 
 
+def both(encoding: str):
+    """bytepair's and gigatoken's tokenizer of `encoding` (gigatoken's from the same
+    bundled rank file, named as the encoding's: gigatoken picks its pre-tokenizer by
+    the name)."""
+    import gigatoken
+
+    import bytepair
+    from bytepair.formats import bundled
+
+    ranks = bundled.ENCODINGS[encoding][0]
+    with tempfile.TemporaryDirectory(prefix="bench-vocab-") as tmp:
+        rank_file = Path(tmp, f"{ranks}.tiktoken")
+        rank_file.write_bytes(bundled.rank_file_text(ranks))
+        theirs = gigatoken.Tokenizer.from_tiktoken(str(rank_file))
+    return bytepair.get_encoding(encoding), theirs
+
+
 def paired(one: list[float], batch: list[float]) -> float:
     """The median over warm passes of one thread's time over the batch's in the same
     pass: less at the mercy of the machine's fast and slow stretches than the ratio of
@@ -51,21 +68,11 @@ def main() -> None:
     p.add_argument("--passes", type=int, default=6)
     p.add_argument("--threads", type=int, default=0, help="also bytepair's batch on N threads")
     a = p.parse_args()
-    import gigatoken
     import numpy as np
 
-    import bytepair
-    from bytepair.formats import bundled
-
-    # Named as the encoding's rank file: gigatoken picks its pre-tokenizer by the name.
-    ranks = bundled.ENCODINGS[a.encoding][0]
     docs = documents(a.path, a.mb)
     mb = sum(len(d.encode()) for d in docs) / 1e6
-    ours = bytepair.get_encoding(a.encoding)
-    with tempfile.TemporaryDirectory(prefix="bench-vocab-") as tmp:
-        rank_file = Path(tmp, f"{ranks}.tiktoken")
-        rank_file.write_bytes(bundled.rank_file_text(ranks))
-        theirs = gigatoken.Tokenizer.from_tiktoken(str(rank_file))
+    ours, theirs = both(a.encoding)
     runs = {
         "bytepair": lambda: [ours.encode_to_numpy(d) for d in docs],
         "gigatoken": lambda: [theirs.encode(d) for d in docs],
