@@ -40,19 +40,6 @@ const RUNS_PER_THREAD: usize = 8;
 const ON_ONE_THREAD: usize = 1 << 20;
 
 impl CodePoints<'_> {
-    /// How many code points.
-    pub fn len(&self) -> usize {
-        match self {
-            CodePoints::Latin1(s) => s.len(),
-            CodePoints::Ucs2(s) => s.len(),
-            CodePoints::Ucs4(s) => s.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The most bytes their UTF-8 can take.
     pub fn max_utf8_len(&self) -> usize {
         match self {
@@ -76,9 +63,9 @@ impl CodePoints<'_> {
 
 /// [`CodePoints::write_utf8`] of one width: a chunk of ASCII code points is narrowed
 /// with no branch per code point (the compiler makes it a few vector instructions),
-/// any other chunk is written a code point at a time. `out` has room for 4 bytes a
-/// code point of the widest `T` holds (checked by the caller), so no write needs a
-/// bounds check.
+/// any other chunk is written a code point at a time. `out` has room for the most
+/// bytes a code point of `T`'s width takes, for each (checked by the caller), so no
+/// write needs a bounds check.
 fn write_utf8<T: Copy + Into<u32>>(
     src: &[T],
     out: &mut [MaybeUninit<u8>],
@@ -165,9 +152,9 @@ impl Utf8Texts {
 
     /// Converts every text into `bytes` (emptied; it must have [`Utf8Texts::room`]
     /// for them: a buffer an earlier batch wrote in, whose pages cost no zeroing), on
-    /// up to `threads` threads (on this one for less than a megabyte), each thread a
-    /// run of texts of about equal size. Fails with the first text holding a
-    /// surrogate, by its index in `texts`, and the surrogate's.
+    /// up to `threads` threads (on this one for less than a megabyte), which take runs
+    /// of texts as they come free. Fails with the first text holding a surrogate, by
+    /// its index in `texts`, and the surrogate's.
     pub fn convert(
         texts: &[CodePoints<'_>],
         threads: usize,
@@ -201,10 +188,14 @@ impl Utf8Texts {
         }
         runs.push(start..texts.len());
         // Each run writes its texts one after another into its own part of the buffer.
+        let part_room: Vec<usize> = runs
+            .iter()
+            .map(|run| room[run.clone()].iter().sum())
+            .collect();
         let mut work = Vec::with_capacity(runs.len());
         let mut rest = &mut bytes.spare_capacity_mut()[..total];
         for (r, run) in runs.iter().enumerate() {
-            let (part, after) = rest.split_at_mut(room[run.clone()].iter().sum());
+            let (part, after) = rest.split_at_mut(part_room[r]);
             work.push((r, run.clone(), part));
             rest = after;
         }
@@ -237,7 +228,7 @@ impl Utf8Texts {
         let mut ranges = Vec::with_capacity(texts.len());
         let mut base = 0;
         let mut first_error = None;
-        for (run, result) in runs.iter().zip(results) {
+        for (&part_room, result) in part_room.iter().zip(results) {
             match result {
                 Ok(ends) => {
                     let mut from = base;
@@ -251,7 +242,7 @@ impl Utf8Texts {
                     first_error.get_or_insert(e);
                 }
             }
-            base += room[run.clone()].iter().sum::<usize>();
+            base += part_room;
         }
         if let Some(e) = first_error {
             return Err(e);
