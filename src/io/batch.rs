@@ -215,78 +215,15 @@ pub fn encode_each_in_parts<M: Model, E>(
             Ok(())
         });
     }
-    let total: usize = texts.iter().map(|t| t.len()).sum();
-    let parts = &plan_parts(model, texts, specials, unit(total, workers));
-    let taken = &AtomicUsize::new(0);
-    let stop = || taken.store(parts.len(), Ordering::Relaxed);
-    // Id buffers the calling thread is done with, for the workers to fill again: a
-    // fresh buffer per part made the kernel map and zero new pages for every part.
-    let spare: &Mutex<Vec<Vec<u32>>> = &Mutex::new(Vec::new());
-    // One too small is dropped, not grown: realloc would copy its old bytes.
-    let reuse = |capacity: usize| {
-        let ids = spare.lock().expect("no panics while held").pop();
-        match ids.filter(|ids| ids.capacity() >= capacity) {
-            Some(mut ids) => {
-                ids.clear();
-                ids
-            }
-            None => Vec::with_capacity(capacity),
-        }
-    };
-    let recycle = |ids: Vec<u32>| spare.lock().expect("no panics while held").push(ids);
+    let plan = &Plan::new(model, texts, specials, frame, workers);
     // Each worker's cache, given back with the others' at the end: each learns
     // what the others merged ([`Model::give_back_caches`]).
     let used: Mutex<Vec<M::Cache>> = Mutex::new(Vec::with_capacity(workers));
     let (tx, mut rx) = mpsc::channel::<Done>();
-    // One piece of work: its ids, or the first of its texts that failed and why.
-    let encode_part =
-        |part: &Part, cache: &mut M::Cache| -> Result<Encoded, (usize, EncodeError)> {
-            if part.count > 1 {
-                // A group of short whole texts: one message for all of them.
-                let group = &texts[part.text..part.text + part.count];
-                let bytes: usize = group.iter().map(|t| t.len()).sum();
-                let mut ids = reuse(bytes / 3);
-                let mut ends = Vec::with_capacity(group.len());
-                for (n, &text) in group.iter().enumerate() {
-                    if let Err(e) = encode_into(model, text, specials, frame, cache, &mut ids) {
-                        stop();
-                        return Err((part.text + n, e));
-                    }
-                    ends.push(ids.len());
-                }
-                return Ok(Encoded { ids, ends });
-            }
-            let text = &texts[part.text][part.start..part.end];
-            let mut ids = reuse(text.len() / 3);
-            let done = if part.whole {
-                encode_into(model, text, specials, frame, cache, &mut ids)
-            } else {
-                // The frame around the whole text: before its first part, after its last.
-                if part.nth == 0 {
-                    ids.extend_from_slice(&frame.before);
-                }
-                let done = model.encode_cached(text, specials.allowed, cache, &mut ids);
-                if part.nth + 1 == part.of {
-                    ids.extend_from_slice(&frame.after);
-                }
-                done
-            };
-            match done {
-                Ok(()) => Ok(Encoded {
-                    ids,
-                    ends: Vec::new(),
-                }),
-                Err(e) => {
-                    stop();
-                    Err((part.text, e))
-                }
-            }
-        };
-    // The next piece of work nobody has taken, encoded with `cache`.
-    let encode_next = |cache: &mut M::Cache| -> Option<Done> {
-        let k = taken.fetch_add(1, Ordering::Relaxed);
-        parts.get(k).map(|part| (k, encode_part(part, cache)))
-    };
+    let encode_next = |cache: &mut M::Cache| plan.encode_next(cache);
+    let stop = || plan.stop();
+    let recycle = |ids: Vec<u32>| plan.recycle(ids);
+    let parts = &plan.parts;
     let work = |tx: mpsc::Sender<Done>| {
         let mut owned = model.take_cache();
         while let Some(done) = encode_next(&mut owned) {
@@ -377,6 +314,121 @@ pub fn encode_each_in_parts<M: Model, E>(
     });
     model.give_back_caches(used.into_inner().unwrap_or_else(|e| e.into_inner()));
     result
+}
+
+/// What the workers of a multi-thread batch share: its parts, the next part nobody has
+/// taken, and id buffers to fill again.
+struct Plan<'a, M: Model> {
+    model: &'a M,
+    texts: &'a [&'a str],
+    specials: Specials<'a>,
+    frame: &'a Frame,
+    parts: Vec<Part>,
+    taken: AtomicUsize,
+    /// Id buffers a part's ids were placed from, for the workers to fill again: a
+    /// fresh buffer per part made the kernel map and zero new pages for every part.
+    spare: Mutex<Vec<Vec<u32>>>,
+}
+
+impl<'a, M: Model> Plan<'a, M> {
+    fn new(
+        model: &'a M,
+        texts: &'a [&'a str],
+        specials: Specials<'a>,
+        frame: &'a Frame,
+        workers: usize,
+    ) -> Self {
+        let total: usize = texts.iter().map(|t| t.len()).sum();
+        Self {
+            model,
+            texts,
+            specials,
+            frame,
+            parts: plan_parts(model, texts, specials, unit(total, workers)),
+            taken: AtomicUsize::new(0),
+            spare: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// No worker takes another part (a text failed).
+    fn stop(&self) {
+        self.taken.store(self.parts.len(), Ordering::Relaxed);
+    }
+
+    /// A spare buffer with room for `capacity` ids, or a new one. One too small is
+    /// dropped, not grown: realloc would copy its old bytes.
+    fn reuse(&self, capacity: usize) -> Vec<u32> {
+        let ids = self.spare.lock().expect("no panics while held").pop();
+        match ids.filter(|ids| ids.capacity() >= capacity) {
+            Some(mut ids) => {
+                ids.clear();
+                ids
+            }
+            None => Vec::with_capacity(capacity),
+        }
+    }
+
+    fn recycle(&self, ids: Vec<u32>) {
+        self.spare.lock().expect("no panics while held").push(ids);
+    }
+
+    /// The next part nobody has taken, encoded with `cache`.
+    fn encode_next(&self, cache: &mut M::Cache) -> Option<Done> {
+        let k = self.taken.fetch_add(1, Ordering::Relaxed);
+        self.parts
+            .get(k)
+            .map(|part| (k, self.encode_part(part, cache)))
+    }
+
+    /// One part's ids, or the first of its texts that failed and why (then no worker
+    /// takes another part).
+    fn encode_part(
+        &self,
+        part: &Part,
+        cache: &mut M::Cache,
+    ) -> Result<Encoded, (usize, EncodeError)> {
+        let (model, specials, frame) = (self.model, self.specials, self.frame);
+        if part.count > 1 {
+            // A group of short whole texts: one message for all of them.
+            let group = &self.texts[part.text..part.text + part.count];
+            let bytes: usize = group.iter().map(|t| t.len()).sum();
+            let mut ids = self.reuse(bytes / 3);
+            let mut ends = Vec::with_capacity(group.len());
+            for (n, &text) in group.iter().enumerate() {
+                if let Err(e) = encode_into(model, text, specials, frame, cache, &mut ids) {
+                    self.stop();
+                    return Err((part.text + n, e));
+                }
+                ends.push(ids.len());
+            }
+            return Ok(Encoded { ids, ends });
+        }
+        let text = &self.texts[part.text][part.start..part.end];
+        let mut ids = self.reuse(text.len() / 3);
+        let done = if part.whole {
+            encode_into(model, text, specials, frame, cache, &mut ids)
+        } else {
+            // The frame around the whole text: before its first part, after its last.
+            if part.nth == 0 {
+                ids.extend_from_slice(&frame.before);
+            }
+            let done = model.encode_cached(text, specials.allowed, cache, &mut ids);
+            if part.nth + 1 == part.of {
+                ids.extend_from_slice(&frame.after);
+            }
+            done
+        };
+        match done {
+            Ok(()) => Ok(Encoded {
+                ids,
+                ends: Vec::new(),
+            }),
+            Err(e) => {
+                self.stop();
+                Err((part.text, e))
+            }
+        }
+    }
 }
 
 /// A piece of work for one thread: `texts[text][start..end]`, part `nth` of the `of`
@@ -520,6 +572,8 @@ pub(super) fn write_le(dst: &mut [MaybeUninit<u8>], ids: &[u32]) {
 /// uninitialised: only the bytes before the last offset are written, so pages never
 /// written cost no memory, and nothing is reallocated while the workers run (moving a
 /// large buffer unmaps pages, which interrupts the other cores to flush their TLBs).
+/// On several threads, each worker places the ids it encoded itself
+/// ([`place_on_threads`]).
 pub fn encode_flat<M: Model>(
     model: &M,
     texts: &[&str],
@@ -532,6 +586,10 @@ pub fn encode_flat<M: Model>(
         out.len() >= most_ids(model, texts, frame) * 4,
         "the output holds 4 bytes per id the model may give"
     );
+    let workers = threads.count().max(1).min(texts.len());
+    if workers > 1 {
+        return place_on_threads(model, texts, specials, frame, threads, workers, out);
+    }
     let mut offsets = Vec::with_capacity(texts.len() + 1);
     offsets.push(0u64);
     let placed = encode_each_in_parts(
@@ -558,6 +616,144 @@ pub fn encode_flat<M: Model>(
         Ok(()) => Ok(offsets),
         Err(BatchError::Encode(e)) => Err(e),
         Err(BatchError::Receive(never)) => match never {},
+    }
+}
+
+/// [`encode_flat`] on `workers` threads. Each worker places the parts it encodes: a
+/// part whose parts before it are all placed is given its place (right after them)
+/// under a lock, together with the parts after it that finished early and waited,
+/// and copied there outside the lock, while its ids are still in the worker's own
+/// cache. Copying every part on the calling thread, ids another core had written,
+/// made that thread's share of the encoding wait. Measured in the core (`core_batch`:
+/// the batch over the same batch placing nothing, in the same run), gpt2 on English
+/// went from 0.90-0.96 to 0.93-0.97, o200k on multilingual text from 0.97 to 0.99.
+///
+/// A failing text stops the workers from taking new parts, as in
+/// [`encode_each_in_parts`]: every part before it was taken already, so the error is
+/// always the first failing text's.
+fn place_on_threads<M: Model>(
+    model: &M,
+    texts: &[&str],
+    specials: Specials,
+    frame: &Frame,
+    threads: Workers,
+    workers: usize,
+    out: &mut [MaybeUninit<u8>],
+) -> Result<Vec<u64>, EncodeError> {
+    let plan = &Plan::new(model, texts, specials, frame, workers);
+    let out = &SharedOut::new(out);
+    let mut offsets = Vec::with_capacity(texts.len() + 1);
+    offsets.push(0);
+    let placing = Mutex::new(Placing {
+        next: 0,
+        at: 0,
+        ready: BTreeMap::new(),
+        offsets,
+        failure: None,
+    });
+    let place = |k: usize, encoded: Encoded| {
+        let mut claimed = Vec::new();
+        {
+            let mut p = placing.lock().unwrap_or_else(|e| e.into_inner());
+            if p.failure.is_some() {
+                drop(p);
+                plan.recycle(encoded.ids);
+                return;
+            }
+            let p = &mut *p;
+            p.ready.insert(k, encoded);
+            while let Some(encoded) = p.ready.remove(&p.next) {
+                let part = &plan.parts[p.next];
+                let at = p.at;
+                if part.count > 1 {
+                    p.offsets
+                        .extend(encoded.ends.iter().map(|&end| (at + end) as u64));
+                } else if part.nth + 1 == part.of {
+                    p.offsets.push((at + encoded.ids.len()) as u64);
+                }
+                p.at += encoded.ids.len();
+                p.next += 1;
+                claimed.push((at, encoded.ids));
+            }
+        }
+        for (at, ids) in claimed {
+            // SAFETY: `at..at + ids.len()` was given to this part alone, under the lock.
+            unsafe { out.write(at, &ids) };
+            plan.recycle(ids);
+        }
+    };
+    let used: Mutex<Vec<M::Cache>> = Mutex::new(Vec::with_capacity(workers));
+    let work = || {
+        let mut cache = model.take_cache();
+        while let Some((k, done)) = plan.encode_next(&mut cache) {
+            match done {
+                Ok(encoded) => place(k, encoded),
+                Err((failed, e)) => {
+                    let mut p = placing.lock().unwrap_or_else(|e| e.into_inner());
+                    if p.failure.as_ref().is_none_or(|f| failed < f.0) {
+                        p.failure = Some((failed, e));
+                    }
+                }
+            }
+        }
+        used.lock().unwrap_or_else(|e| e.into_inner()).push(cache);
+    };
+    // The calling thread is one of the workers.
+    let (tx, _) = mpsc::channel::<()>();
+    threads.run(workers - 1, tx, |_| work(), work);
+    model.give_back_caches(used.into_inner().unwrap_or_else(|e| e.into_inner()));
+    let Placing {
+        failure, offsets, ..
+    } = placing.into_inner().unwrap_or_else(|e| e.into_inner());
+    match failure {
+        Some((_, e)) => Err(e),
+        None => Ok(offsets),
+    }
+}
+
+/// Where [`place_on_threads`] stands: the next part to place and where it goes (in
+/// ids), the parts finished before it, the offsets of the texts placed so far, and
+/// the first text that failed.
+struct Placing {
+    next: usize,
+    at: usize,
+    ready: BTreeMap<usize, Encoded>,
+    offsets: Vec<u64>,
+    failure: Option<(usize, EncodeError)>,
+}
+
+/// A flat output several workers write at once, each only into the ids given to it
+/// under [`Placing`]'s lock.
+struct SharedOut<'a> {
+    start: *mut MaybeUninit<u8>,
+    len: usize,
+    out: std::marker::PhantomData<&'a mut [MaybeUninit<u8>]>,
+}
+
+// SAFETY: the workers write disjoint ranges ([`SharedOut::write`]'s contract), and the
+// buffer is borrowed mutably for as long as this lives.
+unsafe impl Sync for SharedOut<'_> {}
+
+impl<'a> SharedOut<'a> {
+    fn new(out: &'a mut [MaybeUninit<u8>]) -> Self {
+        Self {
+            start: out.as_mut_ptr(),
+            len: out.len(),
+            out: std::marker::PhantomData,
+        }
+    }
+
+    /// Writes `ids` as the ids from `at` on.
+    ///
+    /// # Safety
+    /// No other thread writes or reads those ids' bytes meanwhile.
+    unsafe fn write(&self, at: usize, ids: &[u32]) {
+        let (from, to) = (at * 4, (at + ids.len()) * 4);
+        assert!(to <= self.len, "the output holds the ids placed in it");
+        // SAFETY: in bounds (above), and no other thread touches these bytes (the
+        // caller's promise) while `self` keeps the buffer borrowed.
+        let dst = unsafe { std::slice::from_raw_parts_mut(self.start.add(from), to - from) };
+        write_le(dst, ids);
     }
 }
 
@@ -805,6 +1001,113 @@ mod tests {
             result,
             Err(BatchError::Encode(EncodeError::Disallowed { ref token })) if token == "<|e|>"
         ));
+    }
+
+    /// `encode_flat`'s ids, text by text.
+    fn flat(
+        e: &crate::bpe::Encoder,
+        texts: &[&str],
+        specials: Specials,
+        frame: &Frame,
+        threads: Workers,
+    ) -> Result<Vec<Vec<u32>>, EncodeError> {
+        let mut out = vec![MaybeUninit::new(0u8); most_ids(e, texts, frame) * 4];
+        let offsets = encode_flat(e, texts, specials, frame, threads, &mut out)?;
+        assert_eq!(offsets.len(), texts.len() + 1);
+        // SAFETY: every byte was initialised above.
+        let bytes: Vec<u8> = out.iter().map(|b| unsafe { b.assume_init() }).collect();
+        let ids: Vec<u32> = bytes[..*offsets.last().unwrap() as usize * 4]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Ok(offsets
+            .windows(2)
+            .map(|w| ids[w[0] as usize..w[1] as usize].to_vec())
+            .collect())
+    }
+
+    #[test]
+    fn workers_place_cut_and_grouped_texts_in_order_in_the_flat_output() {
+        // Long texts cut in parts between groups of short ones: parts finish out of
+        // order on several threads, and each is placed by whichever worker finds it
+        // next in line.
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        let (long, short) = (long_texts(), texts());
+        let mut texts: Vec<&str> = Vec::new();
+        for (i, l) in long.iter().enumerate() {
+            texts.extend(short[i * 30..(i + 1) * 30].iter().map(String::as_str));
+            texts.push(l);
+        }
+        let specials = allowing_all(&e);
+        let total: usize = texts.iter().map(|t| t.len()).sum();
+        let parts = plan_parts(&e, &texts, specials, unit(total, 2));
+        assert!(parts.iter().any(|p| p.count > 1), "short texts are grouped");
+        assert!(parts.iter().any(|p| p.of > 1), "long texts are cut");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for frame in [Frame::default(), framing()] {
+            let want: Vec<Vec<u32>> = each_whole(&e, &texts)
+                .iter()
+                .map(|w| framed(&frame, w))
+                .collect();
+            for threads in [
+                Workers::Spawned(2),
+                Workers::Spawned(3),
+                Workers::Pool(&pool),
+            ] {
+                for _ in 0..3 {
+                    let got = flat(&e, &texts, specials, &frame, threads).unwrap();
+                    assert_eq!(got, want, "{frame:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_flat_batch_on_threads_fails_with_its_first_failing_text() {
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        let (long, short) = (long_texts(), texts());
+        let mut texts: Vec<String> = short.clone();
+        texts.extend(long.iter().map(|l| l.replace("<|e|>", "")));
+        texts.extend(short);
+        // Two refused tokens, so the error tells which text it came from: the first
+        // failing text is a short one, a later one is long (cut) and fails first in
+        // time on some runs.
+        texts[150] += "<|first|>";
+        let late = 200 + 1;
+        let at = texts[late].len() / 3;
+        texts[late].insert_str(at, "<|late|>");
+        texts[300] += "<|late|>";
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let refused = SpecialMatcher::new(&["<|first|>".into(), "<|late|>".into()]).unwrap();
+        let specials = Specials {
+            allowed: e.no_specials(),
+            disallowed: &refused,
+        };
+        for threads in [2, 3] {
+            for _ in 0..5 {
+                let got = flat(
+                    &e,
+                    &texts,
+                    specials,
+                    &Frame::default(),
+                    Workers::Spawned(threads),
+                );
+                assert!(
+                    matches!(got, Err(EncodeError::Disallowed { ref token }) if token == "<|first|>"),
+                    "{threads} threads: {got:?}"
+                );
+            }
+        }
+        let clean: Vec<&str> = texts[..150].to_vec();
+        let want: Vec<Vec<u32>> = clean
+            .iter()
+            .map(|t| e.encode(t, e.no_specials()).unwrap())
+            .collect();
+        let got = flat(&e, &clean, specials, &Frame::default(), Workers::Spawned(2)).unwrap();
+        assert_eq!(got, want);
     }
 
     #[test]
