@@ -13,6 +13,15 @@ bench_gigatoken.py's batch row) takes its turn in each pass too, and its warm sp
 over bytepair's one thread is printed: the two-thread target's ratio, measured in the
 same stretch of the machine as the one thread it is over, by best passes and as the
 median of the two in each pass (the steadier).
+
+With ``--ceiling`` too, each pass also measures what the machine gives two workers at
+that moment, with bytepair's own work and nothing joining them: two worker processes,
+each holding the documents and its own tokenizer, encode them all on one thread
+(``encode_batch_to_numpy(..., num_threads=1)``), first one alone, then both at once
+(started by a barrier). The ceiling of a pass is the two workers' speeds added up over
+the one's alone: 2.0 on two full cores. A batch can be no better than that, and its
+ratio over the ceiling in the same pass says how much of the shortfall is the batch's
+own. (This is the process ceiling of `bench_machine.py` with the encoder as the work.)
 """
 
 from __future__ import annotations
@@ -51,6 +60,58 @@ def both(encoding: str):
     return bytepair.get_encoding(encoding), theirs
 
 
+def _ceiling_worker(encoding: str, path: str, mb: float, conn, barrier) -> None:
+    """A ceiling worker (see the module doc): encodes the documents on one thread each
+    time it is asked, after the barrier if asked "together", and sends back the time."""
+    import bytepair
+
+    docs = documents(path, mb)
+    tok = bytepair.get_encoding(encoding)
+    tok.encode_batch_to_numpy(docs, num_threads=1)  # warm, as the passes after the first
+    conn.send("ready")
+    while (task := conn.recv()) != "stop":
+        if task == "together":
+            barrier.wait(timeout=600)
+        t = time.perf_counter()
+        tok.encode_batch_to_numpy(docs, num_threads=1)
+        conn.send(time.perf_counter() - t)
+
+
+class Ceiling:
+    """Two ceiling workers; `measure()` is one pass's ceiling (see the module doc)."""
+
+    def __init__(self, encoding: str, path: str, mb: float):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        barrier = ctx.Barrier(2)
+        self.conns, self.procs = [], []
+        for _ in range(2):
+            here, there = ctx.Pipe()
+            proc = ctx.Process(target=_ceiling_worker, args=(encoding, path, mb, there, barrier))
+            proc.start()
+            self.conns.append(here)
+            self.procs.append(proc)
+        for conn in self.conns:
+            assert conn.recv() == "ready"
+        self.turn = 0
+
+    def measure(self) -> float:
+        alone = self.conns[self.turn]  # each worker alone in turn (they may sit on other cores)
+        self.turn ^= 1
+        alone.send("alone")
+        t_alone = alone.recv()
+        for conn in self.conns:
+            conn.send("together")
+        return sum(t_alone / conn.recv() for conn in self.conns)
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.send("stop")
+        for proc in self.procs:
+            proc.join(timeout=60)
+
+
 def paired(one: list[float], batch: list[float]) -> float:
     """The median over warm passes of one thread's time over the batch's in the same
     pass: less at the mercy of the machine's fast and slow stretches than the ratio of
@@ -67,7 +128,12 @@ def main() -> None:
     p.add_argument("--mb", type=float, default=10)
     p.add_argument("--passes", type=int, default=6)
     p.add_argument("--threads", type=int, default=0, help="also bytepair's batch on N threads")
+    p.add_argument(
+        "--ceiling", action="store_true", help="also the machine's two-worker ceiling (--threads 2)"
+    )
     a = p.parse_args()
+    if a.ceiling and a.threads != 2:
+        p.error("--ceiling is the ceiling of two workers: give --threads 2 with it")
     import numpy as np
 
     docs = documents(a.path, a.mb)
@@ -85,7 +151,11 @@ def main() -> None:
 
         runs["batch"] = batch
     times: dict[str, list[float]] = {name: [] for name in runs}
+    ceiling = Ceiling(a.encoding, a.path, a.mb) if a.ceiling else None
+    ceilings: list[float] = []
     for _ in range(a.passes):
+        if ceiling:
+            ceilings.append(ceiling.measure())
         got = {}
         for name, run in runs.items():
             t = time.perf_counter()
@@ -95,6 +165,8 @@ def main() -> None:
             assert len(got[name]) == len(docs) and all(
                 np.array_equal(x, np.asarray(y)) for x, y in zip(got[name], got["gigatoken"])
             ), f"{name}'s ids differ from gigatoken's"
+    if ceiling:
+        ceiling.close()
     warm = {name: min(t[2:]) for name, t in times.items()}
     print(
         f"{a.encoding} {Path(a.path).name}: bytepair {mb / warm['bytepair']:.0f} MB/s, "
@@ -107,6 +179,20 @@ def main() -> None:
             if a.threads
             else ""
         )
+        + (f"; the machine's ceiling for two {ceiling_text(times, ceilings)}" if ceilings else "")
+    )
+
+
+def ceiling_text(times: dict[str, list[float]], ceilings: list[float]) -> str:
+    """The ceiling's paired median and range over the warm passes, and the batch's
+    ratio over it, pass by pass (paired median)."""
+    import statistics
+
+    warm = ceilings[2:]
+    over = [o / b / c for o, b, c in zip(times["bytepair"][2:], times["batch"][2:], warm)]
+    return (
+        f"{statistics.median(warm):.2f}x (passes {min(warm):.2f}-{max(warm):.2f}x); "
+        f"the batch at {statistics.median(over):.2f} of it (paired median)"
     )
 
 
