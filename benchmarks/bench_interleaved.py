@@ -27,6 +27,7 @@ own. (This is the process ceiling of `bench_machine.py` with the encoder as the 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -60,14 +61,21 @@ def both(encoding: str):
     return bytepair.get_encoding(encoding), theirs
 
 
-def _ceiling_worker(encoding: str, path: str, mb: float, conn, barrier) -> None:
+def _ceiling_worker(encoding: str, path: str, mb: float, conn, barrier, cpu: int) -> None:
     """A ceiling worker (see the module doc): encodes the documents on one thread each
     time it is asked, after the barrier if asked "together", and sends back the time."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no idle BLAS threads spinning
+    if cpu >= 0:
+        os.sched_setaffinity(0, {cpu})
     import bytepair
 
     docs = documents(path, mb)
     tok = bytepair.get_encoding(encoding)
-    tok.encode_batch_to_numpy(docs, num_threads=1)  # warm, as the passes after the first
+    # Warm, and each string holding CPython's UTF-8 as the parent's do (its one-thread
+    # pass makes it): without it a batch converts every string again each call.
+    for _ in range(2):
+        [tok.encode_to_numpy(d) for d in docs]
+        tok.encode_batch_to_numpy(docs, num_threads=1)
     conn.send("ready")
     while (task := conn.recv()) != "stop":
         if task == "together":
@@ -86,9 +94,11 @@ class Ceiling:
         ctx = mp.get_context("spawn")
         barrier = ctx.Barrier(2)
         self.conns, self.procs = [], []
-        for _ in range(2):
+        pin = os.environ.get("CEILING_PIN") == "1"
+        for i in range(2):
             here, there = ctx.Pipe()
-            proc = ctx.Process(target=_ceiling_worker, args=(encoding, path, mb, there, barrier))
+            args = (encoding, path, mb, there, barrier, i if pin else -1)
+            proc = ctx.Process(target=_ceiling_worker, args=args)
             proc.start()
             self.conns.append(here)
             self.procs.append(proc)
