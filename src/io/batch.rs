@@ -4,8 +4,10 @@
 //! its texts (warm from earlier calls), and send `(index, ids)` back; the calling
 //! thread is one of the workers, and between its own texts receives finished texts in
 //! text order as soon as the texts before them are done (one finished early waits as
-//! the buffers it came in), so that what it does with them (building Python lists,
-//! copying into one flat buffer) overlaps the encoding instead of following it.
+//! the buffers it came in), so that what it does with them (building Python lists)
+//! overlaps the encoding instead of following it. Into one flat buffer
+//! ([`encode_flat`]), nothing needs the calling thread: each worker places what it
+//! encoded itself, in text order.
 //!
 //! A long text is work for more than one thread: on several threads, a text of more
 //! than two *units* (an eighth of the batch's bytes per thread, between 64 KB and
