@@ -44,7 +44,13 @@ pub(super) const MAX_UNIT: usize = 1 << 20;
 
 /// A finished piece of work: its index in the plan, and its ids (with where each
 /// text of a group ends) or the first text that failed and why.
-pub type Done = (usize, Result<Encoded, (usize, EncodeError)>);
+pub type Done = (usize, Result<Encoded, Failure>);
+
+/// A text that failed: its index, where in it (the refused token's offset, else where
+/// the failing part starts), and why. The batch's error is the first failing text's,
+/// and of a text cut in parts, its first refused token if it has one, as for the
+/// text whole ([`Plan::first_failure`], [`Plan::settle`]).
+pub type Failure = (usize, usize, EncodeError);
 
 /// The ids of a piece of work; `ends`: where each text of a group of texts ends in
 /// `ids` (empty for one text or a part of one).
@@ -257,7 +263,7 @@ pub fn encode_each_in_parts<M: Model, E>(
             }
             rx.recv().ok()
         };
-        let mut first_failure: Option<(usize, EncodeError)> = None;
+        let mut first_failure: Option<Failure> = None;
         let mut refused = None;
         // The parts so far of the cut text being received (they come in turn).
         let mut cut: Vec<Vec<u32>> = Vec::new();
@@ -267,9 +273,12 @@ pub fn encode_each_in_parts<M: Model, E>(
         let mut in_turn = 0;
         while let Some((k, done)) = wait(&mut next) {
             match done {
-                Err((failed, e)) => {
-                    if first_failure.as_ref().is_none_or(|f| failed < f.0) {
-                        first_failure = Some((failed, e));
+                Err(failed) => {
+                    if first_failure
+                        .as_ref()
+                        .is_none_or(|f| Plan::<M>::first_failure(&failed, f))
+                    {
+                        first_failure = Some(failed);
                     }
                     continue;
                 }
@@ -309,7 +318,7 @@ pub fn encode_each_in_parts<M: Model, E>(
             }
         }
         match (first_failure, refused) {
-            (Some((_, e)), _) => Err(BatchError::Encode(e)),
+            (Some(failed), _) => Err(BatchError::Encode(plan.settle(failed))),
             (None, Some(e)) => Err(BatchError::Receive(e)),
             (None, None) => Ok(()),
         }
@@ -384,11 +393,7 @@ impl<'a, M: Model> Plan<'a, M> {
 
     /// One part's ids, or the first of its texts that failed and why (then no worker
     /// takes another part).
-    fn encode_part(
-        &self,
-        part: &Part,
-        cache: &mut M::Cache,
-    ) -> Result<Encoded, (usize, EncodeError)> {
+    fn encode_part(&self, part: &Part, cache: &mut M::Cache) -> Result<Encoded, Failure> {
         let (model, specials, frame) = (self.model, self.specials, self.frame);
         if part.count > 1 {
             // A group of short whole texts: one message for all of them.
@@ -399,13 +404,21 @@ impl<'a, M: Model> Plan<'a, M> {
             for (n, &text) in group.iter().enumerate() {
                 if let Err(e) = encode_into(model, text, specials, frame, cache, &mut ids) {
                     self.stop();
-                    return Err((part.text + n, e));
+                    return Err((part.text + n, 0, e));
                 }
                 ends.push(ids.len());
             }
             return Ok(Encoded { ids, ends });
         }
-        let text = &self.texts[part.text][part.start..part.end];
+        let whole_text = self.texts[part.text];
+        let text = &whole_text[part.start..part.end];
+        if !part.whole {
+            if let Some(at) = refused_in_part(whole_text, part, specials.disallowed) {
+                self.stop();
+                let token = specials.disallowed.tokens()[at.1].clone();
+                return Err((part.text, at.0, EncodeError::Disallowed { token }));
+            }
+        }
         let mut ids = self.reuse(text.len() / 3);
         let done = if part.whole {
             encode_into(model, text, specials, frame, cache, &mut ids)
@@ -427,10 +440,49 @@ impl<'a, M: Model> Plan<'a, M> {
             }),
             Err(e) => {
                 self.stop();
-                Err((part.text, e))
+                Err((part.text, part.start, e))
             }
         }
     }
+
+    /// Whether failure `a` is reported before `b`: an earlier text's; in the same
+    /// text, a refused token before any other error, and the first refused token.
+    fn first_failure(a: &Failure, b: &Failure) -> bool {
+        let key = |f: &Failure| {
+            let other = !matches!(f.2, EncodeError::Disallowed { .. });
+            (f.0, other, f.1)
+        };
+        key(a) < key(b)
+    }
+
+    /// The batch's error for its first failure: a text whole refuses its first
+    /// disallowed token before anything else fails, and the part holding it may not
+    /// have been taken once another part failed otherwise.
+    fn settle(&self, (text, _, e): Failure) -> EncodeError {
+        if matches!(e, EncodeError::Disallowed { .. }) {
+            return e;
+        }
+        check_disallowed(self.texts[text], self.specials.disallowed)
+            .err()
+            .unwrap_or(e)
+    }
+}
+
+/// The first disallowed special token starting inside a cut text's part, as `(offset
+/// in the text, index of the token)`: looked for from the part's start to as far past
+/// its end as a token reaches, so that a token across the cut after it is found, and
+/// by this part alone (a token starting before the part's start was found by the
+/// part before it, and the first one found this way is the text's first: no token
+/// starts before it in the text). Each part of a text checks its own, on the workers,
+/// instead of the whole text before it is cut, serially: 4% of a two-thread batch of
+/// English books.
+fn refused_in_part(text: &str, part: &Part, disallowed: &SpecialMatcher) -> Option<(usize, usize)> {
+    if disallowed.is_empty() {
+        return None;
+    }
+    let reach = (part.end + disallowed.max_len().saturating_sub(1)).min(text.len());
+    let (start, _, index) = disallowed.find_first(&text.as_bytes()[part.start..reach])?;
+    (part.start + start < part.end).then_some((part.start + start, index))
 }
 
 /// A piece of work for one thread: `texts[text][start..end]`, part `nth` of the `of`
@@ -458,9 +510,9 @@ fn unit(total: usize, workers: usize) -> usize {
 
 /// The work of a batch, in text order: each text whole, or cut in parts of about
 /// `unit` bytes at safe cuts when it is longer than two units and the model allows
-/// cuts. A cut text with a disallowed special token is not cut: its worker finds the
-/// token, so the error is the first failing text's, as for any text. Short whole texts
-/// go in groups ([`group_end`], as the one-thread path groups them).
+/// cuts (each part of a cut text then checks itself for disallowed special tokens:
+/// [`refused_in_part`]). Short whole texts go in groups ([`group_end`], as the
+/// one-thread path groups them).
 pub(super) fn plan_parts<M: Model>(
     model: &M,
     texts: &[&str],
@@ -475,9 +527,7 @@ pub(super) fn plan_parts<M: Model>(
     let mut i = 0;
     while i < texts.len() {
         let text = texts[i];
-        let Some(text_cuts) = text_cuts.filter(|_| {
-            text.len() > 2 * unit && check_disallowed(text, specials.disallowed).is_ok()
-        }) else {
+        let Some(text_cuts) = text_cuts.filter(|_| text.len() > 2 * unit) else {
             // Whole, with the short texts after it (a group of up to GROUP_BYTES: a
             // text that long, never cut, since a unit is at least MIN_UNIT).
             let end = group_end(texts, i);
@@ -690,10 +740,13 @@ fn place_on_threads<M: Model>(
         while let Some((k, done)) = plan.encode_next(&mut cache) {
             match done {
                 Ok(encoded) => place(k, encoded),
-                Err((failed, e)) => {
+                Err(failed) => {
                     let mut p = placing.lock().unwrap_or_else(|e| e.into_inner());
-                    if p.failure.as_ref().is_none_or(|f| failed < f.0) {
-                        p.failure = Some((failed, e));
+                    if p.failure
+                        .as_ref()
+                        .is_none_or(|f| Plan::<M>::first_failure(&failed, f))
+                    {
+                        p.failure = Some(failed);
                     }
                 }
             }
@@ -708,7 +761,7 @@ fn place_on_threads<M: Model>(
         failure, offsets, ..
     } = placing.into_inner().unwrap_or_else(|e| e.into_inner());
     match failure {
-        Some((_, e)) => Err(e),
+        Some(failed) => Err(plan.settle(failed)),
         None => Ok(offsets),
     }
 }
@@ -721,7 +774,7 @@ struct Placing {
     at: usize,
     ready: BTreeMap<usize, Encoded>,
     offsets: Vec<u64>,
-    failure: Option<(usize, EncodeError)>,
+    failure: Option<Failure>,
 }
 
 /// A flat output several workers write at once, each only into the ids given to it
@@ -974,34 +1027,126 @@ mod tests {
         }
     }
 
+    /// A long text of words and its cuts (as planned on two threads), with the two
+    /// letters around its first cut (a space cut) made `Q` and `R`: one `Q R` across
+    /// the cut, and the cuts where they were.
+    fn text_with_a_token_across_a_cut(e: &crate::bpe::Encoder) -> (String, usize) {
+        let mut text = "aab dac ".repeat(60_000);
+        let none = Specials {
+            allowed: e.no_specials(),
+            disallowed: e.no_specials(),
+        };
+        let unit = unit(text.len(), 2);
+        let cut = plan_parts(e, &[&text], none, unit)[1].start;
+        assert_eq!(&text[cut..cut + 1], " ", "a space cut");
+        text.replace_range(cut - 1..cut + 2, "Q R");
+        let again = plan_parts(e, &[&text], none, unit);
+        assert_eq!(again[1].start, cut, "the same cuts");
+        (text, cut)
+    }
+
     #[test]
-    fn a_long_text_with_a_disallowed_token_fails_whole_and_first() {
+    fn a_cut_text_refuses_its_first_disallowed_token_even_across_a_cut() {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
-        let mut texts = long_texts();
-        texts[2] = texts[2].replace("<|e|>", "");
-        texts[3] = texts[3].replace("<|e|>", "");
-        let at = texts[2].len() / 2;
-        texts[2].insert_str(at, "<|e|>");
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (across, cut) = text_with_a_token_across_a_cut(&e);
+        let refused = SpecialMatcher::new(&["Q R".into(), "<|x|>".into()]).unwrap();
+        let specials = Specials {
+            allowed: e.no_specials(),
+            disallowed: &refused,
+        };
+        // The token across the cut alone; then with another refused token after it
+        // (in the next part, whose worker may find it first); then with one before it.
+        let mut later = across.clone();
+        later.insert_str(cut + 100, "<|x|>");
+        let mut earlier = across.clone();
+        earlier.insert_str(cut / 2, "<|x|>");
+        let cases = [(&across, "Q R"), (&later, "Q R"), (&earlier, "<|x|>")];
+        for (text, want) in cases {
+            let texts = ["short one", text.as_str(), "short two"];
+            let parts = plan_parts(&e, &texts, specials, unit(text.len(), 2));
+            assert!(parts.iter().filter(|p| p.text == 1).count() > 2, "cut");
+            for threads in [2, 3] {
+                for _ in 0..3 {
+                    let got = flat(
+                        &e,
+                        &texts,
+                        specials,
+                        &Frame::default(),
+                        Workers::Spawned(threads),
+                    );
+                    assert!(
+                        matches!(got, Err(EncodeError::Disallowed { ref token }) if token == want),
+                        "{threads} threads: {got:?}, want {want}"
+                    );
+                    let listed = encode_each(
+                        &e,
+                        &texts,
+                        specials,
+                        &Frame::default(),
+                        Workers::Spawned(threads),
+                        |next| next(),
+                        |_, _| Ok::<(), ()>(()),
+                    );
+                    assert!(matches!(
+                        listed,
+                        Err(BatchError::Encode(EncodeError::Disallowed { ref token })) if token == want
+                    ));
+                }
+            }
+        }
+        // Allowed, the same token is encoded as plain text, across the cut.
+        let allowed = Specials {
+            allowed: e.no_specials(),
+            disallowed: e.no_specials(),
+        };
+        let texts = [across.as_str()];
+        let got = flat(&e, &texts, allowed, &Frame::default(), Workers::Spawned(2)).unwrap();
+        assert_eq!(got, each_whole(&e, &texts));
+    }
+
+    #[test]
+    fn a_texts_first_refused_token_is_its_error_before_any_other() {
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        let texts = ["plain", "x<|e|>y"];
         let specials = Specials {
             allowed: e.no_specials(),
             disallowed: e.all_specials(),
         };
-        let parts = plan_parts(&e, &texts[2..4], specials, 4096);
-        assert_eq!(parts.iter().filter(|p| p.text == 0).count(), 1, "not cut");
-        assert!(parts.iter().filter(|p| p.text == 1).count() > 1, "cut");
-        let result = encode_each(
-            &e,
-            &texts[2..4],
-            specials,
-            &Frame::default(),
-            Workers::Spawned(2),
-            |next| next(),
-            |_, _| Ok::<(), ()>(()),
+        let frame = Frame::default();
+        let plan = Plan::new(&e, &texts, specials, &frame, 2);
+        type P<'a> = Plan<'a, crate::bpe::Encoder>;
+        let refused = |at| {
+            (
+                1,
+                at,
+                EncodeError::Disallowed {
+                    token: "<|e|>".into(),
+                },
+            )
+        };
+        let other = |text, at| (text, at, EncodeError::OutOfMemory { bytes: 8 });
+        assert!(
+            P::first_failure(&other(0, 99), &refused(1)),
+            "an earlier text's first"
         );
+        assert!(
+            P::first_failure(&refused(50), &other(1, 0)),
+            "a refusal before the rest"
+        );
+        assert!(
+            P::first_failure(&refused(10), &refused(50)),
+            "the first refusal"
+        );
+        assert!(!P::first_failure(&refused(50), &refused(10)));
+        // Another error of a text holding a refused token is that refusal (its part
+        // may never have been taken), as when the text was checked whole first.
         assert!(matches!(
-            result,
-            Err(BatchError::Encode(EncodeError::Disallowed { ref token })) if token == "<|e|>"
+            plan.settle(other(1, 0)),
+            EncodeError::Disallowed { .. }
+        ));
+        assert!(matches!(
+            plan.settle(other(0, 0)),
+            EncodeError::OutOfMemory { .. }
         ));
     }
 
