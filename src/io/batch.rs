@@ -228,13 +228,9 @@ pub fn encode_each_in_parts<M: Model, E>(
     // what the others merged ([`Model::give_back_caches`]).
     let used: Mutex<Vec<M::Cache>> = Mutex::new(Vec::with_capacity(workers));
     let (tx, mut rx) = mpsc::channel::<Done>();
-    let encode_next = |cache: &mut M::Cache| plan.encode_next(cache);
-    let stop = || plan.stop();
-    let recycle = |ids: Vec<u32>| plan.recycle(ids);
-    let parts = &plan.parts;
     let work = |tx: mpsc::Sender<Done>| {
         let mut owned = model.take_cache();
-        while let Some(done) = encode_next(&mut owned) {
+        while let Some(done) = plan.encode_next(&mut owned) {
             if tx.send(done).is_err() {
                 break;
             }
@@ -253,7 +249,7 @@ pub fn encode_each_in_parts<M: Model, E>(
             if let Ok(done) = rx.try_recv() {
                 return Some(done);
             }
-            if let Some(done) = mine.as_mut().and_then(&encode_next) {
+            if let Some(done) = mine.as_mut().and_then(|cache| plan.encode_next(cache)) {
                 return Some(done);
             }
             // Nothing left to take: this thread's cache goes with the others', and
@@ -274,18 +270,13 @@ pub fn encode_each_in_parts<M: Model, E>(
         while let Some((k, done)) = wait(&mut next) {
             match done {
                 Err(failed) => {
-                    if first_failure
-                        .as_ref()
-                        .is_none_or(|f| Plan::<M>::first_failure(&failed, f))
-                    {
-                        first_failure = Some(failed);
-                    }
+                    Plan::<M>::keep_first(&mut first_failure, failed);
                     continue;
                 }
                 Ok(encoded) => waiting.insert(k, encoded),
             };
             while let Some(encoded) = waiting.remove(&in_turn) {
-                let part = &parts[in_turn];
+                let part = &plan.parts[in_turn];
                 in_turn += 1;
                 let i = part.text;
                 match encoded {
@@ -293,13 +284,13 @@ pub fn encode_each_in_parts<M: Model, E>(
                         let mut from = 0;
                         for (n, &to) in group.ends.iter().enumerate() {
                             if let Err(e) = receive(i + n, &[&group.ids[from..to]]) {
-                                stop();
+                                plan.stop();
                                 refused = Some(e);
                                 break;
                             }
                             from = to;
                         }
-                        recycle(group.ids);
+                        plan.recycle(group.ids);
                     }
                     Encoded { ids, .. } if first_failure.is_none() && refused.is_none() => {
                         debug_assert_eq!(cut.len(), part.nth, "a text's parts come in turn");
@@ -307,10 +298,10 @@ pub fn encode_each_in_parts<M: Model, E>(
                         if part.nth + 1 == part.of {
                             let slices: Vec<&[u32]> = cut.iter().map(Vec::as_slice).collect();
                             if let Err(e) = receive(i, &slices) {
-                                stop();
+                                plan.stop();
                                 refused = Some(e);
                             }
-                            cut.drain(..).for_each(recycle);
+                            cut.drain(..).for_each(|ids| plan.recycle(ids));
                         }
                     }
                     _ => {} // failed already: only draining the workers
@@ -455,6 +446,16 @@ impl<'a, M: Model> Plan<'a, M> {
         key(a) < key(b)
     }
 
+    /// `failed` in `first` if it is reported before what `first` holds.
+    fn keep_first(first: &mut Option<Failure>, failed: Failure) {
+        if first
+            .as_ref()
+            .is_none_or(|f| Self::first_failure(&failed, f))
+        {
+            *first = Some(failed);
+        }
+    }
+
     /// The batch's error for its first failure: a text whole refuses its first
     /// disallowed token before anything else fails, and the part holding it may not
     /// have been taken once another part failed otherwise.
@@ -487,7 +488,8 @@ fn refused_in_part(text: &str, part: &Part, disallowed: &SpecialMatcher) -> Opti
 
 /// A piece of work for one thread: `texts[text][start..end]`, part `nth` of the `of`
 /// parts its text is cut into. `whole`: the text is not cut, and its worker checks it
-/// for disallowed special tokens (a cut text is checked before it is cut). `count`:
+/// for disallowed special tokens (each part of a cut text checks its own stretch:
+/// [`refused_in_part`]). `count`:
 /// how many whole texts from `text` on this piece is (more than one: a group of short
 /// texts, sent back in one message: a message per short text cost more than encoding
 /// it, and two threads were no faster than one on a batch of lines).
@@ -742,12 +744,7 @@ fn place_on_threads<M: Model>(
                 Ok(encoded) => place(k, encoded),
                 Err(failed) => {
                     let mut p = placing.lock().unwrap_or_else(|e| e.into_inner());
-                    if p.failure
-                        .as_ref()
-                        .is_none_or(|f| Plan::<M>::first_failure(&failed, f))
-                    {
-                        p.failure = Some(failed);
-                    }
+                    Plan::<M>::keep_first(&mut p.failure, failed);
                 }
             }
         }
@@ -878,18 +875,7 @@ mod tests {
                 .iter()
                 .map(|w| framed(frame, w))
                 .collect();
-            let mut out = vec![MaybeUninit::new(0u8); most_ids(&e, &texts, frame) * 4];
-            let offsets = encode_flat(&e, &texts, specials, frame, threads, &mut out).unwrap();
-            assert_eq!(offsets.len(), texts.len() + 1);
-            // SAFETY: every byte was initialised above.
-            let bytes: Vec<u8> = out.iter().map(|b| unsafe { b.assume_init() }).collect();
-            let ids: Vec<u32> = bytes[..*offsets.last().unwrap() as usize * 4]
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
-            for (i, w) in want.iter().enumerate() {
-                assert_eq!(&ids[offsets[i] as usize..offsets[i + 1] as usize], w);
-            }
+            assert_eq!(flat(&e, &texts, specials, frame, threads).unwrap(), want);
         }
     }
 
