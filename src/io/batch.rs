@@ -618,6 +618,70 @@ pub(super) fn write_le(dst: &mut [MaybeUninit<u8>], ids: &[u32]) {
     }
 }
 
+/// [`write_le`] for a batch's flat output: `ids` of at least [`STREAM_BYTES`] go
+/// around the caches on x86-64 (non-temporal stores), the rest through them.
+///
+/// A flat output is written once, far more of it than a core's cache holds, and
+/// nothing reads it before the batch returns. Written through the caches, every line
+/// of it is first read from memory (to own it), and it evicts the piece cache and the
+/// rank table the encoding probes. Measured in the core (`core_batch`, gpt2, English,
+/// three runs, builds in turn): the batch on two threads went from 0.92-0.93 to
+/// 0.97-0.98 of the same batch placing nothing, and on one thread from 0.95-0.98 to
+/// 0.99-1.00 of a loop of single encodes that writes no flat output.
+fn place_le(dst: &mut [MaybeUninit<u8>], ids: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    if ids.len() * 4 >= STREAM_BYTES {
+        let dst = &mut dst[..ids.len() * 4];
+        // SAFETY: `dst` holds `4 * ids.len()` bytes, apart from `ids`; x86-64 is
+        // little-endian, so a u32's bytes in memory are its little-endian bytes.
+        unsafe {
+            stream_copy(
+                ids.as_ptr().cast::<u8>(),
+                dst.as_mut_ptr().cast::<u8>(),
+                dst.len(),
+            )
+        };
+        return;
+    }
+    write_le(dst, ids);
+}
+
+/// Copies of at least this many bytes into a flat output go around the caches
+/// ([`place_le`]); a smaller batch's caller is likely to read its ids right away.
+#[cfg(target_arch = "x86_64")]
+const STREAM_BYTES: usize = 16 << 10;
+
+/// Copies `len` bytes from `src` to `dst` with non-temporal stores, then fences them
+/// (they are weakly ordered: another thread must see them once this returns).
+///
+/// # Safety
+/// `src` and `dst` are valid for `len` bytes and do not overlap.
+#[cfg(target_arch = "x86_64")]
+unsafe fn stream_copy(src: *const u8, dst: *mut u8, len: usize) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+    // SAFETY: the caller's promise; SSE2 is part of x86_64.
+    unsafe {
+        let head = dst.align_offset(16).min(len);
+        std::ptr::copy_nonoverlapping(src, dst, head);
+        let mut i = head;
+        while i + 64 <= len {
+            let s = src.add(i).cast::<__m128i>();
+            let d = dst.add(i).cast::<__m128i>();
+            _mm_stream_si128(d, _mm_loadu_si128(s));
+            _mm_stream_si128(d.add(1), _mm_loadu_si128(s.add(1)));
+            _mm_stream_si128(d.add(2), _mm_loadu_si128(s.add(2)));
+            _mm_stream_si128(d.add(3), _mm_loadu_si128(s.add(3)));
+            i += 64;
+        }
+        while i + 16 <= len {
+            _mm_stream_si128(dst.add(i).cast(), _mm_loadu_si128(src.add(i).cast()));
+            i += 16;
+        }
+        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
+        _mm_sfence();
+    }
+}
+
 /// Encodes every text like [`encode_each`] and writes all their ids, in text order,
 /// one after another into `out` as little-endian uint32. Returns the `texts.len() + 1`
 /// offsets (in ids) where each text's ids start and the last ends.
@@ -659,7 +723,7 @@ pub fn encode_flat<M: Model>(
             debug_assert_eq!(i + 1, offsets.len(), "texts are received in order");
             let mut written = *offsets.last().expect("offsets start with 0") as usize;
             for ids in parts {
-                write_le(&mut out[written * 4..], ids);
+                place_le(&mut out[written * 4..], ids);
                 written += ids.len();
             }
             offsets.push(written as u64);
@@ -805,7 +869,7 @@ impl<'a> SharedOut<'a> {
         // SAFETY: in bounds (above), and no other thread touches these bytes (the
         // caller's promise) while `self` keeps the buffer borrowed.
         let dst = unsafe { std::slice::from_raw_parts_mut(self.start.add(from), to - from) };
-        write_le(dst, ids);
+        place_le(dst, ids);
     }
 }
 
@@ -838,6 +902,38 @@ mod tests {
     }
 
     /// A frame of a BOS and a two-id EOS.
+    #[test]
+    fn placing_ids_writes_them_little_endian_whatever_their_length_and_alignment() {
+        // Short runs go through the caches, long ones around them (from STREAM_BYTES
+        // on); each starts and ends at any alignment and touches nothing around it.
+        let ids: Vec<u32> = (0..20_000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let mut out = vec![MaybeUninit::new(0xAAu8); 4 * ids.len() + 64];
+        for len in [
+            0, 1, 3, 4, 5, 15, 16, 17, 63, 64, 65, 4095, 4096, 4097, 19_999,
+        ] {
+            for (skip, at) in [(0, 0), (1, 0), (0, 1), (3, 2), (2, 3), (5, 13)] {
+                let src = &ids[skip..skip + len.min(ids.len() - skip)];
+                out.fill(MaybeUninit::new(0xAA));
+                place_le(&mut out[at..], src);
+                // SAFETY: every byte of `out` was written by the fill.
+                let got: Vec<u8> = out.iter().map(|b| unsafe { b.assume_init() }).collect();
+                let want: Vec<u8> = src.iter().flat_map(|id| id.to_le_bytes()).collect();
+                let end = at + want.len();
+                assert_eq!(
+                    &got[at..end],
+                    &want[..],
+                    "{len} ids from {skip} at byte {at}"
+                );
+                assert!(
+                    got[..at].iter().chain(&got[end..]).all(|&b| b == 0xAA),
+                    "{len} ids at byte {at} wrote outside their bytes"
+                );
+            }
+        }
+    }
+
     fn framing() -> Frame {
         Frame {
             before: vec![7],
