@@ -222,6 +222,13 @@ def assert_every_path_encodes_as(tok, text: str, ids_of, tmp_path: Path, rng) ->
 
     from bytepair.shards import one_file
 
+    if any(token in text for token in tok.special_tokens_set):
+        # Hypothesis draws string constants from the code under test, "<|endoftext|>"
+        # among them: text spelling a special token is refused by the safe default
+        # (every path's refusal has its own tests in test_encode.py).
+        with pytest.raises(ValueError, match="special token"):
+            tok.encode(text)
+        return
     want = ids_of(text)
     assert tok.encode(text) == want
     assert tok.encode_batch([text, text[:10]]) == [want, ids_of(text[:10])]

@@ -285,9 +285,55 @@ def test_a_batch_keeps_no_utf8_copy_inside_its_strings(gpt2):
     gpt2.encode_batch_to_numpy(batch, num_threads=2)
     gpt2.encode_ordinary_batch(batch, num_threads=2)
     assert [sys.getsizeof(t) for t in batch] == sizes
-    # The check can see a copy: encoding one text alone has CPython make and keep one.
+    # The check can see a copy: encoding one long text alone a second time has CPython
+    # make and keep one.
+    gpt2.encode_ordinary(batch[2])
     gpt2.encode_ordinary(batch[2])
     assert sys.getsizeof(batch[2]) > sizes[2]
+
+
+CALLS = ["encode_ordinary", "encode", "encode_to_numpy", "count_tokens"]
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_a_long_string_is_converted_by_the_core_the_first_time_and_by_cpython_after(gpt2, call):
+    # A long non-ASCII string met for the first time is encoded from the core's own
+    # UTF-8, which leaves the string as it was; met again, CPython converts it and keeps
+    # the copy (the string grows), which every later call borrows. The ids are the same
+    # each time, and tiktoken's. Each width of CPython's: Latin-1, UCS-2, UCS-4.
+    import sys
+
+    enc = gpt2_tiktoken()
+    run = getattr(gpt2, call)
+    for i, unit in enumerate(["café crème ", "naïve “quotes” — 日本語 ", "emoji 🙂 and ü "]):
+        # A length no other string of the tests has: a string is known by its address
+        # and length, and a new one of a freed one's may pass for it (then CPython
+        # converts it at once, which is what the first call would see here).
+        text = _fresh((unit * 800)[: 6151 + 7 * i + 100 * CALLS.index(call)])
+        want = enc.encode_ordinary(_fresh(text))  # tiktoken has CPython keep a copy
+        size = sys.getsizeof(text)
+        got = [run(text)]
+        assert sys.getsizeof(text) == size, f"{unit!r}: the first call left a UTF-8 copy"
+        got.append(run(text))
+        grown = sys.getsizeof(text)
+        assert grown > size, f"{unit!r}: the second call did not have CPython keep its UTF-8"
+        got.append(run(text))
+        assert sys.getsizeof(text) == grown
+        for ids in got:
+            assert (ids == len(want)) if call == "count_tokens" else (list(ids) == want)
+    # Shorter strings are taken as CPython has them from the first call.
+    short = _fresh(("naïve “quotes” " * 400)[:4095])
+    size = sys.getsizeof(short)
+    run(short)
+    assert sys.getsizeof(short) > size
+
+
+def test_a_surrogate_deep_in_a_long_string_is_replaced_on_either_conversion(gpt2):
+    text = _fresh("é" * 3000 + "\udc80" + "ü" * 3000)
+    expected = gpt2.encode_ordinary(text.replace("\udc80", "\ufffd"))
+    # Met first (the core's conversion finds the surrogate), then again (CPython's).
+    assert gpt2.encode_ordinary(text) == expected
+    assert gpt2.encode_ordinary(text) == expected
 
 
 @pytest.mark.parametrize("threads", [1, 2])

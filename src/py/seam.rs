@@ -15,7 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::buffers::{IdBuffer, OutputPool};
 use super::documents::DocumentBatches;
 use super::errors::{batch_error, encode_error, read_error, value_error};
-use super::texts::Texts;
+use super::texts::{Text, Texts};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, most_ids, Specials, Workers};
 use crate::io::blocks::ReadError;
@@ -420,16 +420,43 @@ impl<M: Model> Seam<M> {
         ))
     }
 
+    /// Runs `f` on the UTF-8 of `text` ([`Text`]: borrowed from CPython, or converted
+    /// by the core for a long string met for the first time).
+    pub fn with_text<R>(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyString>,
+        f: impl FnOnce(&str) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let text = Text::new(py, text, &self.utf8)?;
+        let result = f(text.as_str());
+        text.give_back(&self.utf8);
+        result
+    }
+
+    /// [`Seam::encode_checked`] of a Python string (see [`Seam::with_text`]).
+    pub fn encode_string(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyString>,
+        allowed: Option<Vec<String>>,
+        disallowed: Disallowed,
+    ) -> PyResult<Vec<u32>> {
+        self.with_text(py, text, |text| {
+            self.encode_checked(py, text, allowed, disallowed)
+        })
+    }
+
     /// Encodes `text`: `allowed_special` are encoded as special tokens (None: the
     /// seam's `all`); any of `disallowed_special` in the text raises ValueError.
     pub fn encode<'py>(
         &self,
         py: Python<'py>,
-        text: &str,
+        text: &Bound<'_, PyString>,
         allowed_special: Option<Vec<String>>,
         disallowed_special: Disallowed,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
+        let ids = self.encode_string(py, text, allowed_special, disallowed_special)?;
         self.id_list(py, &ids)
     }
 
@@ -438,16 +465,28 @@ impl<M: Model> Seam<M> {
     pub fn encode_to_buffer<'py>(
         &self,
         py: Python<'py>,
-        text: &str,
+        text: &Bound<'_, PyString>,
         allowed_special: Option<Vec<String>>,
         disallowed_special: Disallowed,
     ) -> PyResult<Bound<'py, IdBuffer>> {
-        let ids = self.encode_checked(py, text, allowed_special, disallowed_special)?;
+        let ids = self.encode_string(py, text, allowed_special, disallowed_special)?;
         Bound::new(py, IdBuffer::of_ids(ids))
     }
 
     /// How many tokens `text` encodes to.
     pub fn count(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyString>,
+        allowed_special: Option<Vec<String>>,
+        disallowed_special: Disallowed,
+    ) -> PyResult<usize> {
+        self.with_text(py, text, |text| {
+            self.count_str(py, text, allowed_special, disallowed_special)
+        })
+    }
+
+    fn count_str(
         &self,
         py: Python<'_>,
         text: &str,
@@ -727,12 +766,12 @@ macro_rules! pymethods_with_seam {
         fn encode<'py>(
             &self,
             py: ::pyo3::Python<'py>,
-            text: &str,
+            text: ::pyo3::Bound<'py, ::pyo3::types::PyString>,
             allowed_special: Option<Vec<String>>,
             disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
             let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
-            self.seam.encode(py, text, allowed_special, disallowed)
+            self.seam.encode(py, &text, allowed_special, disallowed)
         }
 
         /// Encodes `text` with every special token as plain text (the shortest path:
@@ -740,10 +779,10 @@ macro_rules! pymethods_with_seam {
         fn encode_ordinary<'py>(
             &self,
             py: ::pyo3::Python<'py>,
-            text: &str,
+            text: ::pyo3::Bound<'py, ::pyo3::types::PyString>,
         ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
             let none = $crate::py::seam::Disallowed::Listed(Vec::new());
-            let ids = self.seam.encode_checked(py, text, Some(Vec::new()), none)?;
+            let ids = self.seam.encode_string(py, &text, Some(Vec::new()), none)?;
             self.seam.id_list(py, &ids)
         }
 
@@ -753,10 +792,10 @@ macro_rules! pymethods_with_seam {
         fn encode_default<'py>(
             &self,
             py: ::pyo3::Python<'py>,
-            text: &str,
+            text: ::pyo3::Bound<'py, ::pyo3::types::PyString>,
         ) -> ::pyo3::PyResult<Bound<'py, ::pyo3::types::PyList>> {
             let rest = $crate::py::seam::Disallowed::Rest;
-            let ids = self.seam.encode_checked(py, text, Some(Vec::new()), rest)?;
+            let ids = self.seam.encode_string(py, &text, Some(Vec::new()), rest)?;
             self.seam.id_list(py, &ids)
         }
 
@@ -766,13 +805,13 @@ macro_rules! pymethods_with_seam {
         fn encode_to_buffer<'py>(
             &self,
             py: ::pyo3::Python<'py>,
-            text: &str,
+            text: ::pyo3::Bound<'py, ::pyo3::types::PyString>,
             allowed_special: Option<Vec<String>>,
             disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<Bound<'py, $crate::py::buffers::IdBuffer>> {
             let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             self.seam
-                .encode_to_buffer(py, text, allowed_special, disallowed)
+                .encode_to_buffer(py, &text, allowed_special, disallowed)
         }
 
         /// How many tokens `text` encodes to.
@@ -780,12 +819,12 @@ macro_rules! pymethods_with_seam {
         fn count(
             &self,
             py: ::pyo3::Python<'_>,
-            text: &str,
+            text: ::pyo3::Bound<'_, ::pyo3::types::PyString>,
             allowed_special: Option<Vec<String>>,
             disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<usize> {
             let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
-            self.seam.count(py, text, allowed_special, disallowed)
+            self.seam.count(py, &text, allowed_special, disallowed)
         }
 
         /// Encodes many texts on `num_threads` threads (see `py::seam`).

@@ -5,6 +5,15 @@
 //! Taking a `&str` of each string instead had CPython convert them one after another
 //! under the GIL before any encoding started, and keep the UTF-8 inside every string
 //! for the rest of its life.
+//!
+//! A single-text call ([`Text`]) converts a long string the same way the first time
+//! it meets it, and takes it as `&str` when it meets it again ([`met_before`]): the
+//! first call on a string is the common one (a corpus goes through once), and the
+//! core's conversion is the cheaper one there; a string encoded again and again (a
+//! benchmark, an interactive session) then pays one conversion of CPython's, and
+//! borrows the UTF-8 CPython keeps from then on.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use pyo3::exceptions::PyMemoryError;
 use pyo3::ffi;
@@ -56,22 +65,7 @@ impl<'a> Texts<'a> {
             let converted = Utf8Texts::default();
             return Ok(Self { sources, converted });
         }
-        let room = Utf8Texts::room(&points);
-        let buffer = buffers.take(room).map_err(|_| {
-            PyMemoryError::new_err(format!("no memory for the UTF-8 of a batch ({room} bytes)"))
-        })?;
-        let converted = py.detach(|| Utf8Texts::convert(&points, threads, buffer));
-        let converted = match converted {
-            Ok(converted) => converted,
-            // CPython refuses the same string, with its message (which character,
-            // where); the Python layer retries without surrogates, as tiktoken does.
-            Err((i, _)) => {
-                texts[converted_from[i]].to_str()?;
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "a string of the batch holds a surrogate that CPython encodes",
-                ));
-            }
-        };
+        let converted = convert(py, &points, threads, buffers, |i| &texts[converted_from[i]])?;
         Ok(Self { sources, converted })
     }
 
@@ -93,6 +87,110 @@ impl<'a> Texts<'a> {
             })
             .collect()
     }
+}
+
+/// Converts `points` into a buffer of `buffers`, on up to `threads` threads, without
+/// the GIL. A string holding a surrogate raises CPython's own UnicodeEncodeError (the
+/// one taking its `&str` raises): `text(i)` is the string of `points[i]`.
+fn convert<'t, 'py: 't>(
+    py: Python<'_>,
+    points: &[CodePoints<'_>],
+    threads: usize,
+    buffers: &OutputPool,
+    text: impl Fn(usize) -> &'t Bound<'py, PyString>,
+) -> PyResult<Utf8Texts> {
+    let room = Utf8Texts::room(points);
+    let buffer = buffers.take(room).map_err(|_| {
+        PyMemoryError::new_err(format!("no memory for the UTF-8 of a text ({room} bytes)"))
+    })?;
+    match py.detach(|| Utf8Texts::convert(points, threads, buffer)) {
+        Ok(converted) => Ok(converted),
+        // CPython refuses the same string, with its message (which character, where);
+        // the Python layer retries without surrogates, as tiktoken does.
+        Err((i, _)) => {
+            text(i).to_str()?;
+            Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "a string holds a surrogate that CPython encodes",
+            ))
+        }
+    }
+}
+
+/// One string's UTF-8 for a single-text call: borrowed where CPython has it; else, for
+/// a string of at least [`SINGLE_CHARS`] characters not met lately, converted by the
+/// core into a buffer of `buffers` (see the module docs); else taken as `&str`.
+/// CPython's own conversion of a long string that is not ASCII was a sixth of a first
+/// encode of English books (27 ms for 20 MB, against the core's 7 ms), and it left a
+/// copy of the text inside the string.
+pub enum Text<'a> {
+    Utf8(&'a str),
+    Converted(Utf8Texts),
+}
+
+impl<'a> Text<'a> {
+    pub fn new(
+        py: Python<'_>,
+        text: &'a Bound<'_, PyString>,
+        buffers: &OutputPool,
+    ) -> PyResult<Self> {
+        if chars(text) >= SINGLE_CHARS {
+            match held(text) {
+                Held::Utf8(utf8) => return Ok(Text::Utf8(utf8)),
+                Held::CodePoints(p) if !met_before(text) => {
+                    return convert(py, &[p], 1, buffers, |_| text).map(Text::Converted);
+                }
+                _ => {}
+            }
+        }
+        Ok(Text::Utf8(text.to_str()?))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Text::Utf8(utf8) => utf8,
+            Text::Converted(converted) => converted.get(0),
+        }
+    }
+
+    /// Gives the buffer the string was converted into (if it was) back to `buffers`.
+    pub fn give_back(self, buffers: &OutputPool) {
+        if let Text::Converted(converted) = self {
+            buffers.give_back(converted.into_buffer());
+        }
+    }
+}
+
+/// Strings shorter than this (in characters) are taken as `&str` by a single-text
+/// call: CPython's conversion of them is short, and kept for the next call. Longer
+/// ones are remembered by [`met_before`].
+const SINGLE_CHARS: usize = 4096;
+
+/// Slots of [`MET`]: a power of two.
+const MET_SLOTS: usize = 4096;
+
+/// The long strings met lately, one word each (see [`met_before`]).
+static MET: [AtomicU64; MET_SLOTS] = [const { AtomicU64::new(0) }; MET_SLOTS];
+
+/// Whether `text` (this very object, of this length) was met lately; remembers it if
+/// not. A string's word is its address and length mixed, in a slot of its own: a
+/// string met since in the same slot makes this one new again, and a new string at a
+/// freed one's address may pass for it. Either way only the cost changes (who
+/// converts the string), never the UTF-8 taken, which is always the string's own.
+fn met_before(text: &Bound<'_, PyString>) -> bool {
+    let (at, len) = (text.as_ptr() as u64, chars(text) as u64);
+    let word = (at ^ len.rotate_left(40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let slot = &MET[(word >> (64 - MET_SLOTS.trailing_zeros())) as usize];
+    if slot.load(Ordering::Relaxed) == word {
+        return true;
+    }
+    slot.store(word, Ordering::Relaxed);
+    false
+}
+
+/// How many characters `text` holds.
+fn chars(text: &Bound<'_, PyString>) -> usize {
+    // SAFETY: a str, as the Bound says, alive while borrowed.
+    unsafe { ffi::PyUnicode_GET_LENGTH(text.as_ptr()) as usize }
 }
 
 /// What CPython holds of a string.
