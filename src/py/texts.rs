@@ -118,7 +118,8 @@ fn convert<'t, 'py: 't>(
 
 /// One string's UTF-8 for a single-text call: borrowed where CPython has it; else, for
 /// a string of at least [`SINGLE_CHARS`] characters not met lately, converted by the
-/// core into a buffer of `buffers` (see the module docs); else taken as `&str`.
+/// core into a buffer of `buffers` (see the module docs); else, or when that buffer
+/// cannot be had, taken as `&str`.
 /// CPython's own conversion of a long string that is not ASCII was a sixth of a first
 /// encode of English books (27 ms for 20 MB, against the core's 7 ms), and it left a
 /// copy of the text inside the string.
@@ -137,7 +138,11 @@ impl<'a> Text<'a> {
             match held(text) {
                 Held::Utf8(utf8) => return Ok(Text::Utf8(utf8)),
                 Held::CodePoints(p) if !met_before(text) => {
-                    return convert(py, &[p], 1, buffers, |_| text).map(Text::Converted);
+                    // No memory for the core's buffer (room for the widest UTF-8):
+                    // CPython's conversion, of the exact size, may still fit.
+                    if let Ok(converted) = convert(py, &[p], 1, buffers, |_| text) {
+                        return Ok(Text::Converted(converted));
+                    }
                 }
                 _ => {}
             }
