@@ -4,7 +4,7 @@ measured minutes apart (both libraries see the same fast or slow stretch). Used 
 compare two builds of bytepair: run it with each build, in turn, a few times.
 
     python benchmarks/bench_interleaved.py gpt2 /tmp/corpora/english_gutenberg.txt
-    # [--mb 10] [--passes 6] [--threads 2]
+    # [--mb 10] [--passes 6] [--threads 2 [--ceiling]] [--cold]
 
 Documents as in bench_gigatoken.py: the first --mb MB, cut at <|endoftext|> or in 50
 equal slices. "warm" is the fastest pass from the third on; ids are checked equal.
@@ -22,6 +22,14 @@ each holding the documents and its own tokenizer, encode them all on one thread
 the one's alone: 2.0 on two full cores. A batch can be no better than that, and its
 ratio over the ceiling in the same pass says how much of the shortfall is the batch's
 own. (This is the process ceiling of `bench_machine.py` with the encoder as the work.)
+
+With ``--cold``, each pass is instead a first pass for both libraries, in turn (which
+goes first alternates): a tokenizer loaded afresh from the rank file (no cache) encodes fresh copies
+of the documents (strings without CPython's UTF-8), and only that first pass is timed.
+The ratio of each pass's two times, and their median over the passes, is the cold ratio
+in one process: steadier than fresh processes minutes apart, though a process that has
+run before gets freed memory back from its allocator, so it pays fewer of the page
+faults a fresh process pays (both libraries alike).
 """
 
 from __future__ import annotations
@@ -59,6 +67,55 @@ def both(encoding: str):
         rank_file.write_bytes(bundled.rank_file_text(ranks))
         theirs = gigatoken.Tokenizer.from_tiktoken(str(rank_file))
     return bytepair.get_encoding(encoding), theirs
+
+
+def cold(encoding: str, path: str, mb: float, passes: int) -> None:
+    """The ``--cold`` passes (see the module doc); prints one line."""
+    import statistics
+
+    import gigatoken
+
+    from bytepair import Tokenizer
+    from bytepair.formats import bundled
+    from bytepair.formats import tiktoken as tiktoken_format
+
+    def fresh_model():  # bundled.model keeps one per process, its caches warm
+        file, pattern, specials = bundled.ENCODINGS[encoding]
+        return tiktoken_format.from_bytes(
+            bundled.rank_file_text(file), bundled.rank_file_path(file), pattern, specials
+        )
+
+    docs = documents(path, mb)
+    mb_text = sum(len(d.encode()) for d in docs) / 1e6
+    with tempfile.TemporaryDirectory(prefix="bench-vocab-") as tmp:
+        rank_file = Path(tmp, f"{bundled.ENCODINGS[encoding][0]}.tiktoken")
+        rank_file.write_bytes(bundled.rank_file_text(bundled.ENCODINGS[encoding][0]))
+        load = {
+            "bytepair": lambda: Tokenizer.from_model(fresh_model()),
+            "gigatoken": lambda: gigatoken.Tokenizer.from_tiktoken(str(rank_file)),
+        }
+        run = {
+            "bytepair": lambda tok, texts: [tok.encode_to_numpy(d) for d in texts],
+            "gigatoken": lambda tok, texts: [tok.encode(d) for d in texts],
+        }
+        times: dict[str, list[float]] = {"bytepair": [], "gigatoken": []}
+        for k in range(passes):
+            order = ["bytepair", "gigatoken"][:: 1 if k % 2 == 0 else -1]
+            for name in order:
+                tok = load[name]()
+                texts = ["".join([d[:1], d[1:]]) for d in docs]  # no UTF-8 kept yet
+                t = time.perf_counter()
+                run[name](tok, texts)
+                times[name].append(time.perf_counter() - t)
+                del tok, texts
+    ratios = [g / b for b, g in zip(times["bytepair"], times["gigatoken"])]
+    print(
+        f"{encoding} {Path(path).name}: cold, {passes} first passes in turn: bytepair "
+        f"{mb_text / statistics.median(times['bytepair']):.0f} MB/s, gigatoken "
+        f"{mb_text / statistics.median(times['gigatoken']):.0f} MB/s (medians); ratio "
+        f"{statistics.median(ratios):.2f} (paired median; passes "
+        f"{min(ratios):.2f}-{max(ratios):.2f})"
+    )
 
 
 def _ceiling_worker(encoding: str, path: str, mb: float, conn, barrier, cpu: int) -> None:
@@ -141,7 +198,11 @@ def main() -> None:
     p.add_argument(
         "--ceiling", action="store_true", help="also the machine's two-worker ceiling (--threads 2)"
     )
+    p.add_argument("--cold", action="store_true", help="first passes of fresh tokenizers, in turn")
     a = p.parse_args()
+    if a.cold:
+        cold(a.encoding, a.path, a.mb, a.passes)
+        return
     if a.ceiling and a.threads != 2:
         p.error("--ceiling is the ceiling of two workers: give --threads 2 with it")
     import numpy as np
