@@ -486,6 +486,7 @@ impl<M: Model> Seam<M> {
         })
     }
 
+    /// [`Seam::count`] of text already in UTF-8.
     fn count_str(
         &self,
         py: Python<'_>,
