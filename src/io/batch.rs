@@ -901,7 +901,6 @@ mod tests {
             .collect()
     }
 
-    /// A frame of a BOS and a two-id EOS.
     #[test]
     fn placing_ids_writes_them_little_endian_whatever_their_length_and_alignment() {
         // Short runs go through the caches, long ones around them (from STREAM_BYTES
@@ -934,6 +933,7 @@ mod tests {
         }
     }
 
+    /// A frame of a BOS and a two-id EOS.
     fn framing() -> Frame {
         Frame {
             before: vec![7],
@@ -1149,13 +1149,7 @@ mod tests {
             assert!(parts.iter().filter(|p| p.text == 1).count() > 2, "cut");
             for threads in [2, 3] {
                 for _ in 0..3 {
-                    let got = flat(
-                        &e,
-                        &texts,
-                        specials,
-                        &Frame::default(),
-                        Workers::Spawned(threads),
-                    );
+                    let got = flat_on(&e, &texts, specials, threads);
                     assert_eq!(refusal(&got), Some(want), "{threads} threads");
                     let listed = encode_each(
                         &e,
@@ -1179,7 +1173,7 @@ mod tests {
             disallowed: e.no_specials(),
         };
         let texts = [across.as_str()];
-        let got = flat(&e, &texts, allowed, &Frame::default(), Workers::Spawned(2)).unwrap();
+        let got = flat_on(&e, &texts, allowed, 2).unwrap();
         assert_eq!(got, each_whole(&e, &texts));
     }
 
@@ -1260,6 +1254,22 @@ mod tests {
             .collect())
     }
 
+    /// [`flat`] with no frame, on `threads` threads started for the call.
+    fn flat_on(
+        e: &crate::bpe::Encoder,
+        texts: &[&str],
+        specials: Specials,
+        threads: usize,
+    ) -> Result<Vec<Vec<u32>>, EncodeError> {
+        flat(
+            e,
+            texts,
+            specials,
+            &Frame::default(),
+            Workers::Spawned(threads),
+        )
+    }
+
     #[test]
     fn workers_place_cut_and_grouped_texts_in_order_in_the_flat_output() {
         // Long texts cut in parts between groups of short ones: parts finish out of
@@ -1322,13 +1332,7 @@ mod tests {
         };
         for threads in [2, 3] {
             for _ in 0..5 {
-                let got = flat(
-                    &e,
-                    &texts,
-                    specials,
-                    &Frame::default(),
-                    Workers::Spawned(threads),
-                );
+                let got = flat_on(&e, &texts, specials, threads);
                 assert_eq!(refusal(&got), Some("<|first|>"), "{threads} threads");
             }
         }
@@ -1337,7 +1341,7 @@ mod tests {
             .iter()
             .map(|t| e.encode(t, e.no_specials()).unwrap())
             .collect();
-        let got = flat(&e, &clean, specials, &Frame::default(), Workers::Spawned(2)).unwrap();
+        let got = flat_on(&e, &clean, specials, 2).unwrap();
         assert_eq!(got, want);
     }
 
