@@ -138,10 +138,13 @@ impl<'a> Text<'a> {
             match held(text) {
                 Held::Utf8(utf8) => return Ok(Text::Utf8(utf8)),
                 Held::CodePoints(p) if !met_before(text) => {
-                    // No memory for the core's buffer (room for the widest UTF-8):
-                    // CPython's conversion, of the exact size, may still fit.
-                    if let Ok(converted) = convert(py, &[p], 1, buffers, |_| text) {
-                        return Ok(Text::Converted(converted));
+                    match convert(py, &[p], 1, buffers, |_| text) {
+                        Ok(converted) => return Ok(Text::Converted(converted)),
+                        // No memory for the core's buffer (room for the widest
+                        // UTF-8): CPython's conversion, of the exact size, may fit.
+                        Err(e) if e.is_instance_of::<PyMemoryError>(py) => {}
+                        // A surrogate: CPython's own error, raised already once.
+                        Err(e) => return Err(e),
                     }
                 }
                 _ => {}
