@@ -76,7 +76,7 @@ def both(encoding: str):
 
 
 def cold(encoding: str, path: str, mb: float, passes: int) -> None:
-    """The ``--cold`` passes (see the module doc); prints one line."""
+    """The ``--cold`` passes (see the module doc); prints two lines."""
     import statistics
 
     import gigatoken
@@ -85,17 +85,17 @@ def cold(encoding: str, path: str, mb: float, passes: int) -> None:
     from bytepair.formats import bundled
     from bytepair.formats import tiktoken as tiktoken_format
 
+    file, pattern, specials = bundled.ENCODINGS[encoding]
+    ranks = bundled.rank_file_text(file)
+
     def fresh_model():  # bundled.model keeps one per process, its caches warm
-        file, pattern, specials = bundled.ENCODINGS[encoding]
-        return tiktoken_format.from_bytes(
-            bundled.rank_file_text(file), bundled.rank_file_path(file), pattern, specials
-        )
+        return tiktoken_format.from_bytes(ranks, bundled.rank_file_path(file), pattern, specials)
 
     docs = documents(path, mb)
     mb_text = sum(len(d.encode()) for d in docs) / 1e6
     with tempfile.TemporaryDirectory(prefix="bench-vocab-") as tmp:
-        rank_file = Path(tmp, f"{bundled.ENCODINGS[encoding][0]}.tiktoken")
-        rank_file.write_bytes(bundled.rank_file_text(bundled.ENCODINGS[encoding][0]))
+        rank_file = Path(tmp, f"{file}.tiktoken")
+        rank_file.write_bytes(ranks)
         load = {
             "bytepair": lambda: Tokenizer.from_model(fresh_model()),
             "gigatoken": lambda: gigatoken.Tokenizer.from_tiktoken(str(rank_file)),
