@@ -281,8 +281,11 @@ fn start_of(first: usize, ends: &[usize], i: usize) -> usize {
     }
 }
 
-/// Stored ids [`write_hits`] copies as one fixed-size copy (32 bytes).
-const STORED_COPY: usize = 8;
+/// Stored ids [`write_hits`] copies as one fixed-size copy (64 bytes): as many as a
+/// piece of up to 15 bytes can have. It was 8: GPT-2's pieces of a newline and an
+/// indent in Python code (`"\n           "`, one id a byte) left the loop for each
+/// piece of 9 to 15 ids, which are 3% of the pieces and a quarter of the ids there.
+const STORED_COPY: usize = 16;
 
 /// The slots a piece of `n` ids needs with two a piece left for the `rest` after it
 /// up to the batch's `fit` (the rule [`write_hits`]' single stores rely on).
@@ -365,10 +368,11 @@ fn write_hits(
                 },
             };
             let Some((lanes, count)) = entry.inline_lanes() else {
-                // Three to `STORED_COPY` stored ids (most multilingual pieces under
-                // GPT-2's vocabulary), copied here if the slots after them leave two
-                // a piece for the rest: leaving the loop for each cost a tenth of a
-                // multilingual pass.
+                // Three stored ids or more (most multilingual pieces under GPT-2's
+                // vocabulary, and its indents in code), copied here if the slots
+                // after them leave two a piece for the rest: leaving the loop for
+                // each cost a tenth of a multilingual pass. (A short piece has at
+                // most `STORED_COPY` ids; the check below costs nothing taken.)
                 let (at, n) = entry.stored_place();
                 // SAFETY: both within `keys[i..fit]` and `spare`.
                 let (rest, room) = unsafe {
@@ -1156,7 +1160,8 @@ pub(crate) mod tests {
         let e = Encoder::new(vocab, &table, FxHashMap::default(), Some(GPT2_PATTERN)).unwrap();
         let mut rng = XorShift(9);
         // Warm hits of stored ids: copied in the loop, near the end of the stored
-        // ids' buffer (copied outside it), of more than `STORED_COPY` ids.
+        // ids' buffer (copied outside it), and copied in the loop with more than 8
+        // ids (the copy's second half).
         let mut seen = [0usize; 3];
         for round in 0..40 {
             let mut text = String::new();
@@ -1184,17 +1189,21 @@ pub(crate) mod tests {
             for (_, entry) in cache.small.iter() {
                 if entry.inline_lanes().is_none() {
                     let (at, n) = entry.stored_place();
-                    let k = if n > STORED_COPY {
+                    let k = if at + STORED_COPY > cache.stored.capacity() {
+                        1
+                    } else if n > 8 {
                         2
                     } else {
-                        usize::from(at + STORED_COPY > cache.stored.capacity())
+                        0
                     };
                     seen[k] += 1;
                 }
             }
+            // Warm: every piece a hit, written where no earlier pass's ids lie.
+            let mut out = vec![u32::MAX; 2 * want.len() + 64];
             out.clear();
             e.encode_cached(&text, e.no_specials(), &mut cache, &mut out)
-                .unwrap(); // warm: every piece a hit
+                .unwrap();
             assert_eq!(out, want, "round {round}");
         }
         assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
