@@ -358,3 +358,40 @@ def test_training_on_a_run_too_large_for_the_memory_cap_is_a_memory_error_not_a_
     )
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.startswith("MemoryError: out of memory while training"), done.stdout
+
+
+@pytest.mark.parametrize("mb", [3, 9])  # one release of the GIL, and blocks of 4 MB
+@pytest.mark.parametrize("call", ["encode_ordinary", "count_tokens"])
+def test_other_threads_run_while_a_long_text_is_encoded(mb, call):
+    """A long text is encoded without the GIL (a short one holding it, which costs less
+    than releasing it): another Python thread runs during the call. Holding the GIL,
+    the call would let no other thread run from its start to its end."""
+    import threading
+    import time
+
+    tok = bytepair.get_encoding("gpt2")
+    text = "hello world, what a day. " * (mb * 40_000)
+    run = getattr(tok, call)
+    run(text)  # warm: the call's time is then all encoding
+    ticks: list[float] = []
+    started, done = threading.Event(), threading.Event()
+
+    def tick():
+        started.set()
+        deadline = time.monotonic() + 60
+        while not done.is_set() and time.monotonic() < deadline:
+            ticks.append(time.perf_counter())
+            time.sleep(0)
+
+    other = threading.Thread(target=tick)
+    other.start()
+    try:
+        assert started.wait(10)
+        t0 = time.perf_counter()
+        run(text)
+        t1 = time.perf_counter()
+    finally:
+        done.set()
+        other.join(10)
+    during = [t for t in ticks if t0 < t < t1]
+    assert during, f"no other thread ran during {1000 * (t1 - t0):.1f} ms of {call}"
