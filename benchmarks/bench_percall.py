@@ -1,7 +1,9 @@
 """Per-call cost of encoding one short sentence: bytepair's ``encode_ordinary`` and its
 safe default ``encode`` (special tokens refused) side by side with gigatoken's and
 tiktoken's ``encode``, for tokenizers with few and many special tokens. Each row is
-the best of several timed loops in this one process (microseconds per call).
+the best of several timed loops in this one process (microseconds per call); the two
+calls of a row, and bytepair's ``encode_ordinary`` and gigatoken's ``encode``, are timed
+in turn, round by round.
 
     python benchmarks/bench_percall.py                        # cl100k, cl100k + 256 / 2,048
     python benchmarks/bench_percall.py --spm ../shared/vocab/hf/mistral-7b-instruct-v0.3/tokenizer.model
@@ -25,19 +27,29 @@ SENTENCE = "The quick brown fox jumps over the lazy dog."  # 44 bytes
 
 
 def best_us(fn, text: str, calls: int = 200_000, rounds: int = 5) -> float:
-    fn(text)
-    best = float("inf")
+    return in_turn_us([fn], text, calls, rounds)[0]
+
+
+def in_turn_us(fns, text: str, calls: int = 200_000, rounds: int = 10) -> list[float]:
+    """The best microseconds a call of each of `fns`, timed in turn round by round
+    (``calls`` each in all): a noisy machine's slow stretch falls on all of them alike,
+    not on whichever ran then."""
+    for fn in fns:
+        fn(text)
+    best = [float("inf")] * len(fns)
     per_round = calls // rounds
     for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(per_round):
-            fn(text)
-        best = min(best, (time.perf_counter() - start) / per_round)
-    return best * 1e6
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for _ in range(per_round):
+                fn(text)
+            best[i] = min(best[i], (time.perf_counter() - start) / per_round)
+    return [b * 1e6 for b in best]
 
 
-def peers(text: str) -> list[tuple[str, float]]:
-    """gigatoken's and tiktoken's encode of cl100k_base, if installed."""
+def peers(text: str, cl) -> list[tuple[str, float]]:
+    """gigatoken's and tiktoken's encode of cl100k_base, if installed (gigatoken's
+    timed in turn with `cl`'s encode_ordinary, whose time is returned too)."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-percall-") as tmp:
         folder = Path(tmp)
@@ -48,7 +60,9 @@ def peers(text: str) -> list[tuple[str, float]]:
             import gigatoken
 
             g = gigatoken.Tokenizer.from_tiktoken(str(path))
-            rows.append(("gigatoken encode (cl100k_base)", best_us(g.encode, text)))
+            ours, theirs = in_turn_us([cl.encode_ordinary, g.encode], text)
+            rows.append(("gigatoken encode (cl100k_base)", theirs))
+            rows.append(("bytepair encode_ordinary (cl100k_base), in turn with it", ours))
         except ImportError:
             pass
         try:
@@ -113,11 +127,10 @@ def main() -> None:
     print("| tokenizer | specials | encode_ordinary µs | encode (default) µs | ratio |")
     print("|---|---:|---:|---:|---:|")
     for name, tok in tokenizers.items():
-        ordinary = best_us(tok.encode_ordinary, SENTENCE)
-        default = best_us(tok.encode, SENTENCE)
+        ordinary, default = in_turn_us([tok.encode_ordinary, tok.encode], SENTENCE)
         n = len(tok.special_tokens)
         print(f"| {name} | {n:,} | {ordinary:.3f} | {default:.3f} | {default / ordinary:.2f} |")
-    for name, us in peers(SENTENCE):
+    for name, us in peers(SENTENCE, cl):
         print(f"| {name} | | | {us:.3f} | |")
 
 
