@@ -63,7 +63,7 @@ const KEEP_GIL_BYTES: usize = 256;
 
 /// Runs `f`, the work on `len` bytes of text, without the GIL, unless the text is short
 /// (at most [`KEEP_GIL_BYTES`]): releasing the GIL and taking it back was 7% of the
-/// instructions of an `encode_ordinary` call on a 44-byte sentence (6,690 -> 6,210,
+/// instructions of an `encode_ordinary` call on a 44-byte sentence (6,687 -> 6,221,
 /// callgrind), more than the half microsecond of work it would let other threads
 /// run beside, each of which needs the GIL for its own call anyway.
 fn detach_for<T: Ungil>(py: Python<'_>, len: usize, f: impl Ungil + FnOnce() -> T) -> T {
