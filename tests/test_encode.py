@@ -369,6 +369,21 @@ def test_decode_errors_are_choosable(gpt2):
 
 def test_lone_surrogates_are_replaced_not_a_crash(gpt2):
     assert gpt2.encode("a\ud800b") == gpt2.encode("a\ufffdb")
+    # Each call's default path retries on its own (count_tokens' is not encode's).
+    assert gpt2.count_tokens("a\ud800b") == len(gpt2.encode("a\ufffdb"))
+    clean = len(gpt2.encode("a\ufffdb", disallowed_special=()))
+    assert gpt2.count_tokens("a\ud800b", disallowed_special=()) == clean
+
+
+def test_count_tokens_takes_its_policy_by_position_or_by_name_as_encode_does(gpt2):
+    text = "hi <|endoftext|> there"
+    want = len(gpt2.encode(text, "all"))
+    assert gpt2.count_tokens(text, "all") == gpt2.count_tokens(text, allowed_special="all") == want
+    ordinary = len(gpt2.encode_ordinary(text))
+    assert ordinary > want  # the special token's text is several tokens as plain text
+    assert gpt2.count_tokens(text, set(), ()) == len(gpt2.encode(text, set(), ())) == ordinary
+    with pytest.raises(ValueError, match="not allowed here"):
+        gpt2.count_tokens(text)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])

@@ -475,14 +475,20 @@ class Tokenizer:
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         return np.frombuffer(self._run("encode_to_buffer", text, allowed, disallowed), dtype="<u4")
 
+    # Not keyword-only, as encode (see there): the default call on a short sentence
+    # took 10,000 instructions against encode's 7,600, most of them in this wrapper.
     def count_tokens(
         self,
         text: str,
-        *,
         allowed_special: AllowedSpecial = NO_SPECIALS,
         disallowed_special: DisallowedSpecial = "all",
     ) -> int:
         """``len(encode(text))``, without building the list."""
+        if allowed_special is NO_SPECIALS and disallowed_special == "all":
+            try:  # the default policy: the core's own, nothing to resolve or pass
+                return self._model.core.count_default(text)
+            except UnicodeEncodeError:
+                return self._run("count_default", text)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         return self._run("count", text, allowed, disallowed)
 

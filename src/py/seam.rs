@@ -819,6 +819,17 @@ macro_rules! pymethods_with_seam {
             self.seam.id_list(py, &ids)
         }
 
+        /// How many tokens `text` encodes to under the safe default policy (see
+        /// `encode_default`): nothing about the policy crosses the boundary.
+        fn count_default(
+            &self,
+            py: ::pyo3::Python<'_>,
+            text: ::pyo3::Bound<'_, ::pyo3::types::PyString>,
+        ) -> ::pyo3::PyResult<usize> {
+            let rest = $crate::py::seam::Disallowed::Rest;
+            self.seam.count(py, &text, Some(Vec::new()), rest)
+        }
+
         /// Like `encode`, as a buffer of little-endian uint32 (for numpy: no list in
         /// between, and no copy).
         #[pyo3(signature = (text, allowed_special=None, disallowed_special=None))]
