@@ -99,21 +99,12 @@ impl Masks {
         while leads != 0 {
             let at = leads.trailing_zeros() as usize;
             leads &= leads - 1;
-            let first = u32::from(bytes[at]);
-            let (len, bits) = if first < 0xE0 {
-                (2, first & 0x1F)
-            } else if first < 0xF0 {
-                (3, first & 0x0F)
-            } else {
-                (4, first & 0x07)
-            };
+            let len = utf8_len(bytes[at]);
             if at + len > 64 {
                 known = at;
                 break;
             }
-            let cp = bytes[at + 1..at + len]
-                .iter()
-                .fold(bits, |cp, &b| cp << 6 | u32::from(b & 0x3F));
+            let cp = code_point(bytes, at, len);
             let char_bits = ((1u64 << len) - 1) << at;
             match class_of(cp) {
                 Some(CharClass::Letter) => self.letter |= char_bits,
@@ -131,6 +122,31 @@ impl Masks {
         }
         self.known = known as u32;
         self.keep_known()
+    }
+}
+
+/// The length of the UTF-8 character whose lead byte is `first` (not ASCII).
+#[inline(always)]
+pub(super) fn utf8_len(first: u8) -> usize {
+    if first < 0xE0 {
+        2
+    } else if first < 0xF0 {
+        3
+    } else {
+        4
+    }
+}
+
+/// The code point of the UTF-8 character of `len` bytes ([`utf8_len`]) at `bytes[at]`,
+/// whose continuation bytes follow (`bytes` holds valid UTF-8 there).
+#[inline(always)]
+pub(super) fn code_point(bytes: &[u8], at: usize, len: usize) -> u32 {
+    let first = u32::from(bytes[at]);
+    let cont = |k: usize| u32::from(bytes[at + k] & 0x3F);
+    match len {
+        2 => (first & 0x1F) << 6 | cont(1),
+        3 => (first & 0x0F) << 12 | cont(1) << 6 | cont(2),
+        _ => (first & 0x07) << 18 | cont(1) << 12 | cont(2) << 6 | cont(3),
     }
 }
 

@@ -120,16 +120,8 @@ impl Chars<'_> {
         // `str::chars`, which also works out the length again from the code point:
         // two more branches a character on every non-ASCII character the windows
         // leave to this path (Thai, Devanagari, Chinese under o200k).
-        let t = self.text;
-        let cont = |k: usize| u32::from(t[i + k] & 0x3F);
-        let (cp, n) = if b < 0xE0 {
-            (u32::from(b & 0x1F) << 6 | cont(1), 2)
-        } else if b < 0xF0 {
-            (u32::from(b & 0x0F) << 12 | cont(1) << 6 | cont(2), 3)
-        } else {
-            let cp = u32::from(b & 0x07) << 18 | cont(1) << 12 | cont(2) << 6 | cont(3);
-            (cp, 4)
-        };
+        let n = blocks::utf8_len(b);
+        let cp = blocks::code_point(self.text, i, n);
         let class = self.table[cp as usize];
         // SAFETY: the bytes at `i` are one character of valid UTF-8 (see above), whose
         // code point is a char's.
