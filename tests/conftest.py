@@ -98,7 +98,10 @@ texts = st.lists(
     max_size=40,
 ).map("".join)
 
-patterns = st.sampled_from(["gpt2", "cl100k", "o200k", None])
+#: Every pattern a hand-written splitter runs (the GPT ones, and Llama 3's, Qwen2's and
+#: Tekken's variants of them), and none.
+SPLITTER_PATTERNS = ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "tekken"]
+patterns = st.sampled_from([*SPLITTER_PATTERNS, None])
 
 
 def gpt2_tiktoken():

@@ -13,7 +13,7 @@ import bytepair
 import bytepair.reference as ref
 from bytepair import _core
 
-from conftest import ATOMS, DATA, EOT, gpt2_tiktoken, patterns, texts
+from conftest import ATOMS, DATA, EOT, SPLITTER_PATTERNS, gpt2_tiktoken, patterns, texts
 
 SPECIALS = [EOT, "<|pad|>", "<|endoftext|><|endoftext|>"]
 
@@ -23,7 +23,7 @@ def trained():
     """Tokenizers trained per pattern on generated-looking text, with overlapping specials."""
     corpus = "".join(ATOMS) * 3 + (DATA / "tinystories_sample.txt").read_text(encoding="utf-8")
     out = {}
-    for pattern in ("gpt2", "cl100k", "o200k", None):
+    for pattern in (*SPLITTER_PATTERNS, None):
         out[pattern] = bytepair.train_from_iterator(
             [corpus], 700, special_tokens=SPECIALS, pattern=pattern, progress=False
         )

@@ -59,3 +59,39 @@ def test_names_are_case_insensitive_and_a_word_regex_can_be_written_as_a_group()
     assert resolve_pattern("CL100K") == PATTERNS["cl100k"]
     assert resolve_pattern("none") is None
     assert resolve_pattern("(?:gpt4)") == "(?:gpt4)"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "pieces"),
+    [
+        ("cl100k", ["x", " \n "]),  # \s++$: a run of whitespace ending the text is whole
+        ("llama3", ["x", " \n", " "]),  # cut after its last newline, as inside the text
+        ("qwen2", ["x", " \n", " "]),
+        ("o200k", ["x", " \n", " "]),
+        ("tekken", ["x", " \n", " "]),
+    ],
+)
+def test_a_run_of_whitespace_ending_the_text_splits_as_each_pattern_says(pattern, pieces):
+    # The one place Llama 3's and Qwen2's patterns part from cl100k's: the hand-written
+    # splitters that run them must part there too.
+    text = "x \n "
+    assert ref.pretokenize(text, pattern) == pieces
+    tok = bytepair.train_from_iterator([text] * 20, 262, pattern=pattern, progress=False)
+    assert tok.decode_bytes([tok.encode_ordinary(text)[-1]]) == pieces[-1].encode()
+    assert tok.encode_ordinary(text) == ref.encode(text, tok.vocab, tok.merges, {}, pattern)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "pieces"),
+    [
+        ("o200k", "don't 12345", ["don't", " ", "123", "45"]),
+        ("tekken", "don't 12345", ["don", "'t", " ", "1", "2", "3", "4", "5"]),
+        ("llama3", "it's 12345", ["it", "'s", " ", "123", "45"]),
+        ("qwen2", "it's 12345", ["it", "'s", " ", "1", "2", "3", "4", "5"]),
+    ],
+)
+def test_contractions_and_digits_split_as_each_pattern_says(pattern, text, pieces):
+    assert ref.pretokenize(text, pattern) == pieces
+    tok = bytepair.train_from_iterator([text] * 20, 300, pattern=pattern, progress=False)
+    # Trained on the text alone, each piece becomes one token.
+    assert [tok.decode([i]) for i in tok.encode_ordinary(text)] == pieces

@@ -19,7 +19,7 @@ from bytepair import _core
 from bytepair.formats.byte_table import str_to_token
 from bytepair.shards import one_file
 
-from conftest import DATA, EOT, patterns, texts
+from conftest import DATA, EOT, SPLITTER_PATTERNS, patterns, texts
 
 
 def write_temp(text: str) -> str:
@@ -105,7 +105,7 @@ def test_train_on_file_equals_reference_for_any_block_size_and_workers(
         os.unlink(path)
 
 
-@given(text=texts, pattern=st.sampled_from(["gpt2", "cl100k", "o200k"]))
+@given(text=texts, pattern=st.sampled_from(SPLITTER_PATTERNS))
 def test_pattern_cuts_never_change_pretokenization(text, pattern):
     data = text.encode("utf-8")
     whole = ref.pretokenize(text, pattern)

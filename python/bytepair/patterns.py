@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import re
 
-from bytepair._core import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
+from bytepair._core import (
+    CL100K_PATTERN,
+    GPT2_PATTERN,
+    LLAMA3_PATTERN,
+    O200K_PATTERN,
+    QWEN2_PATTERN,
+    TEKKEN_PATTERN,
+)
 
 __all__ = [
     "CL100K_PATTERN",
@@ -32,26 +39,14 @@ __all__ = [
     "resolve_pattern",
 ]
 
-#: Llama 3's pattern (``pat_str`` in llama_models 0.3.0, ``llama3/tokenizer.py``): cl100k's
-#: without the possessive quantifiers, and whole runs of newlines and spaces.
-LLAMA3_PATTERN = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
-    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-#: Qwen2's pattern (``PRETOKENIZE_REGEX`` of transformers' ``tokenization_qwen2.py``; also
-#: Qwen2.5 and Qwen3): Llama 3's with one digit a piece.
-QWEN2_PATTERN = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
-    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-#: Mistral's Tekken pattern (``config.pattern`` of ``tekken_240718.json`` and
-#: ``tekken_240911.json`` in mistral-common): o200k's without the contractions, one digit
-#: a piece.
-TEKKEN_PATTERN = (
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|"
-    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
+# The open models' patterns (defined in the core, beside the splitters that run them):
+# LLAMA3_PATTERN is ``pat_str`` in llama_models 0.3.0 (``llama3/tokenizer.py``), cl100k's
+# as first published: without possessive quantifiers, and a run of whitespace that ends
+# the text is cut after its last newline. QWEN2_PATTERN is ``PRETOKENIZE_REGEX`` of
+# transformers' ``tokenization_qwen2.py`` (also Qwen2.5 and Qwen3): Llama 3's with one
+# digit a piece. TEKKEN_PATTERN is the ``config.pattern`` of ``tekken_240718.json`` and
+# ``tekken_240911.json`` in mistral-common: o200k's without the contractions, one digit a
+# piece.
 
 #: Built-in patterns by name. ``gpt2`` is also r50k_base and p50k_base's pattern.
 PATTERNS: dict[str, str] = {
@@ -60,8 +55,8 @@ PATTERNS: dict[str, str] = {
     "o200k": O200K_PATTERN,
 }
 #: Other open models' patterns by name, for loading their files. ``llama4`` is
-#: ``o200k``'s string (so it runs on o200k's hand-written splitter); the others run
-#: on the regex engine.
+#: ``o200k``'s string; each of them runs on a hand-written splitter, as the built-in
+#: patterns do (``src/pretok/builtin.rs``).
 MODEL_PATTERNS: dict[str, str] = {
     "llama3": LLAMA3_PATTERN,
     "llama4": O200K_PATTERN,

@@ -7,12 +7,13 @@
 //!
 //! Safe cuts:
 //! - either edge of a special token (special tokens are hard boundaries by definition);
-//! - for the three built-in GPT patterns only, *newline cuts*: right after a `\n` that
-//!   follows a printable ASCII byte (`!`..`~`) and precedes an ASCII letter or digit.
-//!   Under those patterns no piece can continue across that point: a letter or digit
-//!   piece never takes a newline as its prefix, the newline itself is matched alone or
-//!   as the tail of the punctuation piece before it, and nothing before it reads past
-//!   the letter/digit that follows;
+//! - for the built-in patterns only (the GPT ones and Llama 3's, Qwen2's and Tekken's
+//!   variants of them: [`crate::pretok::BUILTIN_PATTERNS`]), *newline cuts*: right
+//!   after a `\n` that follows a printable ASCII byte (`!`..`~`) and precedes an ASCII
+//!   letter or digit. Under those patterns no piece can continue across that point: a
+//!   letter or digit piece never takes a newline as its prefix, the newline itself is
+//!   matched alone or as the tail of the punctuation piece before it, and nothing
+//!   before it reads past the letter/digit that follows;
 //! - for the same patterns, *space cuts*: right before a space that follows an ASCII
 //!   letter and precedes an ASCII letter (`one| two`). A piece holding a letter ends
 //!   at a letter (a letter run, or a contraction ending in one), never takes the space

@@ -591,8 +591,12 @@ pub(super) fn gpt2_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
 
 /// cl100k_base:
 /// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s+`
+///
+/// Llama 3's pattern decides the same starts in a window (it differs only at the end of
+/// the text, which no window decides), and Qwen2's too but for digits (`DIGITS` 1:
+/// each digit a piece).
 #[inline(always)]
-pub(super) fn cl100k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
+pub(super) fn cl100k_starts<const DIGITS: usize>(bytes: &[u8; 64], m: &Masks) -> u64 {
     let valid = low_bits(m.known);
     let (letter, digit, white, newline, space) = (m.letter, m.digit, m.white, m.newline, m.space);
     let others = valid & !(letter | digit | white);
@@ -607,11 +611,8 @@ pub(super) fn cl100k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
     // ` ?[^\s\p{L}\p{N}]++`: a run of others, from the space before it if any.
     let attached = space & after(other_starts);
     starts |= (other_starts & !before(space)) | attached;
-    // `\p{N}{1,3}+`: every third digit of a run starts a piece.
-    starts |= run_starts(digit);
-    if digit & before(digit) & before(before(digit)) & before(before(before(digit))) != 0 {
-        starts |= digit_thirds(digit);
-    }
+    // `\p{N}{1,3}+`: every third digit of a run starts a piece (`\p{N}`: each).
+    starts |= digit_starts::<DIGITS>(digit);
     // `[\r\n]*+` after others: the \r and \n right after a run of others are its.
     let taken = runs_from(newline, newline & before(others));
     let white = white & !taken;
@@ -644,8 +645,14 @@ pub(super) fn cl100k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
 /// cl100k's rules, but for three: a run of letters is words of capitals then small
 /// letters (a capital after a small letter starts one); a contraction after a word
 /// is the word's; others take the \r, \n and `/` after them.
+///
+/// Tekken's pattern: the same without `CONTRACTIONS` (a `'` after a word is an
+/// other), and `DIGITS` 1.
 #[inline(always)]
-pub(super) fn o200k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
+pub(super) fn o200k_starts<const CONTRACTIONS: bool, const DIGITS: usize>(
+    bytes: &[u8; 64],
+    m: &Masks,
+) -> u64 {
     let valid = low_bits(m.known);
     let (letter, digit, white, newline, space) = (m.letter, m.digit, m.white, m.newline, m.space);
     let raw_others = valid & !(letter | digit | white);
@@ -662,10 +669,7 @@ pub(super) fn o200k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
     let mut starts = 1 | (words & !before(joins)) | joins;
     let attached = space & after(other_starts);
     starts |= (other_starts & !before(space)) | attached;
-    starts |= run_starts(digit);
-    if digit & before(digit) & before(before(digit)) & before(before(before(digit))) != 0 {
-        starts |= digit_thirds(digit);
-    }
+    starts |= digit_starts::<DIGITS>(digit);
     let blank = white & !newline;
     let rest_ends = blank & !after(white);
     let rest = runs_from(blank.reverse_bits(), rest_ends.reverse_bits()).reverse_bits();
@@ -673,7 +677,8 @@ pub(super) fn o200k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
     // A contraction after a word is the word's: it starts nothing, and the letters
     // after it (if any) start a piece.
     // (Not after another contraction: a word takes one.)
-    let mut quotes = m.quote & before(letter) & after(letter) & low_bits(62);
+    let contractions = if CONTRACTIONS { m.quote } else { 0 };
+    let mut quotes = contractions & before(letter) & after(letter) & low_bits(62);
     let mut contraction_end = usize::MAX;
     while quotes != 0 {
         let i = quotes.trailing_zeros() as usize;
@@ -690,6 +695,21 @@ pub(super) fn o200k_starts(bytes: &[u8; 64], m: &Masks) -> u64 {
         }
     }
     decided(starts, m, raw_others)
+}
+
+/// The starts in runs of `digit`: `\p{N}{1,3}` (`DIGITS` 3) starts a piece at every
+/// third digit of a run, `\p{N}` (1) at every digit.
+#[inline(always)]
+fn digit_starts<const DIGITS: usize>(digit: u64) -> u64 {
+    const { assert!(DIGITS == 1 || DIGITS == 3) };
+    if DIGITS == 1 {
+        return digit;
+    }
+    let mut starts = digit & !before(digit);
+    if digit & before(digit) & before(before(digit)) & before(before(before(digit))) != 0 {
+        starts |= digit_thirds(digit);
+    }
+    starts
 }
 
 /// Every third digit of each run of digits, from its fourth on.

@@ -1,4 +1,7 @@
-//! Hand-written pre-tokenizers for the three built-in patterns (gpt2, cl100k, o200k).
+//! Hand-written pre-tokenizers for the built-in patterns: gpt2, cl100k, o200k, and
+//! the open models' variants of the last two (Llama 3 and Qwen2 of cl100k, Mistral's
+//! Tekken of o200k), which differ in a rule or two each: the same functions, with
+//! those rules as const parameters.
 //!
 //! Each `*_piece_end(text, i)` returns where the piece starting at `i` ends — exactly
 //! where the pattern's regex match would end, alternative by alternative, with the
@@ -15,6 +18,9 @@ use std::sync::OnceLock;
 use regex_syntax::hir::{Class, HirKind};
 
 use super::blocks::{self, CharClass, Simd};
+use super::patterns::{
+    CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN,
+};
 
 /// Lu, Lt
 const UPPER: u8 = 1;
@@ -70,6 +76,12 @@ pub enum Builtin {
     Gpt2,
     Cl100k,
     O200k,
+    /// cl100k's rules but for `\s++$` ([`LLAMA3_PATTERN`]).
+    Llama3,
+    /// Llama 3's, one digit a piece ([`QWEN2_PATTERN`]).
+    Qwen2,
+    /// o200k's with no contractions, one digit a piece ([`TEKKEN_PATTERN`]).
+    Tekken,
 }
 
 /// Class bits of every code point, from regex-syntax's tables (built once, 1.1 MB).
@@ -290,9 +302,9 @@ fn ci(c: Option<char>, lower: char) -> bool {
 }
 
 impl Chars<'_> {
-    /// End of `\p{N}{1,3}` from `i` (a number character).
-    fn up_to_three_digits(&self, mut i: usize) -> usize {
-        for _ in 0..3 {
+    /// End of `\p{N}{1,N}` from `i` (a number character): `\p{N}{1,3}`, or `\p{N}`.
+    fn up_to_digits<const N: usize>(&self, mut i: usize) -> usize {
+        for _ in 0..N {
             match self.at(i) {
                 Some((k, _, m)) if k & NUM != 0 => i += m,
                 _ => break,
@@ -449,7 +461,13 @@ fn o200k_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> blocks
 
 /// cl100k_base:
 /// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`
-fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
+///
+/// and its variants: without `WHOLE_TAIL` (`\s++$`), Llama 3's pattern, which ends
+/// with `\s*[\r\n]+|\s+(?!\S)|\s+` (a run of whitespace at the end of the text
+/// is cut after its last \r or \n, as inside the text; its quantifiers are not
+/// possessive, but no alternative gives anything back to what follows it); with
+/// `DIGITS` 1 too, Qwen2's (`\p{N}`).
+fn cl100k_piece_end<const WHOLE_TAIL: bool, const DIGITS: usize>(t: &Chars, i: usize) -> usize {
     if let Some(end) = t.ascii_word(i) {
         return end;
     }
@@ -464,9 +482,9 @@ fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
     if cls & NUM == 0 && c != '\r' && c != '\n' && t.is(i + n, LETTER) {
         return t.letters(i + n);
     }
-    // \p{N}{1,3}+
+    // \p{N}{1,3}+ (\p{N})
     if cls & NUM != 0 {
-        return t.up_to_three_digits(i);
+        return t.up_to_digits::<DIGITS>(i);
     }
     //  ?[^\s\p{L}\p{N}]++[\r\n]*+
     let start = if c == ' ' { i + 1 } else { i };
@@ -476,7 +494,7 @@ fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
     }
     // whitespace: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
     let run_end = t.run(i, WS);
-    if run_end == t.len() {
+    if WHOLE_TAIL && run_end == t.len() {
         return run_end;
     }
     if let Some(end) = t.last_newline_end(i, run_end) {
@@ -489,7 +507,10 @@ fn cl100k_piece_end(t: &Chars, i: usize) -> usize {
 /// `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
 /// `|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
 /// `|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
-fn o200k_piece_end(t: &Chars, i: usize) -> usize {
+///
+/// and Tekken's: without `CONTRACTIONS` (the `(?i:'s|...)?` after a word) and with
+/// `DIGITS` 1 (`\p{N}`).
+fn o200k_piece_end<const CONTRACTIONS: bool, const DIGITS: usize>(t: &Chars, i: usize) -> usize {
     const U: u8 = UPPER | MODIFIER_OR_OTHER | MARK; // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
     const W: u8 = LOWER | MODIFIER_OR_OTHER | MARK; // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
     if let Some(end) = t.ascii_word_o200k(i) {
@@ -497,7 +518,13 @@ fn o200k_piece_end(t: &Chars, i: usize) -> usize {
     }
     let (cls, c, n) = t.at(i).expect("i < len");
     let can_prefix = cls & (LETTER | NUM) == 0 && c != '\r' && c != '\n';
-    let suffix = |e: usize| e + t.contraction(e, true).unwrap_or(0);
+    let suffix = |e: usize| {
+        if CONTRACTIONS {
+            e + t.contraction(e, true).unwrap_or(0)
+        } else {
+            e
+        }
+    };
     // First alternative, with the prefix and then without it (the `?` is greedy).
     let starts: &[usize] = if can_prefix { &[i + n, i] } else { &[i] };
     for &p in starts {
@@ -526,9 +553,9 @@ fn o200k_piece_end(t: &Chars, i: usize) -> usize {
             return suffix(t.run(q, W));
         }
     }
-    // \p{N}{1,3}
+    // \p{N}{1,3} (\p{N})
     if cls & NUM != 0 {
-        return t.up_to_three_digits(i);
+        return t.up_to_digits::<DIGITS>(i);
     }
     //  ?[^\s\p{L}\p{N}]+[\r\n/]*
     let start = if c == ' ' { i + 1 } else { i };
@@ -553,15 +580,22 @@ fn o200k_piece_end(t: &Chars, i: usize) -> usize {
 }
 
 impl Builtin {
+    /// Every built-in pattern, with its regex.
+    pub const ALL: [(Builtin, &'static str); 6] = [
+        (Builtin::Gpt2, GPT2_PATTERN),
+        (Builtin::Cl100k, CL100K_PATTERN),
+        (Builtin::O200k, O200K_PATTERN),
+        (Builtin::Llama3, LLAMA3_PATTERN),
+        (Builtin::Qwen2, QWEN2_PATTERN),
+        (Builtin::Tekken, TEKKEN_PATTERN),
+    ];
+
     /// The built-in pattern this regex string is, if any.
     pub fn from_pattern(pattern: &str) -> Option<Self> {
-        use super::patterns::{CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
-        match pattern {
-            p if p == GPT2_PATTERN => Some(Builtin::Gpt2),
-            p if p == CL100K_PATTERN => Some(Builtin::Cl100k),
-            p if p == O200K_PATTERN => Some(Builtin::O200k),
-            _ => None,
-        }
+        Self::ALL
+            .iter()
+            .find(|(_, p)| *p == pattern)
+            .map(|&(b, _)| b)
     }
 
     /// A walker over the pieces of `text` from byte `from` (a char boundary where a
@@ -659,15 +693,39 @@ impl PieceWalker<'_> {
                 ends,
                 stop,
                 cl100k_window,
-                blocks::cl100k_starts,
-                cl100k_piece_end,
+                blocks::cl100k_starts::<3>,
+                cl100k_piece_end::<true, 3>,
             ),
             Builtin::O200k => self.fill_by_blocks::<C>(
                 ends,
                 stop,
                 o200k_window,
-                blocks::o200k_starts,
-                o200k_piece_end,
+                blocks::o200k_starts::<true, 3>,
+                o200k_piece_end::<true, 3>,
+            ),
+            // The windows decide no start in the run of whitespace a text ends with
+            // (a run holding a window's last byte may go on), the one place Llama
+            // 3's pattern splits otherwise than cl100k's.
+            Builtin::Llama3 => self.fill_by_blocks::<C>(
+                ends,
+                stop,
+                cl100k_window,
+                blocks::cl100k_starts::<3>,
+                cl100k_piece_end::<false, 3>,
+            ),
+            Builtin::Qwen2 => self.fill_by_blocks::<C>(
+                ends,
+                stop,
+                cl100k_window,
+                blocks::cl100k_starts::<1>,
+                cl100k_piece_end::<false, 1>,
+            ),
+            Builtin::Tekken => self.fill_by_blocks::<C>(
+                ends,
+                stop,
+                o200k_window,
+                blocks::o200k_starts::<false, 1>,
+                o200k_piece_end::<false, 1>,
             ),
         }
     }
@@ -779,7 +837,7 @@ impl PieceWalker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pretok::{PreTokenizer, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+    use crate::pretok::PreTokenizer;
 
     /// Characters of every class the patterns distinguish, and the ones they name.
     const ALPHABET: &[&str] = &[
@@ -880,11 +938,7 @@ mod tests {
     #[test]
     fn builtin_splits_equal_the_regex_on_random_text() {
         let mut next = xorshift(0x9E3779B97F4A7C15);
-        for (b, pattern) in [
-            (Builtin::Gpt2, GPT2_PATTERN),
-            (Builtin::Cl100k, CL100K_PATTERN),
-            (Builtin::O200k, O200K_PATTERN),
-        ] {
+        for (b, pattern) in Builtin::ALL {
             let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
             for _ in 0..20_000 {
                 let len = (next() % 24) as usize;
@@ -910,11 +964,7 @@ mod tests {
             "é", "中", "\u{301}", " ", "'", "s", "\n", "1", ".", "@", "[", "`", "{", "_", "\u{A0}",
             "Z", "ſ", "\r",
         ];
-        for (b, pattern) in [
-            (Builtin::Gpt2, GPT2_PATTERN),
-            (Builtin::Cl100k, CL100K_PATTERN),
-            (Builtin::O200k, O200K_PATTERN),
-        ] {
+        for (b, pattern) in Builtin::ALL {
             let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
             for _ in 0..6_000 {
                 let len = (next() % 160) as usize;
@@ -944,11 +994,7 @@ mod tests {
         rounds: usize,
         ascii_every: Option<usize>,
     ) {
-        for (b, pattern) in [
-            (Builtin::Gpt2, GPT2_PATTERN),
-            (Builtin::Cl100k, CL100K_PATTERN),
-            (Builtin::O200k, O200K_PATTERN),
-        ] {
+        for (b, pattern) in Builtin::ALL {
             let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
             for round in 0..rounds {
                 let target = 64 + (next() % 337) as usize;
@@ -1148,12 +1194,20 @@ mod tests {
             "\u{301}",
             " \u{301}a",
             "\t\tx",
+            // Where Llama 3's and Qwen2's patterns part from cl100k's (a run of
+            // whitespace ending the text, holding a newline), and Tekken's from
+            // o200k's (contractions, digits).
+            "a \n ",
+            "x\r\t",
+            "end.\n\n  ",
+            "\n \n",
+            " \r",
+            "12345678",
+            "don't stop",
+            "IT'S",
+            "1'st",
         ];
-        for (b, pattern) in [
-            (Builtin::Gpt2, GPT2_PATTERN),
-            (Builtin::Cl100k, CL100K_PATTERN),
-            (Builtin::O200k, O200K_PATTERN),
-        ] {
+        for (b, pattern) in Builtin::ALL {
             let pre = PreTokenizer::regex_only(Some(pattern)).unwrap();
             for text in cases {
                 assert_eq!(

@@ -4,8 +4,9 @@
 //! 1. special tokens are hard boundaries: the text is cut around them
 //!    ([`specials`]: [`SpecialMatcher`], [`for_each_unit`]);
 //! 2. each ordinary segment is split by the tokenizer's pattern ([`PreTokenizer`]):
-//!    the built-in GPT patterns ([`patterns`]) by hand-written splitters
-//!    ([`builtin`]), any other pattern by the regex engine, or kept whole when there is
+//!    the built-in GPT patterns and the open models' variants of them (Llama 3,
+//!    Qwen2, Tekken: [`patterns`]) by hand-written splitters ([`builtin`]), any other
+//!    pattern by the regex engine, or kept whole when there is
 //!    no pattern (minbpe's BasicTokenizer); then, for a Hugging Face file whose
 //!    pre-tokenizer is a `Sequence` of Splits (DeepSeek V3), each piece is split again
 //!    by the later steps, in order ([`split`]).
@@ -17,7 +18,8 @@ pub mod specials;
 pub mod split;
 
 pub use patterns::{
-    BACKTRACK_LIMIT_VAR, BUILTIN_PATTERNS, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN,
+    BACKTRACK_LIMIT_VAR, BUILTIN_PATTERNS, CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN,
+    O200K_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN,
 };
 pub use specials::{for_each_unit, SpecialMatcher, TokenFlags, Unit};
 
@@ -43,8 +45,8 @@ pub struct PreTokenizer {
 
 impl PreTokenizer {
     /// `None` means "no pre-tokenization": every segment is a single piece. The
-    /// built-in GPT patterns run on hand-written code (`builtin.rs`), others on the
-    /// regex engine.
+    /// built-in patterns ([`BUILTIN_PATTERNS`]) run on hand-written code
+    /// (`builtin.rs`), others on the regex engine.
     pub fn new(pattern: Option<&str>) -> Result<Self, String> {
         let builtin = pattern.and_then(Builtin::from_pattern);
         let regex = match (pattern, builtin) {

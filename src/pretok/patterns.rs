@@ -23,7 +23,35 @@ pub const O200K_PATTERN: &str = concat!(
     r"|\s+(?!\S)",
     r"|\s+",
 );
-pub const BUILTIN_PATTERNS: [&str; 3] = [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN];
+/// Llama 3's pattern (`pat_str` of Meta's `llama_models/llama3/tokenizer.py`, and the
+/// Split of its `tokenizer.json`): cl100k's as first published, without possessive
+/// quantifiers and without `\s++$`. It splits every text as cl100k does but for a
+/// run of whitespace at the very end holding a newline: cut after its last \r or \n.
+pub const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Qwen2's pattern (`PRETOKENIZE_REGEX` of transformers' `tokenization_qwen2.py`; also
+/// Qwen2.5 and Qwen3): Llama 3's with one digit a piece.
+pub const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Mistral's Tekken pattern (`config.pattern` of the `tekken_*.json` files in
+/// mistral-common): o200k's without the contractions, one digit a piece.
+pub const TEKKEN_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
+    r"|\p{N}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"|\s*[\r\n]+",
+    r"|\s+(?!\S)",
+    r"|\s+",
+);
+/// Every pattern a hand-written splitter runs (`builtin.rs`): the GPT patterns and the
+/// open models' variants of them.
+pub const BUILTIN_PATTERNS: [&str; 6] = [
+    GPT2_PATTERN,
+    CL100K_PATTERN,
+    O200K_PATTERN,
+    LLAMA3_PATTERN,
+    QWEN2_PATTERN,
+    TEKKEN_PATTERN,
+];
 
 /// How much backtracking one search of a custom pattern may do (fancy-regex's own
 /// default, counted per search for the next piece): a pattern such as

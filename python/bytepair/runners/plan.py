@@ -19,7 +19,6 @@ import os
 from pathlib import Path
 
 from bytepair import _core
-from bytepair.patterns import PATTERNS
 
 # A cut is looked for in this much text after each nominal boundary.
 WINDOW = 1 << 20
@@ -28,7 +27,9 @@ WINDOW = 1 << 20
 def can_cut(pattern: str | None, special_tokens: list[str]) -> bool:
     """True if files may be cut at the pattern's cuts (newlines, spaces) for this
     pattern and these special tokens."""
-    return pattern in PATTERNS.values() and not any("\n" in t or " " in t for t in special_tokens)
+    return pattern in _core.BUILTIN_PATTERNS and not any(
+        "\n" in t or " " in t for t in special_tokens
+    )
 
 
 def first_cut(window: bytes, offset: int) -> int | None:
