@@ -509,6 +509,9 @@ def test_documents_are_read_in_parts_only_for_tokenizers_a_cut_cannot_change():
 
     for name in ("gpt2", "cl100k_base", "o200k_base"):
         assert part_chars_for(bytepair.get_encoding(name)) == Options.part_chars
+    for pattern in ("llama3", "qwen2", "tekken"):  # run by splitters, cut as the GPT ones
+        model = bytepair.train_from_iterator(["a b\nc"] * 3, 260, pattern=pattern, progress=False)
+        assert part_chars_for(model) == Options.part_chars
     custom = bytepair.train_from_iterator(["a b\nc"] * 3, 260, pattern=r"\S+|\s", progress=False)
     assert part_chars_for(custom) is None  # a custom pattern: newline cuts are not proven safe
     newline_special = bytepair.train_from_iterator(
