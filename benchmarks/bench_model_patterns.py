@@ -1,4 +1,4 @@
-"""The open models' pre-tokenization patterns (Llama 3's, Qwen2's, Mistral's Tekken)
+"""The open models' pre-tokenization patterns (Llama 3's, Qwen2's, Qwen3.5's, Tekken's)
 on bytepair's hand-written splitters, beside the same patterns on its regex engine and
 beside gigatoken where it has the pattern: warm, one thread, in one process, pass for
 pass in turn.
@@ -12,8 +12,9 @@ Rows:
   pieces but where a run of whitespace ends a text) would be timed beside it, and the
   documents whose ids differ counted, but gigatoken 0.10 panics loading the file (an
   assertion in its ``src/bpe/tiktoken.rs``): the row has no peer then.
-- qwen2: cl100k_base's ranks with Qwen2's pattern (no Qwen2 vocabulary is bundled;
-  the pattern is the work measured), and gigatoken's "qwen2" scheme on the same file.
+- qwen2, qwen3.5: cl100k_base's ranks with Qwen2's and Qwen3.5's patterns (no Qwen
+  vocabulary is bundled; the pattern is the work measured), and gigatoken's "qwen2"
+  and "qwen35" schemes on the same file.
 - tekken: o200k_base's ranks with Tekken's pattern (gigatoken has none).
 
 "regex engine" is bytepair with the same pattern wrapped in ``(?:...)``: the same
@@ -81,6 +82,10 @@ def loaders(tmp: Path) -> dict:
     out["qwen2"] = (
         *pair(cl100k, "qwen2"),
         gigatoken.Tokenizer.from_tiktoken(cl100k, pretokenizer="qwen2"),
+    )
+    out["qwen3.5"] = (
+        *pair(cl100k, "qwen3.5"),
+        gigatoken.Tokenizer.from_tiktoken(cl100k, pretokenizer="qwen35"),
     )
     out["tekken"] = (*pair(rank_file("o200k_base"), "tekken"), None)
     return out

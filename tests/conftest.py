@@ -98,9 +98,9 @@ texts = st.lists(
     max_size=40,
 ).map("".join)
 
-#: Every pattern a hand-written splitter runs (the GPT ones, and Llama 3's, Qwen2's and
-#: Tekken's variants of them), and none.
-SPLITTER_PATTERNS = ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "tekken"]
+#: Every pattern a hand-written splitter runs (the GPT ones, and Llama 3's, Qwen2's,
+#: Qwen3.5's and Tekken's variants of them), and none.
+SPLITTER_PATTERNS = ["gpt2", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "tekken"]
 patterns = st.sampled_from([*SPLITTER_PATTERNS, None])
 
 

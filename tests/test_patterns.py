@@ -88,9 +88,15 @@ def test_a_run_of_whitespace_ending_the_text_splits_as_each_pattern_says(pattern
         ("tekken", "don't 12345", ["don", "'t", " ", "1", "2", "3", "4", "5"]),
         ("llama3", "it's 12345", ["it", "'s", " ", "123", "45"]),
         ("qwen2", "it's 12345", ["it", "'s", " ", "1", "2", "3", "4", "5"]),
+        # Qwen3.5's words take marks (\p{M}); Qwen2's leave them to the others.
+        ("qwen2", "cafe\u0301 x", ["cafe", "\u0301", " x"]),
+        ("qwen3.5", "cafe\u0301 x", ["cafe\u0301", " x"]),
+        ("qwen2", "\u0915\u093f\u0924\u093e\u092c", ["\u0915", "\u093f\u0924", "\u093e\u092c"]),
+        ("qwen3.5", "\u0915\u093f\u0924\u093e\u092c", ["\u0915\u093f\u0924\u093e\u092c"]),
+        ("qwen3.5", "a\u0301!", ["a\u0301", "!"]),
     ],
 )
-def test_contractions_and_digits_split_as_each_pattern_says(pattern, text, pieces):
+def test_contractions_digits_and_marks_split_as_each_pattern_says(pattern, text, pieces):
     assert ref.pretokenize(text, pattern) == pieces
     tok = bytepair.train_from_iterator([text] * 20, 300, pattern=pattern, progress=False)
     # Trained on the text alone, each piece becomes one token.

@@ -133,9 +133,16 @@ def test_named_patterns_are_their_owners_strings():
 def test_qwen2_pattern_is_transformers_own_and_names_are_listed():
     qwen2 = pytest.importorskip("transformers.models.qwen2.tokenization_qwen2")
     assert resolve_pattern("qwen2") == resolve_pattern("QWEN2") == qwen2.PRETOKENIZE_REGEX
-    assert sorted(MODEL_PATTERNS) == ["llama3", "llama4", "qwen2", "tekken"]
+    assert sorted(MODEL_PATTERNS) == ["llama3", "llama4", "qwen2", "qwen3.5", "tekken"]
     with pytest.raises(ValueError, match="did you mean 'llama3'"):
         resolve_pattern("llama-3")
+
+
+def test_qwen3_5_pattern_is_transformers_own():
+    qwen3_5 = pytest.importorskip("transformers.models.qwen3_5.tokenization_qwen3_5")
+    assert resolve_pattern("qwen3.5") == qwen3_5.PRETOKENIZE_REGEX
+    with pytest.raises(ValueError, match="did you mean 'qwen3.5'"):
+        resolve_pattern("qwen35")
 
 
 # -- Llama 3 and Llama 4, exact vs tiktoken --------------------------------------------------

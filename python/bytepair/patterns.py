@@ -9,8 +9,9 @@ models' public patterns are here by name too, copied from their owners' code, to
 their rank files (`bytepair.load("tokenizer.model", pattern="llama3", ...)`):
 `llama3` (Meta's `llama_models/llama3/tokenizer.py`), `llama4` (the same string as
 `o200k`: `llama_models/llama4/tokenizer.py`), `qwen2` (transformers'
-`models/qwen2/tokenization_qwen2.py`, Qwen2 to Qwen3) and `tekken` (the `config.pattern`
-of Mistral's Tekken files in `mistral_common/data`).
+`models/qwen2/tokenization_qwen2.py`, Qwen2 to Qwen3), `qwen3.5` (transformers'
+`models/qwen3_5/tokenization_qwen3_5.py`) and `tekken` (the `config.pattern` of Mistral's
+Tekken files in `mistral_common/data`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from bytepair._core import (
     LLAMA3_PATTERN,
     O200K_PATTERN,
     QWEN2_PATTERN,
+    QWEN3_5_PATTERN,
     TEKKEN_PATTERN,
 )
 
@@ -34,6 +36,7 @@ __all__ = [
     "MODEL_PATTERNS",
     "PATTERNS",
     "QWEN2_PATTERN",
+    "QWEN3_5_PATTERN",
     "TEKKEN_PATTERN",
     "pattern_name",
     "resolve_pattern",
@@ -44,7 +47,8 @@ __all__ = [
 # as first published: without possessive quantifiers, and a run of whitespace that ends
 # the text is cut after its last newline. QWEN2_PATTERN is ``PRETOKENIZE_REGEX`` of
 # transformers' ``tokenization_qwen2.py`` (also Qwen2.5 and Qwen3): Llama 3's with one
-# digit a piece. TEKKEN_PATTERN is the ``config.pattern`` of ``tekken_240718.json`` and
+# digit a piece. QWEN3_5_PATTERN is ``PRETOKENIZE_REGEX`` of ``tokenization_qwen3_5.py``:
+# Qwen2's with marks (``\p{M}``) in words and out of the others. TEKKEN_PATTERN is the ``config.pattern`` of ``tekken_240718.json`` and
 # ``tekken_240911.json`` in mistral-common: o200k's without the contractions, one digit a
 # piece.
 
@@ -61,6 +65,7 @@ MODEL_PATTERNS: dict[str, str] = {
     "llama3": LLAMA3_PATTERN,
     "llama4": O200K_PATTERN,
     "qwen2": QWEN2_PATTERN,
+    "qwen3.5": QWEN3_5_PATTERN,
     "tekken": TEKKEN_PATTERN,
 }
 
@@ -109,6 +114,8 @@ _ALIASES = {
     "qwen": "qwen2",
     "qwen2.5": "qwen2",
     "qwen3": "qwen2",
+    "qwen35": "qwen3.5",
+    "qwen3_5": "qwen3.5",
     "mistral": "tekken",
 }
 

@@ -7,8 +7,8 @@
 //!
 //! Safe cuts:
 //! - either edge of a special token (special tokens are hard boundaries by definition);
-//! - for the built-in patterns only (the GPT ones and Llama 3's, Qwen2's and Tekken's
-//!   variants of them: [`crate::pretok::BUILTIN_PATTERNS`]), *newline cuts*: right
+//! - for the built-in patterns only (the GPT ones and Llama 3's, Qwen2's, Qwen3.5's and
+//!   Tekken's variants of them: [`crate::pretok::BUILTIN_PATTERNS`]), *newline cuts*: right
 //!   after a `\n` that follows a printable ASCII byte (`!`..`~`) and precedes an ASCII
 //!   letter or digit. Under those patterns no piece can continue across that point: a
 //!   letter or digit piece never takes a newline as its prefix, the newline itself is

@@ -1,7 +1,7 @@
 //! Hand-written pre-tokenizers for the built-in patterns: gpt2, cl100k, o200k, and
-//! the open models' variants of the last two (Llama 3 and Qwen2 of cl100k, Mistral's
-//! Tekken of o200k), which differ in a rule or two each: the same functions, with
-//! those rules as const parameters.
+//! the open models' variants of the last two (Llama 3, Qwen2 and Qwen3.5 of cl100k,
+//! Mistral's Tekken of o200k), which differ in a rule or two each: the same functions,
+//! with those rules as const parameters.
 //!
 //! Each `*_piece_end(text, i)` returns where the piece starting at `i` ends — exactly
 //! where the pattern's regex match would end, alternative by alternative, with the
@@ -19,7 +19,8 @@ use regex_syntax::hir::{Class, HirKind};
 
 use super::blocks::{self, CharClass, Simd};
 use super::patterns::{
-    CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN,
+    CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, QWEN3_5_PATTERN,
+    TEKKEN_PATTERN,
 };
 
 /// Lu, Lt
@@ -80,6 +81,8 @@ pub enum Builtin {
     Llama3,
     /// Llama 3's, one digit a piece ([`QWEN2_PATTERN`]).
     Qwen2,
+    /// Qwen2's, with marks as letters ([`QWEN3_5_PATTERN`]).
+    Qwen35,
     /// o200k's with no contractions, one digit a piece ([`TEKKEN_PATTERN`]).
     Tekken,
 }
@@ -169,9 +172,15 @@ impl Chars<'_> {
     /// ([`Chars::ascii_run`]), then, at a non-ASCII byte, character by character.
     #[inline(always)]
     fn letters(&self, i: usize) -> usize {
+        self.letters_of(i, LETTER)
+    }
+
+    /// [`Chars::letters`] of the class `letter` (`\p{L}`, or Qwen3.5's `[\p{L}\p{M}]`).
+    #[inline(always)]
+    fn letters_of(&self, i: usize, letter: u8) -> usize {
         let k = self.ascii_run(i, LETTERS);
         if self.byte(k).is_some_and(|b| b >= 0x80) {
-            self.run(k, LETTER)
+            self.run(k, letter)
         } else {
             k
         }
@@ -285,7 +294,13 @@ impl Chars<'_> {
 /// Not whitespace, not a letter, not a number: `[^\s\p{L}\p{N}]`.
 #[inline(always)]
 fn is_other(cls: u8) -> bool {
-    cls & (WS | LETTER | NUM) == 0
+    is_other_of(cls, LETTER)
+}
+
+/// Neither whitespace, a number, nor of the class `letter`.
+#[inline(always)]
+fn is_other_of(cls: u8, letter: u8) -> bool {
+    cls & (WS | letter | NUM) == 0
 }
 
 /// `ſ`, the one non-ASCII letter a contraction's `(?i:...)` matches: it folds to `s`
@@ -466,21 +481,27 @@ fn o200k_window(window: &[u8; 64], masks: blocks::Masks, table: &[u8]) -> blocks
 /// with `\s*[\r\n]+|\s+(?!\S)|\s+` (a run of whitespace at the end of the text
 /// is cut after its last \r or \n, as inside the text; its quantifiers are not
 /// possessive, but no alternative gives anything back to what follows it); with
-/// `DIGITS` 1 too, Qwen2's (`\p{N}`).
-fn cl100k_piece_end<const WHOLE_TAIL: bool, const DIGITS: usize>(t: &Chars, i: usize) -> usize {
-    if let Some(end) = t.ascii_word(i) {
-        return end;
+/// `DIGITS` 1 too, Qwen2's (`\p{N}`); with `MARKS` too, Qwen3.5's, whose words are
+/// `[\p{L}\p{M}]+` and whose others `[^\s\p{L}\p{M}\p{N}]` (a mark before letters
+/// is a prefix or a letter of the word: the same piece either way).
+fn cl100k_piece_end<const WHOLE_TAIL: bool, const DIGITS: usize, const MARKS: bool>(
+    t: &Chars,
+    i: usize,
+) -> usize {
+    let letter = if MARKS { LETTER | MARK } else { LETTER };
+    if let Some(p) = t.ascii_word_start(i) {
+        return t.letters_of(p, letter);
     }
     if let Some(n) = t.contraction(i, true) {
         return i + n;
     }
     let (cls, c, n) = t.at(i).expect("i < len");
     // [^\r\n\p{L}\p{N}]?+\p{L}++ (the prefix is possessive: taken if it can be)
-    if cls & LETTER != 0 {
-        return t.letters(i);
+    if cls & letter != 0 {
+        return t.letters_of(i, letter);
     }
-    if cls & NUM == 0 && c != '\r' && c != '\n' && t.is(i + n, LETTER) {
-        return t.letters(i + n);
+    if cls & NUM == 0 && c != '\r' && c != '\n' && t.is(i + n, letter) {
+        return t.letters_of(i + n, letter);
     }
     // \p{N}{1,3}+ (\p{N})
     if cls & NUM != 0 {
@@ -488,8 +509,8 @@ fn cl100k_piece_end<const WHOLE_TAIL: bool, const DIGITS: usize>(t: &Chars, i: u
     }
     //  ?[^\s\p{L}\p{N}]++[\r\n]*+
     let start = if c == ' ' { i + 1 } else { i };
-    if matches!(t.at(start), Some((k, _, _)) if is_other(k)) {
-        let j = t.run_by(start, |k, _| is_other(k));
+    if matches!(t.at(start), Some((k, _, _)) if is_other_of(k, letter)) {
+        let j = t.run_by(start, |k, _| is_other_of(k, letter));
         return t.run_by(j, |_, ch| ch == '\r' || ch == '\n');
     }
     // whitespace: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
@@ -581,12 +602,13 @@ fn o200k_piece_end<const CONTRACTIONS: bool, const DIGITS: usize>(t: &Chars, i: 
 
 impl Builtin {
     /// Every built-in pattern, with its regex.
-    pub const ALL: [(Builtin, &'static str); 6] = [
+    pub const ALL: [(Builtin, &'static str); 7] = [
         (Builtin::Gpt2, GPT2_PATTERN),
         (Builtin::Cl100k, CL100K_PATTERN),
         (Builtin::O200k, O200K_PATTERN),
         (Builtin::Llama3, LLAMA3_PATTERN),
         (Builtin::Qwen2, QWEN2_PATTERN),
+        (Builtin::Qwen35, QWEN3_5_PATTERN),
         (Builtin::Tekken, TEKKEN_PATTERN),
     ];
 
@@ -694,7 +716,7 @@ impl PieceWalker<'_> {
                 stop,
                 cl100k_window,
                 blocks::cl100k_starts::<3>,
-                cl100k_piece_end::<true, 3>,
+                cl100k_piece_end::<true, 3, false>,
             ),
             Builtin::O200k => self.fill_by_blocks::<C>(
                 ends,
@@ -711,14 +733,24 @@ impl PieceWalker<'_> {
                 stop,
                 cl100k_window,
                 blocks::cl100k_starts::<3>,
-                cl100k_piece_end::<false, 3>,
+                cl100k_piece_end::<false, 3, false>,
             ),
             Builtin::Qwen2 => self.fill_by_blocks::<C>(
                 ends,
                 stop,
                 cl100k_window,
                 blocks::cl100k_starts::<1>,
-                cl100k_piece_end::<false, 1>,
+                cl100k_piece_end::<false, 1, false>,
+            ),
+            // Its windows stop at a mark, as cl100k's do at any non-ASCII character but
+            // a letter: a mark is a letter of its words, and the run of letters it is in
+            // is then decided a piece at a time.
+            Builtin::Qwen35 => self.fill_by_blocks::<C>(
+                ends,
+                stop,
+                cl100k_window,
+                blocks::cl100k_starts::<1>,
+                cl100k_piece_end::<false, 1, true>,
             ),
             Builtin::Tekken => self.fill_by_blocks::<C>(
                 ends,

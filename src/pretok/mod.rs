@@ -5,7 +5,7 @@
 //!    ([`specials`]: [`SpecialMatcher`], [`for_each_unit`]);
 //! 2. each ordinary segment is split by the tokenizer's pattern ([`PreTokenizer`]):
 //!    the built-in GPT patterns and the open models' variants of them (Llama 3,
-//!    Qwen2, Tekken: [`patterns`]) by hand-written splitters ([`builtin`]), any other
+//!    Qwen2, Qwen3.5, Tekken: [`patterns`]) by hand-written splitters ([`builtin`]), any other
 //!    pattern by the regex engine, or kept whole when there is
 //!    no pattern (minbpe's BasicTokenizer); then, for a Hugging Face file whose
 //!    pre-tokenizer is a `Sequence` of Splits (DeepSeek V3), each piece is split again
@@ -19,7 +19,7 @@ pub mod split;
 
 pub use patterns::{
     BACKTRACK_LIMIT_VAR, BUILTIN_PATTERNS, CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN,
-    O200K_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN,
+    O200K_PATTERN, QWEN2_PATTERN, QWEN3_5_PATTERN, TEKKEN_PATTERN,
 };
 pub use specials::{for_each_unit, SpecialMatcher, TokenFlags, Unit};
 

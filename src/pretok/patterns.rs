@@ -31,6 +31,9 @@ pub const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}
 /// Qwen2's pattern (`PRETOKENIZE_REGEX` of transformers' `tokenization_qwen2.py`; also
 /// Qwen2.5 and Qwen3): Llama 3's with one digit a piece.
 pub const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Qwen3.5's pattern (`PRETOKENIZE_REGEX` of transformers' `tokenization_qwen3_5.py`):
+/// Qwen2's with marks (`\p{M}`) in words and out of the others.
+pub const QWEN3_5_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// Mistral's Tekken pattern (`config.pattern` of the `tekken_*.json` files in
 /// mistral-common): o200k's without the contractions, one digit a piece.
 pub const TEKKEN_PATTERN: &str = concat!(
@@ -44,12 +47,13 @@ pub const TEKKEN_PATTERN: &str = concat!(
 );
 /// Every pattern a hand-written splitter runs (`builtin.rs`): the GPT patterns and the
 /// open models' variants of them.
-pub const BUILTIN_PATTERNS: [&str; 6] = [
+pub const BUILTIN_PATTERNS: [&str; 7] = [
     GPT2_PATTERN,
     CL100K_PATTERN,
     O200K_PATTERN,
     LLAMA3_PATTERN,
     QWEN2_PATTERN,
+    QWEN3_5_PATTERN,
     TEKKEN_PATTERN,
 ];
 

@@ -120,6 +120,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("O200K_PATTERN", crate::pretok::O200K_PATTERN)?;
     m.add("LLAMA3_PATTERN", crate::pretok::LLAMA3_PATTERN)?;
     m.add("QWEN2_PATTERN", crate::pretok::QWEN2_PATTERN)?;
+    m.add("QWEN3_5_PATTERN", crate::pretok::QWEN3_5_PATTERN)?;
     m.add("TEKKEN_PATTERN", crate::pretok::TEKKEN_PATTERN)?;
     m.add("BUILTIN_PATTERNS", crate::pretok::BUILTIN_PATTERNS)?;
     Ok(())
