@@ -235,12 +235,13 @@ impl Chars<'_> {
     }
 
     /// The commonest pieces, first: an ASCII letter, or a space and an ASCII letter,
-    /// starts a piece that is the run of letters (`[^\r\n\p{L}\p{N}]?+\p{L}++` of
-    /// cl100k, ` ?\p{L}++` of gpt2; neither can be a contraction, which starts with
-    /// `'`). Where the piece ends, or None for every other start.
+    /// starts a piece that is the run of letters of the class `letter`
+    /// (`[^\r\n\p{L}\p{N}]?+\p{L}++` of cl100k, ` ?\p{L}++` of gpt2, Qwen3.5's
+    /// `[\p{L}\p{M}]+` words; none can be a contraction, which starts with `'`).
+    /// Where the piece ends, or None for every other start.
     #[inline(always)]
-    fn ascii_word(&self, i: usize) -> Option<usize> {
-        self.ascii_word_start(i).map(|p| self.letters(p))
+    fn ascii_word(&self, i: usize, letter: u8) -> Option<usize> {
+        self.ascii_word_start(i).map(|p| self.letters_of(p, letter))
     }
 
     /// Where the letters of a word starting at `i` start: at `i` for an ASCII letter,
@@ -397,7 +398,7 @@ impl Chars<'_> {
 /// gpt2 / r50k / p50k:
 /// `'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s`
 fn gpt2_piece_end(t: &Chars, i: usize) -> usize {
-    if let Some(end) = t.ascii_word(i) {
+    if let Some(end) = t.ascii_word(i, LETTER) {
         return end;
     }
     if let Some(n) = t.contraction(i, false) {
@@ -489,8 +490,8 @@ fn cl100k_piece_end<const WHOLE_TAIL: bool, const DIGITS: usize, const MARKS: bo
     i: usize,
 ) -> usize {
     let letter = if MARKS { LETTER | MARK } else { LETTER };
-    if let Some(p) = t.ascii_word_start(i) {
-        return t.letters_of(p, letter);
+    if let Some(end) = t.ascii_word(i, letter) {
+        return end;
     }
     if let Some(n) = t.contraction(i, true) {
         return i + n;
