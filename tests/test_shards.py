@@ -629,3 +629,20 @@ def test_an_error_while_a_batch_is_encoded_ahead_stops_the_run_resumably(
     assert not [p for p in (tmp_path / "o").iterdir() if p.name.endswith(".tmp")]
     bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", shard_tokens=1500, progress=False)
     assert folder_bytes(tmp_path / "o") == folder_bytes(tmp_path / "clean")
+
+
+def test_framing_a_batch_refuses_what_it_cannot_write_by_name():
+    from array import array
+
+    from bytepair.shards.writer import framed
+
+    ids, offsets = array("I", [5, 70_000]), array("q", [0, 2])
+    with pytest.raises(ValueError, match="id 70000 does not fit the shards' 2-byte ids"):
+        framed(ids, offsets, b"\1", b"\1", [], [], 2)
+    with pytest.raises(ValueError, match="offsets must rise from 0 to at most the 2 ids"):
+        framed(ids, array("q", [0, 3]), b"\1", b"\1", [], [], 4)
+    with pytest.raises(ValueError, match="ids must be 2 or 4 bytes wide, not 1"):
+        framed(bytes(8), offsets, b"\1", b"\1", [], [], 4)
+    # Wide ids that fit are narrowed, framed once per document.
+    got, lengths = framed(array("I", [5, 6, 7]), offsets, b"\1", b"\1", [1], [2], 2)
+    assert (got.tolist(), got.itemsize, lengths) == ([1, 5, 6, 2], 2, [4])

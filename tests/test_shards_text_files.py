@@ -5,7 +5,10 @@ encoded with ``encode_batch_to_numpy``) writes from the same files."""
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -212,3 +215,33 @@ def test_compressed_files_and_shuffled_documents_take_pythons_road(tmp_path):
     plain = text_files(tmp_path)
     _, used = write(tok, plain, tmp_path / "shuffled", core=True, shuffle_docs=3)
     assert used == [False]
+
+
+NUMPY_FREE = """
+import sys
+from bytepair.cli import main
+code = main(["encode", "-t", "gpt2", "-q", *sys.argv[1:]])
+print(code, "numpy" in sys.modules)
+"""
+
+
+def test_the_cli_writes_a_folder_from_text_files_without_importing_numpy(tmp_path):
+    # numpy's import was a tenth of a 200 MB file's shard folder: the core's road,
+    # the writer and the CLI leave it out (reading shards still uses it).
+    paths = text_files(tmp_path)
+    out = tmp_path / "out"
+    args = [*map(str, paths), "-o", f"{out}/", "--shard-tokens", "5000", "--val-fraction", "0.2"]
+    r = subprocess.run(
+        [sys.executable, "-c", NUMPY_FREE, *args], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "False"]
+    # And the shards are the ones the Python road writes.
+    tok = bytepair.get_encoding("gpt2")
+    expected, _ = write(
+        tok, paths, tmp_path / "py", core=False, shard_tokens=5000, val_fraction=0.2
+    )
+    got = folder_bytes(out)
+    assert json.loads(got.pop("manifest.json"))["shards"] == expected["shards"]
+    assert got == {k: v for k, v in folder_bytes(tmp_path / "py").items() if k != "manifest.json"}
+    assert {s["split"] for s in expected["shards"]} == {"train", "val"}

@@ -5,6 +5,7 @@
 //! - [`chunking`]: where text may be cut and still pre-tokenize identically;
 //! - [`blocks`]: reading files in blocks cut at those points;
 //! - [`documents`]: a text file as its documents, a block at a time;
+//! - [`framing`]: a batch's items framed with their documents' first and last ids (shard folders);
 //! - [`count`]: counting pre-tokens in files and documents, in parallel;
 //! - [`batch`]: encoding many texts on several threads, in order;
 //! - [`pipeline`]: encoding blocks of texts one after another, pipelined (shard folders);
@@ -18,6 +19,7 @@ pub mod blocks;
 pub mod chunking;
 pub mod count;
 pub mod documents;
+pub mod framing;
 pub mod pipeline;
 pub mod shards;
 pub mod stream;

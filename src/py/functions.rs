@@ -1,6 +1,8 @@
-//! Module functions: `.tiktoken` parsing, merges from ranks, special-token ids, and the safe-cut rule for
-//! the tests.
+//! Module functions: `.tiktoken` parsing, merges from ranks, special-token ids, shard
+//! framing, and the safe-cut rule for the tests.
 
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -10,6 +12,7 @@ use super::errors::{parse_error, recover_error, repr, repr_bytes, value_error};
 use crate::bpe::ranks::{recover_merges, MAX_RANK};
 use crate::bpe::special_ids::{assign_special_ids as assign_special_ids_core, Unnumbered};
 use crate::io::chunking::TextCuts;
+use crate::io::framing;
 
 /// The contents of a `.tiktoken` file as {token: rank}, in file order; a fault is a
 /// ValueError naming `path` and the line (`io::tiktoken` has the grammar).
@@ -102,6 +105,51 @@ fn last_pattern_cut(text: &str) -> usize {
     text[..cut].chars().count()
 }
 
+/// A batch's items framed for a shard folder (`io::framing`): `ids` and `offsets`
+/// (buffers of little-endian ids, 2 or 4 bytes each, and int64 item offsets) with
+/// `before` ahead of each item that begins a document and `after` behind each that
+/// ends one, as `width`-byte ids. Returns `(ids, lengths)`; `ids` is None when it
+/// would equal the input's bytes. A ValueError names what is wrong.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn frame_items<'py>(
+    py: Python<'py>,
+    ids: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    firsts: &[u8],
+    lasts: &[u8],
+    before: Vec<u32>,
+    after: Vec<u32>,
+    width: usize,
+) -> PyResult<(Option<Bound<'py, PyBytes>>, Vec<u64>)> {
+    let ids = PyUntypedBuffer::get(ids)?;
+    let offsets = PyUntypedBuffer::get(offsets)?;
+    if !ids.is_c_contiguous() || !offsets.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "frame_items needs contiguous buffers of ids and offsets",
+        ));
+    }
+    // SAFETY: both buffers are held (alive and in place) until the end of this call,
+    // and are C-contiguous of `len_bytes()` bytes.
+    let (id_bytes, offset_bytes) = unsafe {
+        (
+            std::slice::from_raw_parts(ids.buf_ptr() as *const u8, ids.len_bytes()),
+            std::slice::from_raw_parts(offsets.buf_ptr() as *const u8, offsets.len_bytes()),
+        )
+    };
+    let items = framing::Items {
+        ids: id_bytes,
+        id_width: ids.item_size(),
+        offsets: offset_bytes,
+        firsts,
+        lasts,
+    };
+    let framed =
+        framing::frame_items(&items, &before, &after, width).map_err(PyValueError::new_err)?;
+    let out = framed.ids.map(|bytes| PyBytes::new(py, &bytes));
+    Ok((out, framed.lengths))
+}
+
 /// Whether the built-in pre-tokenizers find runs with SIMD instructions in this
 /// process: on x86_64, unless `BYTEPAIR_SCALAR` was set when first asked.
 #[pyfunction]
@@ -125,5 +173,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(last_pattern_cut, m)?)?;
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(parse_tiktoken, m)?)?;
+    m.add_function(wrap_pyfunction!(frame_items, m)?)?;
     Ok(())
 }

@@ -7,11 +7,13 @@ import codecs
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from bytepair.cli._common import add_tokenizer_options
 from bytepair.shards.one_file import npy_layout
+
+if TYPE_CHECKING:  # numpy is imported when ids are read: every command loads this module
+    import numpy as np
 
 # Ids decoded per step when reading a .bin/.npy (bounded memory for any file size).
 CHUNK_IDS = 1 << 20
@@ -37,6 +39,8 @@ def _parse_text_ids(text: str, where: str) -> list[int]:
 
 def _npy_ids(p: Path, f) -> tuple[np.dtype, int]:
     """A ``.npy`` file's id dtype and count, from its header (``f`` left at the data)."""
+    import numpy as np
+
     dtype, shape, fortran, _ = npy_layout(p, f)
     if dtype.kind not in "ui" or dtype.hasobject:
         raise ValueError(f"{p}: holds {dtype} values, not integer token ids")
@@ -68,6 +72,8 @@ def id_chunks(path: str | None, width: int) -> Iterator:
     if p.suffix not in (".npy", ".bin"):
         yield _parse_text_ids(p.read_text(encoding="utf-8"), str(p))
         return
+    import numpy as np
+
     with open(p, "rb") as f:
         if p.suffix == ".npy":
             dtype, count = _npy_ids(p, f)

@@ -60,7 +60,7 @@ class Encoded:
 def joined(docs: list[Encoded]) -> tuple[np.ndarray, np.ndarray]:
     """Encoded documents as one batch: ``(ids, offsets)``, as ``encode_batch_to_numpy``
     returns them."""
-    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    offsets = np.zeros(len(docs) + 1, dtype="<i8")
     np.cumsum([len(d.ids) for d in docs], out=offsets[1:])
     return np.concatenate([d.ids for d in docs]), offsets
 

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
+from itertools import accumulate, compress, islice
 from pathlib import Path
 
-import numpy as np
-
-from bytepair import __version__
+from bytepair import __version__, _core
 from bytepair._files import (
     atomic_write,
     check_writable_folder,
@@ -51,6 +53,8 @@ from bytepair.specials import resolve
 #: Characters held by the ``shuffle_docs`` buffer.
 SHUFFLE_CHARS = 32_000_000
 SPLITS = ("train", "val")
+#: The memoryview format of an id of each width (bytes).
+ID_FORMATS = {2: "H", 4: "I"}
 
 
 def shuffled(documents: Iterable[str], seed: int, limit: int = SHUFFLE_CHARS) -> Iterator[str]:
@@ -62,6 +66,8 @@ def shuffled(documents: Iterable[str], seed: int, limit: int = SHUFFLE_CHARS) ->
     >>> sorted(shuffled("abcde", seed=1, limit=2))
     ['a', 'b', 'c', 'd', 'e']
     """
+    import numpy as np  # only here: the rest of a shard folder's writing needs no numpy
+
     rng = np.random.Generator(np.random.PCG64(seed))
     buffer: list[str] = []
     chars = 0
@@ -84,39 +90,47 @@ def in_val(index: int, fraction: float, seed: int) -> bool:
     return int.from_bytes(digest, "little") < fraction * 2.0**64
 
 
-def framed(ids: np.ndarray, offsets: np.ndarray, firsts, lasts, before, after, dtype):
+def framed(ids, offsets, firsts: bytes, lasts: bytes, before, after, width: int):
     """The batch's ids with the ids ``before`` ahead of each item that begins a
-    document (``firsts``) and ``after`` behind each that ends one (``lasts``), and the
-    items' new lengths. Memory: the output and one byte per token.
+    document (``firsts``) and ``after`` behind each that ends one (``lasts``), as a
+    memoryview of ``width``-byte ids, and the items' new lengths (a list). ``ids``: a
+    buffer of 2- or 4-byte little-endian ids (a numpy array, or a memoryview cast to
+    "H" or "I"); ``offsets``: little-endian int64 item offsets, as
+    ``encode_batch_to_numpy`` returns them. The core frames them (``io::framing``); with
+    nothing to frame at the same width, the view is of ``ids`` itself.
 
-    >>> ids, lengths = framed(np.array([5, 6, 7]), np.array([0, 2, 2, 3]),
-    ...                       [True] * 3, [True] * 3, [1], [0], "<u2")
-    >>> ids.tolist(), lengths.tolist()
+    >>> ids, lengths = framed(array("I", [5, 6, 7]), array("q", [0, 2, 2, 3]),
+    ...                       bytes([1, 1, 1]), bytes([1, 1, 1]), [1], [0], 2)
+    >>> ids.tolist(), lengths
     ([1, 5, 6, 0, 1, 0, 1, 7, 0], [4, 2, 3])
-    >>> ids, lengths = framed(np.array([5, 6, 7]), np.array([0, 2, 3]),
-    ...                       [True, False], [False, True], [1, 2], [0], "<u2")
-    >>> ids.tolist(), lengths.tolist()
+    >>> ids, lengths = framed(array("I", [5, 6, 7]), array("q", [0, 2, 3]),
+    ...                       bytes([1, 0]), bytes([0, 1]), [1, 2], [0], 2)
+    >>> ids.tolist(), lengths
     ([1, 2, 5, 6, 7, 0], [4, 2])
     """
-    n_before, n_after = len(before), len(after)
-    with_bos = np.asarray(firsts, dtype=bool) & (n_before > 0)
-    with_eot = np.asarray(lasts, dtype=bool) & (n_after > 0)
-    lengths = np.diff(offsets) + with_bos * n_before + with_eot * n_after
-    if not (with_bos.any() or with_eot.any()):
-        return ids.astype(dtype, copy=False), lengths
-    ends = np.cumsum(lengths)
-    out = np.empty(int(ends[-1]), dtype=dtype)
-    text = np.ones(len(out), dtype=bool)
-    starts = (ends - lengths)[with_bos]
-    for k, token in enumerate(before):
-        text[starts + k] = False
-        out[starts + k] = token
-    stops = ends[with_eot] - n_after
-    for k, token in enumerate(after):
-        text[stops + k] = False
-        out[stops + k] = token
-    out[text] = ids
-    return out, lengths
+    out, lengths = _core.frame_items(ids, offsets, firsts, lasts, list(before), list(after), width)
+    return memoryview(ids if out is None else out).cast("B").cast(ID_FORMATS[width]), lengths
+
+
+def int64_list(data) -> list[int]:
+    """The little-endian int64 values of a buffer, as a list of ints.
+
+    >>> int64_list((7).to_bytes(8, "little") + (2**40).to_bytes(8, "little"))
+    [7, 1099511627776]
+    """
+    values = array("q")
+    values.frombytes(memoryview(data).cast("B"))
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tolist()
+
+
+def _le_bytes(values: array) -> bytes:
+    """An int64 array's bytes, little-endian."""
+    if sys.byteorder == "big":
+        values = array("q", values)
+        values.byteswap()
+    return values.tobytes()
 
 
 def whole(parts: Iterable[tuple[str, bool]]) -> Iterator[str]:
@@ -133,13 +147,33 @@ def whole(parts: Iterable[tuple[str, bool]]) -> Iterator[str]:
             held = []
 
 
+def gathered(ids: memoryview, lengths: list[int], items: list[int]) -> memoryview:
+    """The ids of ``items`` (item k: ``lengths[k]`` ids, after the items before it), in
+    order: ``ids`` itself when they hold all of it (most batches go whole to one split),
+    else a copy, a run of neighbouring items at a time.
+
+    >>> gathered(memoryview(bytes(range(6))), [2, 1, 3], [0, 2]).tolist()
+    [0, 1, 3, 4, 5]
+    """
+    ends = list(accumulate(lengths, initial=0))
+    if sum(lengths[k] for k in items) == len(ids):
+        return ids
+    spans: list[list[int]] = []
+    for k in items:
+        if spans and spans[-1][1] == ends[k]:
+            spans[-1][1] = ends[k + 1]
+        else:
+            spans.append([ends[k], ends[k + 1]])
+    return memoryview(b"".join(ids[a:b] for a, b in spans)).cast(ids.format)
+
+
 class _Split:
     """One split's stream of shards: the open shard's temporary file, its documents'
     offsets, and the counts a resume needs."""
 
-    def __init__(self, name: str, folder: Path, shard_tokens: int, fmt: str, dtype, saved):
+    def __init__(self, name: str, folder: Path, shard_tokens: int, fmt: str, dtype: str, saved):
         self.name, self.folder, self.shard_tokens = name, folder, shard_tokens
-        self.fmt, self.dtype = fmt, np.dtype(dtype)
+        self.fmt, self.dtype = fmt, dtype  # "<u2" or "<u4"
         saved = saved or {"shards": [], "resume": [0, 0, 0], "closed": False}
         self.shards: list[dict] = saved["shards"]
         self.closed: bool = saved["closed"]
@@ -151,7 +185,7 @@ class _Split:
         self._file = None
         self._hash = None  # of the open .bin shard, as written
         self._written = 0  # tokens in the open shard
-        self._starts: list[np.ndarray] = []  # offsets of documents from the open shard on
+        self._starts = array("q")  # offsets of documents from the open shard on
         self._resume_pending = False
         # A document whose last part has not come yet: (index, token offset of its start).
         self._open_doc: tuple[int, int] | None = None
@@ -165,25 +199,28 @@ class _Split:
         ext = ".npy" if self.fmt == "npy" else ".bin"
         return self.folder / f"{self.name}_{len(self.shards):06d}{suffix or ext}"
 
-    def append(
-        self, ids: np.ndarray, lengths: np.ndarray, doc_index: np.ndarray, firsts, lasts
-    ) -> None:
+    def append(self, ids: memoryview, lengths: list, doc_index: list, firsts, lasts) -> None:
         """Adds items: whole documents or parts of one (ids framed, their lengths, their
-        documents' indices, whether each begins / ends its document)."""
-        if not len(lengths):
+        documents' indices, whether each begins / ends its document: 0 or 1)."""
+        if not lengths:
             return
-        firsts, lasts = np.asarray(firsts, dtype=bool), np.asarray(lasts, dtype=bool)
-        before = self.tokens + np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        after = before + lengths
-        starts = before[firsts]
-        self._starts.append(starts[starts >= self.committed])
-        # Where each item's document starts, and how many documents end before it.
-        first_item = np.maximum.accumulate(np.where(firsts, np.arange(len(firsts)), -1))
+        # Item k holds the split's tokens ends[k]:ends[k + 1].
+        ends = list(accumulate(lengths, initial=self.tokens))
+        committed = self.committed
+        # The documents beginning here, from the first token a finished shard lacks.
+        k0 = bisect_left(ends, committed)
+        self._starts.extend(compress(islice(ends, k0, len(lengths)), firsts[k0:]))
         carried = self._open_doc[1] if self._open_doc else 0
-        doc_start = np.where(first_item >= 0, before[first_item.clip(0)], carried)
-        docs_before = self.documents + np.concatenate(([0], np.cumsum(lasts)[:-1]))
+
+        def doc_start(k: int) -> int:
+            """Where item k's document starts: at the last item up to k that begins one."""
+            for m in range(k, -1, -1):
+                if firsts[m]:
+                    return ends[m]
+            return carried
+
         # On a resume the first document may straddle a finished shard: drop its head.
-        ids = ids[max(0, self.committed - self.tokens) :]
+        ids = ids[max(0, committed - self.tokens) :]
         if self._written == 0:
             self._resume_pending = True
         while len(ids):
@@ -195,12 +232,14 @@ class _Split:
                 self._resume_pending = True
         if self._resume_pending and self._written:
             # The open shard's first token lies in the first item ending past it.
-            j = int(np.searchsorted(after, self.committed, side="right"))
-            self.resume = [int(doc_index[j]), int(doc_start[j]), int(docs_before[j])]
+            j = bisect_right(ends, self.committed, lo=1) - 1
+            docs_before = self.documents + sum(lasts[:j])
+            self.resume = [int(doc_index[j]), doc_start(j), docs_before]
             self._resume_pending = False
-        self.tokens = int(after[-1])
-        self.documents += int(lasts.sum())
-        self._open_doc = None if lasts[-1] else (int(doc_index[-1]), int(doc_start[-1]))
+        self.tokens = ends[-1]
+        self.documents += sum(lasts)
+        last = len(lengths) - 1
+        self._open_doc = None if lasts[last] else (int(doc_index[last]), doc_start(last))
 
     def checkpoint(self, next_doc: int) -> list[int] | None:
         """The resume point after a batch ending before document ``next_doc`` (None
@@ -214,7 +253,7 @@ class _Split:
             self.resume = [next_doc, self.tokens, self.documents]
         return self.resume
 
-    def _write(self, ids: np.ndarray) -> None:
+    def _write(self, ids: memoryview) -> None:
         if self._file is None:
             # The name is recorded before the file exists, so an interrupt at any point
             # leaves abort() a name to remove (mkstemp's return could be lost to one).
@@ -227,24 +266,23 @@ class _Split:
             self._hash = mf.new_digest() if self.fmt == "bin" else None
             if self.fmt == "npy":
                 self._file.write(bytes(NPY_HEADER_BYTES))
-        data = memoryview(np.ascontiguousarray(ids.astype(self.dtype, copy=False))).cast("B")
-        self._file.write(data)
+        self._file.write(ids)
         if self._hash is not None:
-            self._hash.update(data)
+            self._hash.update(ids)
         self._written += len(ids)
 
     def _finish(self) -> None:
         """Closes the open shard: header, offsets sidecar, rename into place."""
         end = self.committed + self._written
-        starts = np.concatenate(self._starts) if self._starts else np.zeros(0, np.int64)
-        mine, self._starts = starts[starts < end], [starts[starts >= end]]
+        k = bisect_left(self._starts, end)
+        mine, self._starts = self._starts[:k], self._starts[k:]
         if self.fmt == "npy":
             self._file.seek(0)
-            self._file.write(npy_header(self.dtype.str, self._written))
+            self._file.write(npy_header(self.dtype, self._written))
         self._file.close()
         self._file = None
         path, index = self._path(), self._path(".idx.npy")
-        index_bytes = npy_header("<i8", len(mine)) + mine.astype("<i8").tobytes()
+        index_bytes = npy_header("<i8", len(mine)) + _le_bytes(mine)
         atomic_write(index, index_bytes)
         entry = {
             "file": path.name,
@@ -521,16 +559,18 @@ class ShardWriter:
         """True if document ``index`` is in a finished shard already: not to be encoded."""
         return index < self._route(index).skip_before
 
-    def add(self, ids: np.ndarray, offsets: np.ndarray, index, firsts, lasts) -> None:
+    def add(self, ids, offsets, index: list, firsts, lasts) -> None:
         """Writes one encoded batch of items — documents, or parts of one — in document
-        order: ``ids`` and ``offsets`` as ``encode_batch_to_numpy`` returns them, and
-        per item its document's index and whether it begins / ends that document.
+        order: ``ids`` and ``offsets`` as ``encode_batch_to_numpy`` returns them (or ids
+        already of the shards' width; see :func:`framed`), and per item its document's
+        index and whether it begins / ends that document (bools, or a buffer of them).
         After a batch that finished a shard, the resume state is saved."""
         splits = self.splits
         train, val = splits["train"], splits["val"]
         shards_before = len(train.shards) + len(val.shards)
-        ids, lengths = framed(ids, offsets, firsts, lasts, self.before, self.after, self.dtype)
-        to_val = np.empty(len(index), dtype=bool)
+        firsts, lasts = bytes(firsts), bytes(lasts)
+        ids, lengths = framed(ids, offsets, firsts, lasts, self.before, self.after, self.width)
+        chosen: tuple[list[int], list[int]] = ([], [])  # the items of train, of val
         val_before = val.tokens
         by_count = self.val_tokens is not None
         for k, (i, first) in enumerate(zip(index, firsts)):
@@ -539,19 +579,23 @@ class ShardWriter:
                 self._open_to_val = val_before < self.val_tokens
             elif first:
                 self._open_to_val = self._route(i) is val
-            to_val[k] = self._open_to_val
-            val_before += int(lengths[k]) if self._open_to_val else 0
-        index = np.asarray(index, dtype=np.int64)
-        firsts, lasts = np.asarray(firsts, dtype=bool), np.asarray(lasts, dtype=bool)
-        # With no eot/bos an empty document has nothing to write; a document's empty
-        # last part still ends it.
-        keep = (lengths > 0) | (lasts & ~firsts)
-        for split, mask in ((val, to_val & keep), (train, ~to_val & keep)):
-            if not mask.any():
-                continue
-            # Most batches go whole to one split: no copy of their ids then.
-            mine = ids if mask.all() else ids[np.repeat(mask, lengths)]
-            split.append(mine, lengths[mask], index[mask], firsts[mask], lasts[mask])
+            n = lengths[k]
+            val_before += n if self._open_to_val else 0
+            # With no eot/bos an empty document has nothing to write; a document's
+            # empty last part still ends it.
+            if n or (lasts[k] and not first):
+                chosen[self._open_to_val].append(k)
+        for split, mine in ((val, chosen[1]), (train, chosen[0])):
+            if len(mine) == len(index):
+                split.append(ids, lengths, index, firsts, lasts)
+            elif mine:
+                split.append(
+                    gathered(ids, lengths, mine),
+                    [lengths[k] for k in mine],
+                    [index[k] for k in mine],
+                    bytes(firsts[k] for k in mine),
+                    bytes(lasts[k] for k in mine),
+                )
         if by_count and not val.closed and val.tokens >= self.val_tokens and not val.in_document:
             val.close()
         if len(index) and len(train.shards) + len(val.shards) > shards_before:
