@@ -163,9 +163,9 @@ def test_the_writers_batches_hold_a_bounded_amount_of_text(gpt2_tok, tmp_path, m
         def __getattr__(self, name):
             return getattr(gpt2_tok, name)
 
-        def encode_batch_to_numpy(self, texts, **kwargs):
+        def _encode_batch_flat(self, texts, *args):
             batches.append([len(t) for t in texts])
-            return gpt2_tok.encode_batch_to_numpy(texts, **kwargs)
+            return gpt2_tok._encode_batch_flat(texts, *args)
 
     bytepair.write_shards(Recording(), docs, tmp_path / "o", progress=False)
     assert len(batches) > 20
@@ -214,9 +214,9 @@ class Recording:
     def __getattr__(self, name):
         return getattr(self._tok, name)
 
-    def encode_batch_to_numpy(self, texts, **kwargs):
+    def _encode_batch_flat(self, texts, *args):
         self._encoded.extend(texts)
-        return self._tok.encode_batch_to_numpy(texts, **kwargs)
+        return self._tok._encode_batch_flat(texts, *args)
 
 
 def interrupted_after(docs, k):
@@ -593,9 +593,9 @@ def test_batches_are_encoded_on_a_thread_while_the_writer_writes_unless_val_toke
             def __getattr__(self, attr):
                 return getattr(gpt2_tok, attr)
 
-            def encode_batch_to_numpy(self, texts, **kwargs):
+            def _encode_batch_flat(self, texts, *args):
                 self.threads.add(threading.current_thread().name)
-                return gpt2_tok.encode_batch_to_numpy(texts, **kwargs)
+                return gpt2_tok._encode_batch_flat(texts, *args)
 
         bytepair.write_shards(Where(threads), docs, tmp_path / name, progress=False, **options)
         folders[name] = threads
@@ -617,11 +617,11 @@ def test_an_error_while_a_batch_is_encoded_ahead_stops_the_run_resumably(
         def __getattr__(self, attr):
             return getattr(gpt2_tok, attr)
 
-        def encode_batch_to_numpy(self, texts, **kwargs):
+        def _encode_batch_flat(self, texts, *args):
             calls.append(len(texts))
             if len(calls) == 9:
                 raise Interrupt("the ninth batch")
-            return gpt2_tok.encode_batch_to_numpy(texts, **kwargs)
+            return gpt2_tok._encode_batch_flat(texts, *args)
 
     with pytest.raises(Interrupt, match="the ninth batch"):
         bytepair.write_shards(Failing(), docs, tmp_path / "o", shard_tokens=1500, progress=False)

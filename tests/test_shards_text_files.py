@@ -245,3 +245,25 @@ def test_the_cli_writes_a_folder_from_text_files_without_importing_numpy(tmp_pat
     assert json.loads(got.pop("manifest.json"))["shards"] == expected["shards"]
     assert got == {k: v for k, v in folder_bytes(tmp_path / "py").items() if k != "manifest.json"}
     assert {s["split"] for s in expected["shards"]} == {"train", "val"}
+
+
+def test_the_cli_writes_a_folder_from_jsonl_without_importing_numpy(tmp_path):
+    # JSON Lines take the Python road (documents read in Python, batches encoded by the
+    # core into its own buffers): no numpy there either, whose import also started
+    # BLAS threads that took CPU from the encoding.
+    records = ["héllo wörld ñ 日本語", "", "the cat " * 400, "text that says <|endoftext|>"]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": r}) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "out"
+    args = [str(path), "-o", f"{out}/", "--shard-tokens", "300"]
+    r = subprocess.run(
+        [sys.executable, "-c", NUMPY_FREE, *args], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "False"]
+    tok = bytepair.get_encoding("gpt2")
+    shards = bytepair.open_shards(out)
+    assert len(shards.manifest["shards"]) > 1
+    for i, text in enumerate(records):
+        expected = tok.encode(text, disallowed_special=()) + [tok.special_tokens[EOT]]
+        assert shards.doc(i).tolist() == expected

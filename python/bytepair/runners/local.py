@@ -1,5 +1,5 @@
-"""Encoding shard documents in this process: the core's ``encode_batch_to_numpy`` on
-all cores, while a thread reads and splits our own sources ahead (``read_ahead``).
+"""Encoding shard documents in this process: the core's batch encoding on all cores,
+while a thread reads and splits our own sources ahead (``read_ahead``).
 
 Plain text files take a shorter road (``encode_text_files_into``): the core reads
 them, splits them into documents and encodes them a block at a time
@@ -34,12 +34,8 @@ def encode_into(writer, tok, documents, *, num_threads: int, progress=None, tota
         items = (item for chunk in read_ahead(chunks) for item in chunk)
 
     def encode(texts: list[str]):
-        return tok.encode_batch_to_numpy(
-            texts,
-            num_threads=num_threads,
-            allowed_special=writer.allowed,
-            disallowed_special=writer.disallowed,
-        )
+        ids, offsets = tok._encode_batch_flat(texts, num_threads, writer.allowed, writer.disallowed)
+        return memoryview(ids).cast("I"), offsets
 
     return feed(
         writer, items, encode, utf8_len, progress=progress, total=total, ahead=writer.gathers_ahead
