@@ -646,3 +646,11 @@ def test_framing_a_batch_refuses_what_it_cannot_write_by_name():
     # Wide ids that fit are narrowed, framed once per document.
     got, lengths = framed(array("I", [5, 6, 7]), offsets, b"\1", b"\1", [1], [2], 2)
     assert (got.tolist(), got.itemsize, lengths) == ([1, 5, 6, 2], 2, [4])
+
+
+def test_a_progress_callback_sees_the_utf8_bytes_of_the_documents(gpt2_tok, tmp_path):
+    # Counted only for a bar or a callback (counting encodes each non-ASCII text again).
+    docs = make_documents(30, seed=4) + ["naïve café 日本語"]
+    seen: list[int] = []
+    bytepair.write_shards(gpt2_tok, docs, tmp_path / "o", progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == sum(len(d.encode()) for d in docs)

@@ -97,11 +97,14 @@ def _feed_items(writer, items, write, size_of, progress, total) -> int:
     chars = done_bytes = n_docs = 0
     first = True
     with Progress(progress, total=total, desc="sharding") as bar:
+        # Counting UTF-8 bytes encodes each non-ASCII text once more: only for a bar.
+        counting = bar.enabled
         for text, last in items:
             if first:
                 n_docs += 1
             i, first_part, first = n_docs - 1, first, last
-            done_bytes += size_of(text)
+            if counting:
+                done_bytes += size_of(text)
             if writer.skips(i):
                 continue  # its split holds it already: not even encoded
             texts.append(text)
