@@ -184,6 +184,28 @@ def test_a_compressed_text_file_to_bin_is_read_unpacked(tmp_path):
     assert np.fromfile(tmp_path / "x.bin", dtype="<u2").tolist() == expected
 
 
+@pytest.mark.parametrize("name, dtype", [("gpt2", "<u2"), ("o200k_base", "<u4")])
+def test_records_and_compressed_text_to_bin_take_the_vocabularys_width(tmp_path, name, dtype):
+    # The ids of each batch are narrowed (or not) by the core, whatever their source.
+    import gzip
+    import json
+
+    tok = bytepair.get_encoding(name)
+    docs = ["hello world", "", "naïve café 日本語 " * 30, "x" * 5000]
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    text = "<|endoftext|>".join(docs)
+    gz = tmp_path / "t.txt.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    for src, expected in (
+        (jsonl, [i for d in docs for i in tok.encode(d)]),
+        (gz, tok.encode(text, allowed_special="all")),
+    ):
+        r = cli("encode", "-t", name, src, "-o", tmp_path / "x.bin")
+        assert r.returncode == 0, r.stderr
+        assert np.fromfile(tmp_path / "x.bin", dtype=dtype).tolist() == expected
+
+
 def test_invalid_utf8_on_stdin_with_errors_strict_fails_naming_stdin_and_the_offset():
     r = cli("encode", "-t", "gpt2", "--errors", "strict", stdin=b"hello\xffworld")
     assert r.returncode == 1 and r.stdout == b""

@@ -170,10 +170,9 @@ def encode_documents(
     ``bytepair count`` reads it: a text source whole, special tokens and all; a record
     source (JSON Lines, Parquet) record by record, the ids of each record's text one
     after another. Returns the number of tokens. What :func:`encode_file` does for one
-    plain text file, for every other input."""
-    import numpy as np
-
+    plain text file, for every other input. (No numpy: the core narrows the ids.)"""
     from bytepair.options import threads as checked_threads
+    from bytepair.shards.writer import le_ids
 
     check_progress(progress)
     dst = Path(dst)
@@ -181,7 +180,7 @@ def encode_documents(
     if fmt not in ("bin", "npy"):
         raise ValueError(f"format must be 'bin' or 'npy', not {fmt!r}")
     threads = checked_threads(num_threads)
-    dtype = np.dtype("<u2" if id_width(tok) == 2 else "<u4")
+    width = id_width(tok)
     kwargs = {"allowed_special": allowed_special, "disallowed_special": disallowed_special}
     sizes = [src.size for src in corpus.sources]
     total = sum(sizes) if None not in sizes else None
@@ -197,13 +196,13 @@ def encode_documents(
         done = 0
         for src in corpus.sources:
             for ids in _source_ids(tok, src, threads, kwargs):
-                out.write(np.asarray(ids, dtype=dtype).tobytes())
+                out.write(le_ids(ids, width))
                 count += len(ids)
                 bar(done + src.consumed)
             done += src.size or 0
         if fmt == "npy":
             out.seek(0)
-            out.write(npy_header(dtype.str, count))
+            out.write(npy_header("<u2" if width == 2 else "<u4", count))
     corpus.skips.report()
     return count
 
@@ -221,7 +220,15 @@ def _source_ids(tok, src, threads: int, kwargs: dict):
         batch.append(doc)
         size += len(doc)
         if size >= 1 << 20:
-            yield tok.encode_batch_to_numpy(batch, num_threads=threads, **kwargs)[0]
+            yield _flat_ids(tok, batch, threads, kwargs)
             batch, size = [], 0
     if batch:
-        yield tok.encode_batch_to_numpy(batch, num_threads=threads, **kwargs)[0]
+        yield _flat_ids(tok, batch, threads, kwargs)
+
+
+def _flat_ids(tok, batch: list[str], threads: int, kwargs: dict) -> memoryview:
+    """The batch's ids one after another: the core's buffer of uint32, as it is."""
+    ids, _ = tok._encode_batch_flat(
+        batch, threads, kwargs["allowed_special"], kwargs["disallowed_special"]
+    )
+    return memoryview(ids).cast("I")

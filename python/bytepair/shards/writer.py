@@ -112,6 +112,21 @@ def framed(ids, offsets, firsts: bytes, lasts: bytes, before, after, width: int)
     return memoryview(ids if out is None else out).cast("B").cast(ID_FORMATS[width]), lengths
 
 
+def le_ids(ids, width: int):
+    """Ids as little-endian bytes of ``width`` each (a buffer): ``ids`` a list of ints,
+    or a buffer of little-endian uint32 ids (a memoryview cast to "I").
+
+    >>> bytes(le_ids([1, 258], 2)), bytes(le_ids(array("I", [1, 258]), 4))
+    (b'\\x01\\x00\\x02\\x01', b'\\x01\\x00\\x00\\x00\\x02\\x01\\x00\\x00')
+    """
+    if isinstance(ids, list):
+        ids = array("I", ids)
+        if sys.byteorder == "big":
+            ids.byteswap()
+    offsets = (0).to_bytes(8, "little") + len(ids).to_bytes(8, "little")
+    return framed(ids, offsets, b"\0", b"\0", (), (), width)[0]
+
+
 def int64_list(data) -> list[int]:
     """The little-endian int64 values of a buffer, as a list of ints.
 
