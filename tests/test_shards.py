@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import signal
 import subprocess
@@ -12,8 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bytepair
+from bytepair import _core
 from bytepair.runners import feed
 from bytepair.shards import writer
 
@@ -124,6 +128,30 @@ def test_val_fraction_is_a_deterministic_choice_of_whole_documents(gpt2_tok, doc
     is_val = [writer.in_val(i, 0.25, 0) for i in range(len(docs))]
     assert val == [d for d, v in zip(docs, is_val) if v]
     assert train == [d for d, v in zip(docs, is_val) if not v]
+
+
+@given(
+    seed=st.integers(-(2**70), 2**70),
+    indices=st.lists(st.integers(0, 2**63), max_size=40),
+    fraction=st.one_of(st.floats(0, 1), st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0**-64])),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_cores_val_choices_are_in_vals(seed, indices, fraction):
+    # The writer asks the core for a batch's choices at once; in_val (hashlib) is the
+    # reference, to the last float: the fraction at a document's own digest too.
+    import hashlib
+
+    digests = [
+        int.from_bytes(hashlib.blake2b(f"{seed}:{i}".encode(), digest_size=8).digest(), "little")
+        for i in indices[:3]
+    ]
+    for fr in [
+        fraction,
+        *(d / 2.0**64 for d in digests),
+        *(math.nextafter(d / 2.0**64, 1) for d in digests),
+    ]:
+        got = _core.val_choices(f"{seed}:".encode(), indices, fr)
+        assert got == [writer.in_val(i, fr, seed) for i in indices]
 
 
 def test_shuffle_is_deterministic_for_a_seed_and_keeps_every_document(gpt2_tok, docs, tmp_path):

@@ -12,6 +12,7 @@
 //! - [`stream`]: encoding text that arrives in chunks;
 //! - [`table`]: pre-token count tables as bytes, for adding up counts made apart;
 //! - [`shards`]: encoding whole files to uint16/uint32 id files on all threads;
+//! - [`splits`]: which split a shard folder's document goes to under `val_fraction`;
 //! - [`tiktoken`]: parsing `.tiktoken` rank files.
 
 pub mod batch;
@@ -22,6 +23,7 @@ pub mod documents;
 pub mod framing;
 pub mod pipeline;
 pub mod shards;
+pub mod splits;
 pub mod stream;
 pub mod table;
 pub mod tiktoken;

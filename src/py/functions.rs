@@ -150,6 +150,14 @@ fn frame_items<'py>(
     Ok((out, framed.lengths))
 }
 
+/// Whether each document of `indices` goes to a shard folder's val split under
+/// `val_fraction` (`io::splits`; `prefix`: the bytes of `"{seed}:"`): the choice
+/// `shards/writer.py`'s `in_val` makes, for a batch at a time.
+#[pyfunction]
+fn val_choices(prefix: &[u8], indices: Vec<u64>, fraction: f64) -> Vec<bool> {
+    crate::io::splits::val_choices(prefix, &indices, fraction)
+}
+
 /// Whether the built-in pre-tokenizers find runs with SIMD instructions in this
 /// process: on x86_64, unless `BYTEPAIR_SCALAR` was set when first asked.
 #[pyfunction]
@@ -174,5 +182,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merges_from_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(parse_tiktoken, m)?)?;
     m.add_function(wrap_pyfunction!(frame_items, m)?)?;
+    m.add_function(wrap_pyfunction!(val_choices, m)?)?;
     Ok(())
 }

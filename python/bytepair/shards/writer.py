@@ -85,7 +85,8 @@ def shuffled(documents: Iterable[str], seed: int, limit: int = SHUFFLE_CHARS) ->
 
 def in_val(index: int, fraction: float, seed: int) -> bool:
     """Whether document ``index`` goes to val: a seeded hash, so the choice is the same
-    on every run and independent of every other document."""
+    on every run and independent of every other document. (The writer asks the core,
+    ``_core.val_choices``, for a batch's documents at once: the same choices.)"""
     digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") < fraction * 2.0**64
 
@@ -446,6 +447,8 @@ class ShardWriter:
         self.shard_tokens, self.format = shard_tokens, format
         self.val_tokens, self.val_fraction = val_tokens, val_fraction
         self.shuffle_docs = shuffle_docs
+        # What in_val hashes with each document's index.
+        self._val_seed = 0 if shuffle_docs is None else shuffle_docs
         self.inputs = inputs
         self.spec = mf.tokenizer_spec(tok)
         self.options = {
@@ -572,7 +575,8 @@ class ShardWriter:
 
     def skips(self, index: int) -> bool:
         """True if document ``index`` is in a finished shard already: not to be encoded."""
-        return index < self._route(index).skip_before
+        # A fresh run has finished nothing (and needs no digest per document to say so).
+        return self.resumed and index < self._route(index).skip_before
 
     def add(self, ids, offsets, index: list, firsts, lasts) -> None:
         """Writes one encoded batch of items — documents, or parts of one — in document
@@ -588,12 +592,19 @@ class ShardWriter:
         chosen: tuple[list[int], list[int]] = ([], [])  # the items of train, of val
         val_before = val.tokens
         by_count = self.val_tokens is not None
+        # val_fraction: the choice for each document beginning here, made by the core
+        # for the whole batch (in_val's, without a Python digest per document).
+        by_hash = None
+        if self.val_fraction is not None:
+            starting = [int(i) for i, first in zip(index, firsts) if first]
+            prefix = f"{self._val_seed}:".encode()
+            by_hash = iter(_core.val_choices(prefix, starting, self.val_fraction))
         for k, (i, first) in enumerate(zip(index, firsts)):
             if first and by_count and not val.closed:
                 # The first documents until val_tokens: a prefix, decided by the counts.
                 self._open_to_val = val_before < self.val_tokens
             elif first:
-                self._open_to_val = self._route(i) is val
+                self._open_to_val = next(by_hash) if by_hash is not None else self._route(i) is val
             n = lengths[k]
             val_before += n if self._open_to_val else 0
             # With no eot/bos an empty document has nothing to write; a document's
@@ -651,8 +662,7 @@ class ShardWriter:
     def _route(self, index: int) -> _Split:
         val, train = self.splits["val"], self.splits["train"]
         if self.val_fraction is not None:
-            seed = 0 if self.shuffle_docs is None else self.shuffle_docs
-            return val if in_val(index, self.val_fraction, seed) else train
+            return val if in_val(index, self.val_fraction, self._val_seed) else train
         return val if self.val_tokens is not None and not val.closed else train
 
     def _save_state(self, next_doc: int) -> None:
