@@ -264,7 +264,7 @@ pub fn decode_block(bytes: Vec<u8>, offset: u64, errors: Utf8Errors) -> Result<S
         // SAFETY: just checked to be UTF-8.
         return Ok(unsafe { String::from_utf8_unchecked(bytes) });
     }
-    Ok(decode(&bytes, offset, errors)?.into_owned())
+    Ok(decode_checked(&bytes, offset, errors)?.into_owned())
 }
 
 /// Whether `bytes` are UTF-8: `simdutf8`'s check, the same answer as the standard
@@ -291,6 +291,16 @@ fn decode(
             std::str::from_utf8_unchecked(bytes)
         }));
     }
+    decode_checked(bytes, offset, errors)
+}
+
+/// [`decode`] by the standard check, which says where invalid text goes wrong: for
+/// bytes [`valid_utf8`] refused (checking them with SIMD again would find nothing new).
+fn decode_checked(
+    bytes: &[u8],
+    offset: u64,
+    errors: Utf8Errors,
+) -> Result<std::borrow::Cow<'_, str>, ReadError> {
     match std::str::from_utf8(bytes) {
         Ok(s) => Ok(std::borrow::Cow::Borrowed(s)),
         Err(e) => match errors {
