@@ -5,6 +5,8 @@
 //! `fraction * 2**64`. The same choice as Python's, for a batch at a time: one Python
 //! digest per document was half of a folder's time on short documents.
 
+use std::io::Write;
+
 /// Whether each document of `indices` goes to val. `prefix`: the bytes of
 /// `"{seed}:"`; `fraction`: between 0 and 1.
 pub fn val_choices(prefix: &[u8], indices: &[u64], fraction: f64) -> Vec<bool> {
@@ -25,7 +27,7 @@ pub fn val_choices(prefix: &[u8], indices: &[u64], fraction: f64) -> Vec<bool> {
         .map(|&i| {
             text.clear();
             text.extend_from_slice(prefix);
-            text.extend_from_slice(i.to_string().as_bytes());
+            write!(text, "{i}").expect("a Vec takes every write");
             let digest = params.hash(&text);
             let value = u64::from_le_bytes(digest.as_bytes().try_into().expect("8 bytes"));
             u128::from(value) < bound

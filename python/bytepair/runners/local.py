@@ -34,8 +34,7 @@ def encode_into(writer, tok, documents, *, num_threads: int, progress=None, tota
         items = (item for chunk in read_ahead(chunks) for item in chunk)
 
     def encode(texts: list[str]):
-        ids, offsets = tok._encode_batch_flat(texts, num_threads, writer.allowed, writer.disallowed)
-        return memoryview(ids).cast("I"), offsets
+        return tok._encode_batch_flat(texts, num_threads, writer.allowed, writer.disallowed)
 
     return feed(
         writer, items, encode, utf8_len, progress=progress, total=total, ahead=writer.gathers_ahead

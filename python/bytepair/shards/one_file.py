@@ -227,8 +227,8 @@ def _source_ids(tok, src, threads: int, kwargs: dict):
 
 
 def _flat_ids(tok, batch: list[str], threads: int, kwargs: dict) -> memoryview:
-    """The batch's ids one after another: the core's buffer of uint32, as it is."""
-    ids, _ = tok._encode_batch_flat(
+    """The batch's ids one after another: the core's uint32 buffer, as it is."""
+    flat = tok._encode_batch_flat(
         batch, threads, kwargs["allowed_special"], kwargs["disallowed_special"]
     )
-    return memoryview(ids).cast("I")
+    return flat[0]
