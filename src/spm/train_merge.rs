@@ -324,6 +324,17 @@ struct Trainer<'v> {
     heap: BinaryHeap<Entry>,
     /// Active pairs whose count may have changed since their last heap entry.
     dirty: Vec<u32>,
+    /// The lowest count in the active set at its last rebuild: the next rebuild
+    /// looks only at pairs counted at least half that (see [`Trainer::rebuild_active`]).
+    last_cut: u64,
+    /// The live pairs a rebuild looks at (kept to save an allocation each).
+    live: Vec<(u64, u32)>,
+    /// Tests: rebuilds look at every live pair (false), and how many rebuilds chose
+    /// among only those counted at least half the last cut.
+    #[cfg(test)]
+    narrow: bool,
+    #[cfg(test)]
+    narrowed: usize,
     /// Counts merge steps: stamps of word symbols and pair symbols.
     clock: u32,
     /// The characters of a candidate pair, kept to save an allocation each.
@@ -360,34 +371,42 @@ pub fn learn_pieces(
     words: &[(&str, u64)],
     num_pieces: usize,
     validity: &Validity,
-    mut progress: impl FnMut(usize) -> bool,
+    progress: impl FnMut(usize) -> bool,
 ) -> Result<Vec<String>, Exhausted> {
-    let mut t = Trainer::new(words, validity)?;
-    let mut pieces = Vec::with_capacity(num_pieces);
-    let mut seen: FxHashSet<Rc<str>> = FxHashSet::default();
-    while pieces.len() < num_pieces {
-        if pieces.len() % REBUILD_EVERY == 0 {
-            if !progress(pieces.len()) {
-                break;
-            }
-            t.rebuild_active();
-        }
-        let Some(best) = t.pop_best() else {
-            return Err(Exhausted {
-                pieces: pieces.len(),
-            });
-        };
-        let text = t.symbols[best as usize].text.clone();
-        if seen.insert(text.clone()) {
-            pieces.push(text.to_string());
-            t.merge(best);
-        }
-        t.forget(best);
-    }
-    Ok(pieces)
+    Trainer::new(words, validity)?.learn(num_pieces, progress)
 }
 
 impl<'v> Trainer<'v> {
+    /// The merge loop of [`learn_pieces`].
+    fn learn(
+        &mut self,
+        num_pieces: usize,
+        mut progress: impl FnMut(usize) -> bool,
+    ) -> Result<Vec<String>, Exhausted> {
+        let mut pieces = Vec::with_capacity(num_pieces);
+        let mut seen: FxHashSet<Rc<str>> = FxHashSet::default();
+        while pieces.len() < num_pieces {
+            if pieces.len() % REBUILD_EVERY == 0 {
+                if !progress(pieces.len()) {
+                    break;
+                }
+                self.rebuild_active();
+            }
+            let Some(best) = self.pop_best() else {
+                return Err(Exhausted {
+                    pieces: pieces.len(),
+                });
+            };
+            let text = self.symbols[best as usize].text.clone();
+            if seen.insert(text.clone()) {
+                pieces.push(text.to_string());
+                self.merge(best);
+            }
+            self.forget(best);
+        }
+        Ok(pieces)
+    }
+
     fn new(words: &[(&str, u64)], validity: &'v Validity) -> Result<Self, Exhausted> {
         let mut t = Trainer {
             validity,
@@ -406,6 +425,12 @@ impl<'v> Trainer<'v> {
             },
             heap: BinaryHeap::new(),
             dirty: Vec::new(),
+            last_cut: 0,
+            live: Vec::new(),
+            #[cfg(test)]
+            narrow: true,
+            #[cfg(test)]
+            narrowed: 0,
             clock: 0,
             pair_chars: Vec::new(),
             beside: Vec::new(),
@@ -600,35 +625,77 @@ impl<'v> Trainer<'v> {
     }
 
     /// Rebuilds the active set: the most frequent live pairs.
+    ///
+    /// Counts change little between rebuilds, so it looks only at the live pairs
+    /// counted at least half the last cut. When at least as many of them as the
+    /// set holds are left, the set is theirs: every pair left out counts less than
+    /// each of them, so it could neither make the set nor tie at its cut. When too
+    /// few are left, it looks at all live pairs again.
     fn rebuild_active(&mut self) {
+        let by_ratio = (self.cache_len as f32 * ACTIVE_RATIO) as usize;
+        let floor = self.last_cut / 2;
+        #[cfg(test)]
+        let floor = if self.narrow { floor } else { 0 };
         // One pass over the states in order: the live pairs with their counts beside
         // them, so that choosing among them reads no state at random.
-        let mut live: Vec<(u64, u32)> = Vec::new();
+        let mut live = std::mem::take(&mut self.live);
+        live.clear();
+        let mut all_live = 0;
         for (id, s) in self.state.iter_mut().enumerate() {
             s.active = false;
             if s.live_pair {
-                live.push((s.freq, id as u32));
+                all_live += 1;
+                if s.freq >= floor {
+                    live.push((s.freq, id as u32));
+                }
             }
         }
-        let by_ratio = (self.cache_len as f32 * ACTIVE_RATIO) as usize;
-        let size = MIN_ACTIVE.max(by_ratio).min(live.len());
-        let chosen = self.most_frequent(live, size);
+        let size = MIN_ACTIVE.max(by_ratio).min(all_live);
+        #[cfg(test)]
+        if floor > 0 && live.len() >= size && live.len() < all_live {
+            self.narrowed += 1;
+        }
+        if live.len() < size {
+            live.clear();
+            let pairs = self.state.iter().enumerate().filter(|(_, s)| s.live_pair);
+            live.extend(pairs.map(|(id, s)| (s.freq, id as u32)));
+        }
+        let chosen = self.most_frequent(&mut live, size);
+        #[cfg(test)]
+        self.check_narrowed(&chosen, size);
+        self.live = live;
         for &id in &self.dirty {
             self.state[id as usize].queued = false;
         }
         self.dirty.clear();
         let entries: Vec<Entry> = chosen.iter().map(|&id| self.entry(id)).collect();
+        self.last_cut = entries.iter().map(|e| e.0).min().unwrap_or(0);
         for &id in &chosen {
             self.state[id as usize].active = true;
         }
         self.heap = BinaryHeap::from(entries);
     }
 
+    /// Tests: the active set chosen is the one chosen among all live pairs.
+    #[cfg(test)]
+    fn check_narrowed(&self, chosen: &[u32], size: usize) {
+        let live = self.state.iter().enumerate().filter(|(_, s)| s.live_pair);
+        let mut all: Vec<(u64, u32)> = live.map(|(id, s)| (s.freq, id as u32)).collect();
+        let mut want = self.most_frequent(&mut all, size);
+        let mut got = chosen.to_vec();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(
+            got, want,
+            "the active set chosen among pairs over half the last cut"
+        );
+    }
+
     /// The `size` most frequent of `live` (count, id); among equal counts at the cut,
-    /// the shorter, smaller, older.
-    fn most_frequent(&self, mut live: Vec<(u64, u32)>, size: usize) -> Vec<u32> {
+    /// the shorter, smaller, older. Reorders `live`.
+    fn most_frequent(&self, live: &mut [(u64, u32)], size: usize) -> Vec<u32> {
         if size >= live.len() {
-            return live.into_iter().map(|(_, id)| id).collect();
+            return live.iter().map(|&(_, id)| id).collect();
         }
         if size == 0 {
             return Vec::new();
@@ -637,7 +704,7 @@ impl<'v> Trainer<'v> {
         let cut = live[size - 1].0;
         let mut chosen = Vec::with_capacity(size);
         let mut ties = Vec::new();
-        for &(freq, id) in &live {
+        for &(freq, id) in live.iter() {
             match freq.cmp(&cut) {
                 std::cmp::Ordering::Greater => chosen.push(id),
                 std::cmp::Ordering::Equal => ties.push(id),
@@ -790,6 +857,62 @@ mod tests {
                     "{a:?} vs {b:?}"
                 );
             }
+        }
+    }
+
+    /// Words of a few letters, counted as in a Zipfian corpus: many pairs, their
+    /// counts spread out (a pseudo-random generator, seeded, so always the same).
+    fn zipf_words(n: usize, seed: u64) -> Vec<(String, u64)> {
+        let letters: Vec<char> = "abcdefghijklmnopqrstuvwxyzéèàôçñßøåæ".chars().collect();
+        let mut state = seed;
+        let mut next = move |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        let mut words: Vec<(String, u64)> = (0..n)
+            .map(|rank| {
+                let len = 2 + next(8) as usize;
+                let w: String = (0..len)
+                    .map(|_| letters[next(letters.len() as u64) as usize])
+                    .collect();
+                (format!("{SPACE}{w}"), 20_000 / (rank as u64 + 1) + next(3))
+            })
+            .collect();
+        words.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        words.dedup_by(|a, b| a.0 == b.0);
+        words
+    }
+
+    /// Every rebuild checks its choice against the choice among all live pairs
+    /// ([`Trainer::check_narrowed`]); the pieces are those learned looking at all.
+    #[test]
+    fn rebuilds_among_pairs_over_half_the_last_cut_choose_as_among_all() {
+        let validity = Validity {
+            max_piece_length: 16,
+            split_by_unicode_script: true,
+            split_by_number: true,
+            split_by_whitespace: true,
+            split_digits: false,
+            treat_whitespace_as_suffix: false,
+            allow_whitespace_only_pieces: false,
+        };
+        for seed in [1, 2, 3] {
+            let owned = zipf_words(6000, seed);
+            let words: Vec<(&str, u64)> = owned.iter().map(|(w, n)| (w.as_str(), *n)).collect();
+            let learn = |narrow: bool| {
+                let mut t = Trainer::new(&words, &validity).unwrap();
+                t.narrow = narrow;
+                let pieces = t.learn(3000, |_| true).unwrap();
+                (pieces, t.narrowed)
+            };
+            let (all, none) = learn(false);
+            let (narrowed, used) = learn(true);
+            assert_eq!(none, 0);
+            // Most of the 30 rebuilds took the narrow road; the pieces are the same.
+            assert!(used > 15, "seed {seed}: {used} of 30 rebuilds narrowed");
+            assert_eq!(narrowed, all, "seed {seed}");
         }
     }
 }
