@@ -238,6 +238,10 @@ def main() -> None:
     )
     p.add_argument("--cold", action="store_true", help="first passes of fresh tokenizers, in turn")
     a = p.parse_args()
+    # Before numpy is imported (here or by gigatoken): OpenBLAS's idle threads would
+    # otherwise spin beside the measured work (12% of a warm run's samples in
+    # blas_thread_server), taking a core from the two-thread batch.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if a.cold:
         cold(a.encoding, a.path, a.mb, a.passes)
         return
