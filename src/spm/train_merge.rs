@@ -871,17 +871,19 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (state >> 33) % m
         };
-        let mut words: Vec<(String, u64)> = (0..n)
-            .map(|rank| {
-                let len = 2 + next(8) as usize;
-                let w: String = (0..len)
-                    .map(|_| letters[next(letters.len() as u64) as usize])
-                    .collect();
-                (format!("{SPACE}{w}"), 20_000 / (rank as u64 + 1) + next(3))
-            })
-            .collect();
+        // Distinct words, as the trainer gets them (a word drawn twice counts twice).
+        let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+        for rank in 0..n {
+            let len = 2 + next(8) as usize;
+            let w: String = (0..len)
+                .map(|_| letters[next(letters.len() as u64) as usize])
+                .collect();
+            *counts.entry(format!("{SPACE}{w}")).or_default() +=
+                20_000 / (rank as u64 + 1) + next(3);
+        }
+        // In sentencepiece's order: count descending, then string.
+        let mut words: Vec<(String, u64)> = counts.into_iter().collect();
         words.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        words.dedup_by(|a, b| a.0 == b.0);
         words
     }
 
