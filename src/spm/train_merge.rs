@@ -72,6 +72,21 @@ pub struct Validity {
     pub allow_whitespace_only_pieces: bool,
 }
 
+/// sentencepiece's defaults.
+impl Default for Validity {
+    fn default() -> Self {
+        Validity {
+            max_piece_length: 16,
+            split_by_unicode_script: true,
+            split_by_number: true,
+            split_by_whitespace: true,
+            split_digits: false,
+            treat_whitespace_as_suffix: false,
+            allow_whitespace_only_pieces: false,
+        }
+    }
+}
+
 /// A character's script class for the "one script per piece" rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Class {
@@ -891,15 +906,7 @@ mod tests {
     /// ([`Trainer::check_narrowed`]); the pieces are those learned looking at all.
     #[test]
     fn rebuilds_among_pairs_over_half_the_last_cut_choose_as_among_all() {
-        let validity = Validity {
-            max_piece_length: 16,
-            split_by_unicode_script: true,
-            split_by_number: true,
-            split_by_whitespace: true,
-            split_digits: false,
-            treat_whitespace_as_suffix: false,
-            allow_whitespace_only_pieces: false,
-        };
+        let validity = Validity::default();
         for seed in [1, 2, 3] {
             let owned = zipf_words(6000, seed);
             let words: Vec<(&str, u64)> = owned.iter().map(|(w, n)| (w.as_str(), *n)).collect();
