@@ -355,9 +355,18 @@ def test_bad_options_are_named(gpt2_tok, tmp_path):
 # -- the command line, with real signals -------------------------------------------------
 
 
+# The CLI with small batches on the Python road and small blocks on the core's (a text
+# file's), and 10 ms after each shard it finishes, so that shards finish all through a
+# run and a signal sent on seeing two of them lands in its midst. (With the core's 3 MB
+# blocks the 4 MB corpus's shards came nearly all at once, within 8 ms of the manifest,
+# and a signal could land after the manifest was written.)
 SMALL_BATCHES_CLI = (
-    "import sys; from bytepair.runners import feed; from bytepair.cli import main; "
-    "feed.BATCH_CHARS = 20_000; sys.exit(main(sys.argv[1:]))"
+    "import sys, time; from bytepair.runners import feed, local; "
+    "from bytepair.shards import writer; from bytepair.cli import main; "
+    "feed.BATCH_CHARS = 20_000; local.BLOCK_BYTES = 1 << 16; "
+    "finish = writer._Split._finish; "
+    "writer._Split._finish = lambda split: (finish(split), time.sleep(0.01))[0]; "
+    "sys.exit(main(sys.argv[1:]))"
 )
 
 
@@ -389,7 +398,7 @@ def test_a_signalled_cli_run_resumes_to_the_same_bytes(corpus, tmp_path, sig, co
         "encode", "-t", "gpt2", path, "-o", f"{out}/", "--shard-tokens", 40_000,
         "--val-fraction", 0.01, "--num-threads", 1,
     )  # fmt: skip
-    # The CLI with small batches (a shard finishes every few batches).
+    # The CLI with shards finishing all through the run (SMALL_BATCHES_CLI).
     small_batches = [sys.executable, "-c", SMALL_BATCHES_CLI, *args[3:]]
     proc = subprocess.Popen(
         small_batches, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default
