@@ -672,8 +672,7 @@ impl<'v> Trainer<'v> {
         }
         if live.len() < size {
             live.clear();
-            let pairs = self.state.iter().enumerate().filter(|(_, s)| s.live_pair);
-            live.extend(pairs.map(|(id, s)| (s.freq, id as u32)));
+            live.extend(self.live_pairs());
         }
         let chosen = self.most_frequent(&mut live, size);
         #[cfg(test)]
@@ -691,11 +690,16 @@ impl<'v> Trainer<'v> {
         self.heap = BinaryHeap::from(entries);
     }
 
+    /// Every live pair, (count, id), in id order.
+    fn live_pairs(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let live = self.state.iter().enumerate().filter(|(_, s)| s.live_pair);
+        live.map(|(id, s)| (s.freq, id as u32))
+    }
+
     /// Tests: the active set chosen is the one chosen among all live pairs.
     #[cfg(test)]
     fn check_narrowed(&self, chosen: &[u32], size: usize) {
-        let live = self.state.iter().enumerate().filter(|(_, s)| s.live_pair);
-        let mut all: Vec<(u64, u32)> = live.map(|(id, s)| (s.freq, id as u32)).collect();
+        let mut all: Vec<(u64, u32)> = self.live_pairs().collect();
         let mut want = self.most_frequent(&mut all, size);
         let mut got = chosen.to_vec();
         want.sort_unstable();
