@@ -317,6 +317,9 @@ fn decode_checked(
 mod tests {
     use std::sync::Mutex;
 
+    use super::*;
+    use crate::io::test_pool as pool;
+
     #[test]
     fn the_simd_utf8_check_answers_as_the_standard_one() {
         // Valid text of every length of UTF-8 sequence, cut anywhere and with one
@@ -365,9 +368,6 @@ mod tests {
             assert!(!valid_utf8(surrogate));
         }
     }
-
-    use super::*;
-    use crate::io::test_pool as pool;
 
     /// A file of `contents` in a folder of its own, removed when dropped.
     struct TempFile(std::path::PathBuf);
