@@ -10,12 +10,13 @@
 //! encoded itself, in text order.
 //!
 //! A long text is work for more than one thread: on several threads, a text of more
-//! than two *units* (an eighth of the batch's bytes per thread, between 64 KB and
-//! 1 MB) is cut at safe cuts ([`crate::io::chunking`], as file encoding cuts a file)
-//! into parts of about a unit, the parts are encoded by whichever workers take them,
-//! and the text is received whole, its parts' ids in order: the ids of encoding it
-//! whole. A batch of a few unequal documents (a corpus of books, one shard batch)
-//! then keeps every core busy to its end.
+//! than two *units* (a thirty-second of the batch's bytes per thread, between 64 KB
+//! and 1 MB; a quarter of that over the batch's last two units a thread, so that the
+//! workers end together: [`Units`]) is cut at safe cuts ([`crate::io::chunking`], as
+//! file encoding cuts a file) into parts of about a unit, the parts are encoded by
+//! whichever workers take them, and the text is received whole, its parts' ids in
+//! order: the ids of encoding it whole. A batch of a few unequal documents (a corpus
+//! of books, one shard batch) then keeps every core busy to its end.
 //!
 //! Each text's ids are framed ([`Frame`]: BOS/EOS): the first part of a cut text
 //! starts with the frame's `before`, its last part ends with `after`.
@@ -195,7 +196,7 @@ pub fn encode_each_in_parts<M: Model, E>(
             let mut ends: Vec<usize> = Vec::new();
             let mut start = 0;
             while start < texts.len() {
-                let end = group_end(texts, start);
+                let end = group_end(texts, start, GROUP_BYTES);
                 flat.clear();
                 ends.clear();
                 let mut failure = None;
@@ -346,7 +347,7 @@ impl<'a, M: Model> Plan<'a, M> {
             texts,
             specials,
             frame,
-            parts: plan_parts(model, texts, specials, unit(total, workers)),
+            parts: plan_parts(model, texts, specials, Units::for_batch(total, workers)),
             taken: AtomicUsize::new(0),
             spare: Mutex::new(Vec::new()),
         }
@@ -510,29 +511,86 @@ fn unit(total: usize, workers: usize) -> usize {
     (total / (workers * 32)).clamp(MIN_UNIT, MAX_UNIT)
 }
 
-/// The work of a batch, in text order: each text whole, or cut in parts of about
-/// `unit` bytes at safe cuts when it is longer than two units and the model allows
-/// cuts (each part of a cut text then checks itself for disallowed special tokens:
+/// The smallest part of a batch's tail ([`Units::fine`]).
+const MIN_FINE: usize = 16 << 10;
+
+/// The sizes a batch is planned in: parts of about `unit` bytes, but finer ones
+/// ([`Units::fine`], and groups of short texts no larger) for the texts that end in
+/// its last `tail` bytes.
+///
+/// Workers take parts in turn, so a batch ends when the last part taken is done: with
+/// parts of a unit throughout (a whole text of up to two), the other worker waited for
+/// it. A two-thread batch of 50 multilingual texts of 78 KB each kept its two cores
+/// busy 95-96% of the time.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Units {
+    pub(super) unit: usize,
+    pub(super) tail: usize,
+}
+
+impl Units {
+    /// Parts of about `unit` bytes throughout.
+    pub(super) fn even(unit: usize) -> Self {
+        Self { unit, tail: 0 }
+    }
+
+    /// A batch of `total` bytes on `workers` threads: the last two units a worker
+    /// (the most a part of a unit can hold, a whole text) in fine parts.
+    fn for_batch(total: usize, workers: usize) -> Self {
+        let unit = unit(total, workers);
+        Self {
+            unit,
+            tail: 2 * workers * unit,
+        }
+    }
+
+    /// The part size of the tail: a quarter of a unit, at least [`MIN_FINE`].
+    fn fine(self) -> usize {
+        (self.unit / 4).max(MIN_FINE)
+    }
+}
+
+/// The work of a batch, in text order: each text whole, or cut in parts of about a
+/// unit at safe cuts when it is longer than two units and the model allows cuts (each
+/// part of a cut text then checks itself for disallowed special tokens:
 /// [`refused_in_part`]). Short whole texts go in groups ([`group_end`], as the
-/// one-thread path groups them).
+/// one-thread path groups them). The texts that end in the batch's tail are planned in
+/// fine units ([`Units`]), and no group of texts before it reaches into it.
 pub(super) fn plan_parts<M: Model>(
     model: &M,
     texts: &[&str],
     specials: Specials,
-    unit: usize,
+    units: Units,
 ) -> Vec<Part> {
     let text_cuts = match model.safe_cuts() {
         SafeCuts::AtSpecials { text } => Some(text),
         SafeCuts::Nowhere => None,
     };
+    let total: usize = texts.iter().map(|t| t.len()).sum();
+    let tail_start = total.saturating_sub(units.tail);
     let mut parts = Vec::new();
+    let mut before = 0; // bytes of the texts before text `i`
     let mut i = 0;
     while i < texts.len() {
         let text = texts[i];
-        let Some(text_cuts) = text_cuts.filter(|_| text.len() > 2 * unit) else {
-            // Whole, with the short texts after it (a group of up to GROUP_BYTES: a
-            // text that long, never cut, since a unit is at least MIN_UNIT).
-            let end = group_end(texts, i);
+        // The unit of a part starting at `at` in this text.
+        let unit_at = |at: usize| {
+            if units.tail > 0 && before + at >= tail_start {
+                units.fine()
+            } else {
+                units.unit
+            }
+        };
+        let in_tail = units.tail > 0 && before + text.len() > tail_start;
+        let (smallest, group_bytes) = if in_tail {
+            (units.fine(), units.fine())
+        } else {
+            (units.unit, GROUP_BYTES.min(tail_start - before))
+        };
+        let Some(text_cuts) = text_cuts.filter(|_| text.len() > 2 * smallest) else {
+            // Whole, with the short texts after it (a group of up to `group_bytes`: a
+            // text that long, never cut, since a unit is at least half of it).
+            let end = group_end(texts, i, group_bytes);
             parts.push(Part {
                 text: i,
                 start: 0,
@@ -542,23 +600,24 @@ pub(super) fn plan_parts<M: Model>(
                 whole: true,
                 count: end - i,
             });
+            before += texts[i..end].iter().map(|t| t.len()).sum::<usize>();
             i = end;
             continue;
         };
         let buf = text.as_bytes();
         let matches = specials.allowed.find_all(buf);
         let mut cuts = vec![0];
-        let (mut lo, mut hi) = (0, unit);
+        let (mut lo, mut hi) = (0, unit_at(0));
         // The last cut in each unit; a unit without one grows the part by a unit. The
         // last part is between one and two units long (or longer, without cuts).
-        while hi + unit < buf.len() {
+        while hi + unit_at(hi) < buf.len() {
             if let Some(cut) = find_cut(buf, lo, hi, &matches, text_cuts, specials.allowed) {
                 cuts.push(cut);
                 lo = cut;
-                hi = cut + unit;
+                hi = cut + unit_at(cut);
             } else {
                 lo = hi;
-                hi += unit;
+                hi += unit_at(hi);
             }
         }
         cuts.push(buf.len());
@@ -574,17 +633,18 @@ pub(super) fn plan_parts<M: Model>(
                 count: 1,
             });
         }
+        before += text.len();
         i += 1;
     }
     parts
 }
 
 /// The end of the group of texts that starts at `start`: the texts after it join while
-/// all of them total at most [`GROUP_BYTES`] (a text that long or longer is alone).
-fn group_end(texts: &[&str], start: usize) -> usize {
+/// all of them total at most `limit` bytes (a text that long or longer is alone).
+fn group_end(texts: &[&str], start: usize, limit: usize) -> usize {
     let mut end = start + 1;
     let mut bytes = texts[start].len();
-    while end < texts.len() && bytes + texts[end].len() <= GROUP_BYTES {
+    while end < texts.len() && bytes + texts[end].len() <= limit {
         bytes += texts[end].len();
         end += 1;
     }
@@ -1042,7 +1102,7 @@ mod tests {
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let specials = allowing_all(&e);
         for unit in [1000, 4096, MIN_UNIT] {
-            let parts = plan_parts(&e, &texts, specials, unit);
+            let parts = plan_parts(&e, &texts, specials, Units::even(unit));
             for (i, text) in texts.iter().enumerate() {
                 let mine: Vec<&Part> = parts.iter().filter(|p| p.text == i).collect();
                 assert_eq!(mine[0].start, 0);
@@ -1082,7 +1142,7 @@ mod tests {
         let want = each_whole(&e, &texts);
         let total: usize = texts.iter().map(|t| t.len()).sum();
         let unit = (total / (2 * 8)).clamp(MIN_UNIT, MAX_UNIT);
-        let parts = plan_parts(&e, &texts, specials, unit);
+        let parts = plan_parts(&e, &texts, specials, Units::even(unit));
         assert!(parts.len() >= texts.len() + 4, "the long texts are cut");
         for (threads, frame) in [(2, Frame::default()), (3, Frame::default()), (2, framing())] {
             let want: Vec<Vec<u32>> = want.iter().map(|w| framed(&frame, w)).collect();
@@ -1118,11 +1178,11 @@ mod tests {
             allowed: e.no_specials(),
             disallowed: e.no_specials(),
         };
-        let unit = unit(text.len(), 2);
-        let cut = plan_parts(e, &[&text], none, unit)[1].start;
+        let units = Units::for_batch(text.len(), 2);
+        let cut = plan_parts(e, &[&text], none, units)[1].start;
         assert_eq!(&text[cut..cut + 1], " ", "a space cut");
         text.replace_range(cut - 1..cut + 2, "Q R");
-        let again = plan_parts(e, &[&text], none, unit);
+        let again = plan_parts(e, &[&text], none, units);
         assert_eq!(again[1].start, cut, "the same cuts");
         (text, cut)
     }
@@ -1145,7 +1205,7 @@ mod tests {
         let cases = [(&across, "Q R"), (&later, "Q R"), (&earlier, "<|x|>")];
         for (text, want) in cases {
             let texts = ["short one", text.as_str(), "short two"];
-            let parts = plan_parts(&e, &texts, specials, unit(text.len(), 2));
+            let parts = plan_parts(&e, &texts, specials, Units::for_batch(text.len(), 2));
             assert!(parts.iter().filter(|p| p.text == 1).count() > 2, "cut");
             for threads in [2, 3] {
                 for _ in 0..3 {
@@ -1284,7 +1344,7 @@ mod tests {
         }
         let specials = allowing_all(&e);
         let total: usize = texts.iter().map(|t| t.len()).sum();
-        let parts = plan_parts(&e, &texts, specials, unit(total, 2));
+        let parts = plan_parts(&e, &texts, specials, Units::for_batch(total, 2));
         assert!(parts.iter().any(|p| p.count > 1), "short texts are grouped");
         assert!(parts.iter().any(|p| p.of > 1), "long texts are cut");
         let pool = rayon::ThreadPoolBuilder::new()
@@ -1345,12 +1405,114 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// Where each part of `parts` starts in the batch (its texts one after another),
+    /// and how many bytes it is.
+    fn spans(texts: &[&str], parts: &[Part]) -> Vec<(usize, usize)> {
+        let starts: Vec<usize> = texts
+            .iter()
+            .scan(0, |at, t| {
+                let start = *at;
+                *at += t.len();
+                Some(start)
+            })
+            .collect();
+        parts
+            .iter()
+            .map(|p| {
+                let len = match p.count {
+                    1 => p.end - p.start,
+                    n => texts[p.text..p.text + n].iter().map(|t| t.len()).sum(),
+                };
+                (starts[p.text] + p.start, len)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_ends_in_fine_parts_that_encode_as_its_texts_whole() {
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        // 50 texts of about 80 KB: each whole in a plan of units of 64 KB (a text is
+        // cut only past two), so one worker could wait most of a text for the other.
+        let texts: Vec<String> = (0..50)
+            .map(|i| format!("{i} ") + &"aab dac ".repeat(10_000))
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let total: usize = texts.iter().map(|t| t.len()).sum();
+        let specials = allowing_all(&e);
+        let even = plan_parts(&e, &texts, specials, Units::even(unit(total, 2)));
+        assert!(
+            even.iter().all(|p| p.whole && p.count == 1),
+            "each text whole"
+        );
+        let units = Units::for_batch(total, 2);
+        assert_eq!((units.unit, units.fine()), (MIN_UNIT, MIN_UNIT / 4));
+        let parts = plan_parts(&e, &texts, specials, units);
+        let spans = spans(&texts, &parts);
+        assert!(
+            spans.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0),
+            "in order"
+        );
+        assert_eq!(spans.last().map(|(at, len)| at + len), Some(total));
+        let tail_start = total - units.tail;
+        for (p, &(at, len)) in parts.iter().zip(&spans) {
+            if at + len <= tail_start {
+                assert!(p.whole, "a text before the tail is whole: {p:?}");
+            } else if at >= tail_start {
+                assert!(len < 2 * units.fine(), "the tail in fine parts: {p:?}");
+            }
+        }
+        // The batch's last three units (of the two a worker its tail holds; a part
+        // across its start may be a unit) are in fine parts.
+        let fine = spans.iter().filter(|(at, _)| *at >= total - 3 * units.unit);
+        assert!(fine.clone().all(|(_, len)| *len < 2 * units.fine()));
+        assert!(fine.count() >= 3 * units.unit / (2 * units.fine()));
+        for (i, text) in texts.iter().enumerate() {
+            let ids: Vec<u32> = parts
+                .iter()
+                .filter(|p| p.text == i)
+                .flat_map(|p| e.encode(&text[p.start..p.end], e.all_specials()).unwrap())
+                .collect();
+            assert_eq!(ids, e.encode(text, e.all_specials()).unwrap(), "text {i}");
+        }
+    }
+
+    #[test]
+    fn groups_of_short_texts_stop_at_the_tail_and_are_fine_in_it() {
+        let e = minbpe_encoder(Some(GPT2_PATTERN));
+        let texts: Vec<String> = (0..4000)
+            .map(|i| format!("{i} ") + &"aab dac ".repeat(10 + i % 50))
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let total: usize = texts.iter().map(|t| t.len()).sum();
+        let units = Units::for_batch(total, 2);
+        let parts = plan_parts(&e, &texts, allowing_all(&e), units);
+        let tail_start = total - units.tail;
+        let spans = spans(&texts, &parts);
+        assert!(parts.iter().all(|p| p.count >= 1 && p.whole));
+        let covered: Vec<usize> = parts
+            .iter()
+            .flat_map(|p| p.text..p.text + p.count)
+            .collect();
+        assert_eq!(covered, (0..texts.len()).collect::<Vec<_>>());
+        for &(at, len) in &spans {
+            // A group ends before the tail, or is fine (the one across its start too).
+            let before_tail = at + len <= tail_start && len <= GROUP_BYTES;
+            assert!(
+                before_tail || len <= units.fine(),
+                "a group at {at} of {len} bytes"
+            );
+        }
+        let fine = spans.iter().filter(|(at, _)| *at >= total - 3 * units.unit);
+        assert!(fine.clone().all(|(_, len)| *len <= units.fine()));
+        assert!(fine.count() >= 3 * units.unit / units.fine());
+    }
+
     #[test]
     fn short_texts_go_to_the_threads_in_groups_each_text_once_in_order() {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
         let texts = texts();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let parts = plan_parts(&e, &texts, allowing_all(&e), MIN_UNIT);
+        let parts = plan_parts(&e, &texts, allowing_all(&e), Units::even(MIN_UNIT));
         assert!(
             parts.len() < 10,
             "{} pieces of work for 200 short texts",
@@ -1365,7 +1527,12 @@ mod tests {
         let mut with_long = texts.clone();
         let long = "ab ".repeat(GROUP_BYTES / 3 + 10);
         with_long[100] = &long;
-        let parts = plan_parts(&e, &with_long, allowing_all(&e), 4 * GROUP_BYTES);
+        let parts = plan_parts(
+            &e,
+            &with_long,
+            allowing_all(&e),
+            Units::even(4 * GROUP_BYTES),
+        );
         let alone = parts
             .iter()
             .find(|p| p.text == 100)

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use super::batch::{plan_parts, Part, Specials, MAX_UNIT, MIN_UNIT};
+use super::batch::{plan_parts, Part, Specials, Units, MAX_UNIT, MIN_UNIT};
 use super::blocks::ReadError;
 use super::shards::append_le;
 use crate::model::{try_reserve, EncodeError, Model, WorkerCaches};
@@ -28,10 +28,10 @@ use crate::pages::advise_huge_pages;
 use crate::pretok::SpecialMatcher;
 
 /// Parts a block is cut into per thread (long texts only; short ones go in groups).
-/// A batch cuts its texts finer (32 a thread), so that no thread idles at its end;
-/// with blocks pipelined no thread does, and on a 200 MB shard run parts of 64 KB
-/// (the smallest, for 3 MB blocks) ran at 113-125 MB/s against 123-141 with 4 a
-/// thread, in turn (2 a thread: no faster).
+/// A batch cuts its texts finer (32 a thread, its tail finer still), so that no
+/// thread idles at its end; with blocks pipelined no thread does, and on a 200 MB
+/// shard run parts of 64 KB (the smallest, for 3 MB blocks) ran at 113-125 MB/s
+/// against 123-141 with 4 a thread, in turn (2 a thread: no faster).
 const PARTS_PER_THREAD: usize = 4;
 
 /// A block's texts.
@@ -103,7 +103,7 @@ pub fn encode_blocks<M: Model, T: Texts + 'static>(
             let all: Vec<&str> = (0..texts.count()).map(|i| texts.text(i)).collect();
             let total: usize = all.iter().map(|t| t.len()).sum();
             let unit = (total / (threads * PARTS_PER_THREAD)).clamp(MIN_UNIT, MAX_UNIT);
-            let parts = plan_parts(model, &all, specials, unit);
+            let parts = plan_parts(model, &all, specials, Units::even(unit));
             let mut waiting = VecDeque::with_capacity(parts.len());
             for part in &parts {
                 let (tx, rx) = mpsc::sync_channel(1);
