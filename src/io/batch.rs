@@ -534,8 +534,8 @@ impl Units {
         Self { unit, tail: 0 }
     }
 
-    /// A batch of `total` bytes on `workers` threads: the last two units a worker
-    /// (the most a part of a unit can hold, a whole text) in fine parts.
+    /// A batch of `total` bytes on `workers` threads: its last two units a worker in
+    /// fine parts (a part before them is at most two units: a whole text).
     fn for_batch(total: usize, workers: usize) -> Self {
         let unit = unit(total, workers);
         Self {
@@ -588,8 +588,8 @@ pub(super) fn plan_parts<M: Model>(
             (units.unit, GROUP_BYTES.min(tail_start - before))
         };
         let Some(text_cuts) = text_cuts.filter(|_| text.len() > 2 * smallest) else {
-            // Whole, with the short texts after it (a group of up to `group_bytes`: a
-            // text that long, never cut, since a unit is at least half of it).
+            // Whole, with the short texts after it (a group of up to `group_bytes`,
+            // which is less than two units: no text that long is cut).
             let end = group_end(texts, i, group_bytes);
             parts.push(Part {
                 text: i,
