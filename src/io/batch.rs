@@ -515,8 +515,8 @@ fn unit(total: usize, workers: usize) -> usize {
 const MIN_FINE: usize = 16 << 10;
 
 /// The sizes a batch is planned in: parts of about `unit` bytes, but finer ones
-/// ([`Units::fine`], and groups of short texts no larger) for the texts that end in
-/// its last `tail` bytes.
+/// ([`Units::fine`], and groups of short texts no larger, nor larger than anywhere
+/// else) for the texts that end in its last `tail` bytes.
 ///
 /// Workers take parts in turn, so a batch ends when the last part taken is done: with
 /// parts of a unit throughout (a whole text of up to two), the other worker waited for
@@ -583,7 +583,7 @@ pub(super) fn plan_parts<M: Model>(
         };
         let in_tail = units.tail > 0 && before + text.len() > tail_start;
         let (smallest, group_bytes) = if in_tail {
-            (units.fine(), units.fine())
+            (units.fine(), units.fine().min(GROUP_BYTES))
         } else {
             (units.unit, GROUP_BYTES.min(tail_start - before))
         };
@@ -1479,32 +1479,44 @@ mod tests {
     #[test]
     fn groups_of_short_texts_stop_at_the_tail_and_are_fine_in_it() {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
-        let texts: Vec<String> = (0..4000)
+        let texts: Vec<String> = (0..10_000)
             .map(|i| format!("{i} ") + &"aab dac ".repeat(10 + i % 50))
             .collect();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let total: usize = texts.iter().map(|t| t.len()).sum();
-        let units = Units::for_batch(total, 2);
-        let parts = plan_parts(&e, &texts, allowing_all(&e), units);
+        // The units of a batch this size, and units so large that a fine part is
+        // longer than a group anywhere else.
+        let large = Units {
+            unit: 512 << 10,
+            tail: 4 * (512 << 10),
+        };
+        assert!(large.fine() > GROUP_BYTES && total > large.tail + large.unit);
+        for units in [Units::for_batch(total, 2), large] {
+            check_groups_at_the_tail(&e, &texts, units);
+        }
+    }
+
+    fn check_groups_at_the_tail(e: &crate::bpe::Encoder, texts: &[&str], units: Units) {
+        let total: usize = texts.iter().map(|t| t.len()).sum();
+        let parts = plan_parts(e, texts, allowing_all(e), units);
         let tail_start = total - units.tail;
-        let spans = spans(&texts, &parts);
+        let spans = spans(texts, &parts);
         assert!(parts.iter().all(|p| p.count >= 1 && p.whole));
         let covered: Vec<usize> = parts
             .iter()
             .flat_map(|p| p.text..p.text + p.count)
             .collect();
         assert_eq!(covered, (0..texts.len()).collect::<Vec<_>>());
+        // A group ends before the tail, or is fine (the one across its start too),
+        // and none is larger than GROUP_BYTES.
+        let fine = units.fine().min(GROUP_BYTES);
         for &(at, len) in &spans {
-            // A group ends before the tail, or is fine (the one across its start too).
             let before_tail = at + len <= tail_start && len <= GROUP_BYTES;
-            assert!(
-                before_tail || len <= units.fine(),
-                "a group at {at} of {len} bytes"
-            );
+            assert!(before_tail || len <= fine, "a group at {at} of {len} bytes");
         }
-        let fine = spans.iter().filter(|(at, _)| *at >= total - 3 * units.unit);
-        assert!(fine.clone().all(|(_, len)| *len <= units.fine()));
-        assert!(fine.count() >= 3 * units.unit / units.fine());
+        let last = spans.iter().filter(|(at, _)| *at >= total - 3 * units.unit);
+        assert!(last.clone().all(|(_, len)| *len <= fine));
+        assert!(last.count() >= 3 * units.unit / fine);
     }
 
     #[test]
