@@ -516,7 +516,8 @@ const MIN_FINE: usize = 16 << 10;
 
 /// The sizes a batch is planned in: parts of about `unit` bytes, but finer ones
 /// ([`Units::fine`], and groups of short texts no larger, nor larger than anywhere
-/// else) for the texts that end in its last `tail` bytes.
+/// else) for the texts that end past `tail_start` (a byte offset in the batch, its
+/// texts one after another; `usize::MAX`: no tail).
 ///
 /// Workers take parts in turn, so a batch ends when the last part taken is done: with
 /// parts of a unit throughout (a whole text of up to two), the other worker waited for
@@ -525,13 +526,16 @@ const MIN_FINE: usize = 16 << 10;
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Units {
     pub(super) unit: usize,
-    pub(super) tail: usize,
+    pub(super) tail_start: usize,
 }
 
 impl Units {
     /// Parts of about `unit` bytes throughout.
     pub(super) fn even(unit: usize) -> Self {
-        Self { unit, tail: 0 }
+        Self {
+            unit,
+            tail_start: usize::MAX,
+        }
     }
 
     /// A batch of `total` bytes on `workers` threads: its last two units a worker in
@@ -540,7 +544,7 @@ impl Units {
         let unit = unit(total, workers);
         Self {
             unit,
-            tail: 2 * workers * unit,
+            tail_start: total.saturating_sub(2 * workers * unit),
         }
     }
 
@@ -566,8 +570,6 @@ pub(super) fn plan_parts<M: Model>(
         SafeCuts::AtSpecials { text } => Some(text),
         SafeCuts::Nowhere => None,
     };
-    let total: usize = texts.iter().map(|t| t.len()).sum();
-    let tail_start = total.saturating_sub(units.tail);
     let mut parts = Vec::new();
     let mut before = 0; // bytes of the texts before text `i`
     let mut i = 0;
@@ -575,17 +577,17 @@ pub(super) fn plan_parts<M: Model>(
         let text = texts[i];
         // The unit of a part starting at `at` in this text.
         let unit_at = |at: usize| {
-            if units.tail > 0 && before + at >= tail_start {
+            if before + at >= units.tail_start {
                 units.fine()
             } else {
                 units.unit
             }
         };
-        let in_tail = units.tail > 0 && before + text.len() > tail_start;
+        let in_tail = before + text.len() > units.tail_start;
         let (smallest, group_bytes) = if in_tail {
             (units.fine(), units.fine().min(GROUP_BYTES))
         } else {
-            (units.unit, GROUP_BYTES.min(tail_start - before))
+            (units.unit, GROUP_BYTES.min(units.tail_start - before))
         };
         let Some(text_cuts) = text_cuts.filter(|_| text.len() > 2 * smallest) else {
             // Whole, with the short texts after it (a group of up to `group_bytes`,
@@ -1453,7 +1455,7 @@ mod tests {
             "in order"
         );
         assert_eq!(spans.last().map(|(at, len)| at + len), Some(total));
-        let tail_start = total - units.tail;
+        let tail_start = units.tail_start;
         for (p, &(at, len)) in parts.iter().zip(&spans) {
             if at + len <= tail_start {
                 assert!(p.whole, "a text before the tail is whole: {p:?}");
@@ -1488,9 +1490,9 @@ mod tests {
         // longer than a group anywhere else.
         let large = Units {
             unit: 512 << 10,
-            tail: 4 * (512 << 10),
+            tail_start: total - 4 * (512 << 10),
         };
-        assert!(large.fine() > GROUP_BYTES && total > large.tail + large.unit);
+        assert!(large.fine() > GROUP_BYTES && large.tail_start > large.unit);
         for units in [Units::for_batch(total, 2), large] {
             check_groups_at_the_tail(&e, &texts, units);
         }
@@ -1499,7 +1501,7 @@ mod tests {
     fn check_groups_at_the_tail(e: &crate::bpe::Encoder, texts: &[&str], units: Units) {
         let total: usize = texts.iter().map(|t| t.len()).sum();
         let parts = plan_parts(e, texts, allowing_all(e), units);
-        let tail_start = total - units.tail;
+        let tail_start = units.tail_start;
         let spans = spans(texts, &parts);
         assert!(parts.iter().all(|p| p.count >= 1 && p.whole));
         let covered: Vec<usize> = parts
