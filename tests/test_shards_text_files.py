@@ -1,5 +1,5 @@
 """Shard folders from plain text files: the core reads, splits and encodes them
-(``bytepair.runners.local.encode_text_files_into``, ``DocumentBatches``), and the
+(``bytepair.runners.local.encode_files_into``, ``DocumentBatches``), and the
 folder is byte for byte the one the Python road (sources read in Python, batches
 encoded with ``encode_batch_to_numpy``) writes from the same files."""
 
@@ -64,18 +64,18 @@ def write(tok, paths, out, *, core: bool, separators=(EOT,), errors="strict", **
         part_chars=part_chars_for(tok),
     )
     used = []
-    chosen = local.plain_text_files
+    chosen = local.plain_files
 
-    def plain_text_files(*args):
+    def plain_files(*args):
         files = chosen(*args) if core else None
         used.append(files is not None)
         return files
 
-    local.plain_text_files, saved = plain_text_files, local.plain_text_files
+    local.plain_files, saved = plain_files, local.plain_files
     try:
         return bytepair.write_shards(tok, corpus, out, progress=False, **options), used
     finally:
-        local.plain_text_files = saved
+        local.plain_files = saved
 
 
 @pytest.fixture

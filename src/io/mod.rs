@@ -5,6 +5,7 @@
 //! - [`chunking`]: where text may be cut and still pre-tokenize identically;
 //! - [`blocks`]: reading files in blocks cut at those points;
 //! - [`documents`]: a text file as its documents, a block at a time;
+//! - [`jsonl`]: a JSON Lines file as its records' texts, a block at a time;
 //! - [`framing`]: a batch's items framed with their documents' first and last ids (shard folders);
 //! - [`count`]: counting pre-tokens in files and documents, in parallel;
 //! - [`batch`]: encoding many texts on several threads, in order;
@@ -21,6 +22,7 @@ pub mod chunking;
 pub mod count;
 pub mod documents;
 pub mod framing;
+pub mod jsonl;
 pub mod pipeline;
 pub mod shards;
 pub mod splits;

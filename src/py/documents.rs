@@ -1,7 +1,9 @@
-//! `DocumentBatches`: a text file's documents encoded a block at a time
-//! ([`crate::io::documents`] reads them, [`crate::io::pipeline`] encodes them on all
-//! threads), for `bytepair.shards` to write. Python only orchestrates: no string is
-//! made per document, and no Python code runs per token.
+//! `DocumentBatches`: a text file's documents or a JSON Lines file's records encoded
+//! a block at a time ([`crate::io::documents`] and [`crate::io::jsonl`] read them,
+//! [`crate::io::pipeline`] encodes them on all threads), for `bytepair.shards` to
+//! write. Python only orchestrates: no string is made per document, and no Python
+//! code runs per token (nor per record, but for the rare JSON line the core leaves
+//! to Python's reading of it).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -14,6 +16,7 @@ use super::errors::read_error;
 use super::Progress;
 use crate::io::blocks::ReadError;
 use crate::io::documents::{DocumentReader, Items};
+use crate::io::jsonl::JsonlReader;
 use crate::io::pipeline::FlatIds;
 use crate::io::shards::check_forbidden;
 use crate::pretok::SpecialMatcher;
@@ -30,6 +33,67 @@ pub type EncodeBlocks = dyn FnOnce(
 /// One block, encoded: its items and their ids, with the `items + 1` offsets where
 /// each item's ids start.
 pub type Encoded = (Arc<Items>, FlatIds);
+
+/// What the reading thread reads, a block at a time.
+pub trait ReadItems: Send + 'static {
+    /// The next block's items, or None at the end of the file.
+    fn next_items(&mut self) -> Result<Option<Items>, ReadError>;
+    /// The number the next document gets.
+    fn next_doc(&self) -> u64;
+}
+
+/// A text file's documents, a special token of `forbidden` refused by its offset.
+pub struct TextItems {
+    pub reader: DocumentReader,
+    pub forbidden: Arc<SpecialMatcher>,
+}
+
+impl ReadItems for TextItems {
+    fn next_items(&mut self) -> Result<Option<Items>, ReadError> {
+        read_block(&mut self.reader, &self.forbidden)
+    }
+
+    fn next_doc(&self) -> u64 {
+        self.reader.next_doc()
+    }
+}
+
+/// A Python exception raised on the reading thread, kept for `__next__` to raise.
+pub type Failure = Arc<Mutex<Option<PyErr>>>;
+
+/// A JSON Lines file's records. A line the core does not read itself goes to
+/// `slow(line: bytes, number: int) -> str | None` (Python's reading: its text, None
+/// for a bad record skipped, or an exception, kept in `failure`), called holding the
+/// GIL on the reading thread.
+pub struct JsonlItems {
+    pub reader: JsonlReader,
+    pub forbidden: Arc<SpecialMatcher>,
+    pub slow: Py<PyAny>,
+    pub failure: Failure,
+}
+
+impl ReadItems for JsonlItems {
+    fn next_items(&mut self) -> Result<Option<Items>, ReadError> {
+        let (slow, failure) = (&self.slow, &self.failure);
+        let mut read = |line: &[u8], number: u64| {
+            Python::attach(|py| {
+                let text = slow
+                    .call1(py, (PyBytes::new(py, line), number))
+                    .and_then(|t| t.extract::<Option<String>>(py));
+                text.map_err(|e| {
+                    let said = e.to_string();
+                    *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                    ReadError::Other(said)
+                })
+            })
+        };
+        self.reader.next_items(&self.forbidden, &mut read)
+    }
+
+    fn next_doc(&self) -> u64 {
+        self.reader.next_doc()
+    }
+}
 
 /// Block buffers kept for reuse: the one Python holds, the one waiting, the one being
 /// filled.
@@ -60,6 +124,7 @@ pub struct DocumentBatches {
     threads: Vec<std::thread::JoinHandle<()>>,
     stop: Arc<AtomicBool>,
     next_doc: Arc<AtomicU64>,
+    failure: Failure,
 }
 
 type Batch<'py> = (
@@ -73,11 +138,12 @@ type Batch<'py> = (
 
 impl DocumentBatches {
     /// Starts the threads: one reads the blocks of `reader` and splits them into
-    /// items, one encodes each block while the next is read.
+    /// items, one encodes each block while the next is read. `failure`: where the
+    /// reader keeps a Python exception it met.
     pub fn start(
         path: &str,
-        reader: DocumentReader,
-        forbidden: Arc<SpecialMatcher>,
+        reader: Box<dyn ReadItems>,
+        failure: Failure,
         encode: Box<EncodeBlocks>,
     ) -> PyResult<Self> {
         let (items_tx, items_rx) = mpsc::sync_channel::<Result<Items, ReadError>>(1);
@@ -97,7 +163,7 @@ impl DocumentBatches {
             let mut reader = reader;
             move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let block = read_block(&mut reader, &forbidden);
+                    let block = reader.next_items();
                     next_doc.store(reader.next_doc(), Ordering::Relaxed);
                     let more = matches!(block, Ok(Some(_)));
                     // At the end, dropping the sender says so.
@@ -126,20 +192,34 @@ impl DocumentBatches {
             threads: vec![encoder, reader],
             stop,
             next_doc,
+            failure,
         })
     }
 
+    /// The reader's error: the Python exception it met, as it was, or else `e` naming
+    /// the file.
     fn error(&self, e: ReadError) -> PyErr {
-        read_error(&self.path, e, Progress::new(None))
+        let raised = self
+            .failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        raised.unwrap_or_else(|| read_error(&self.path, e, Progress::new(None)))
     }
 
-    /// Stops the threads and waits for them (they finish the block at hand).
+    /// Stops the threads and waits for them (they finish the block at hand), without
+    /// the GIL: the reading thread may be waiting for it, to ask Python about a line.
     fn finish(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         self.blocks = None; // a block being sent now is dropped
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
+        let threads = std::mem::take(&mut self.threads);
+        Python::attach(|py| {
+            py.detach(|| {
+                for thread in threads {
+                    let _ = thread.join();
+                }
+            })
+        });
     }
 }
 

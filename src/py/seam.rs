@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::buffers::{IdBuffer, OutputPool};
-use super::documents::DocumentBatches;
+use super::documents::{DocumentBatches, Failure, JsonlItems, ReadItems, TextItems};
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::texts::{Text, Texts};
 use super::{thread_pool, utf8_errors, Progress};
@@ -22,6 +22,7 @@ use crate::io::batch::{encode_each, encode_flat, most_ids, Specials, Workers};
 use crate::io::blocks::ReadError;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::io::documents::DocumentReader;
+use crate::io::jsonl::JsonlReader;
 use crate::io::pipeline::encode_blocks;
 use crate::io::shards;
 use crate::io::stream;
@@ -735,11 +736,6 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
         first_doc: u64,
         width: usize,
     ) -> PyResult<DocumentBatches> {
-        if width != 2 && width != 4 {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "ids are 2 or 4 bytes wide, not {width}"
-            )));
-        }
         let errors = utf8_errors(errors)?;
         let (both, allowed, forbidden) = self.file_specials(allowed_special, disallowed_special)?;
         let text_cuts = match self.core.safe_cuts() {
@@ -756,6 +752,63 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
             first_doc,
         )
         .map_err(|e| read_error(path, e, Progress::new(None)))?;
+        let reader = Box::new(TextItems { reader, forbidden });
+        self.batches(
+            path,
+            reader,
+            Failure::default(),
+            allowed,
+            num_threads,
+            width,
+        )
+    }
+
+    /// The records of the JSON Lines file at `path` (each the string at the `field`
+    /// path), encoded a block at a time on `num_threads` threads, without the frame
+    /// ([`DocumentBatches`], [`JsonlItems`]): lines the core does not read itself go
+    /// to `slow(line, number)`. `first_doc`: the number of the file's first record.
+    #[allow(clippy::too_many_arguments)]
+    pub fn jsonl_batches(
+        &self,
+        path: &str,
+        field: Vec<String>,
+        slow: Py<PyAny>,
+        allowed_special: Vec<String>,
+        disallowed_special: Vec<String>,
+        num_threads: usize,
+        block_bytes: usize,
+        first_doc: u64,
+        width: usize,
+    ) -> PyResult<DocumentBatches> {
+        let (_, allowed, forbidden) = self.file_specials(allowed_special, disallowed_special)?;
+        let reader = JsonlReader::open(path, &field, block_bytes, first_doc)
+            .map_err(|e| read_error(path, e, Progress::new(None)))?;
+        let failure = Failure::default();
+        let reader = Box::new(JsonlItems {
+            reader,
+            forbidden,
+            slow,
+            failure: Arc::clone(&failure),
+        });
+        self.batches(path, reader, failure, allowed, num_threads, width)
+    }
+
+    /// [`DocumentBatches`] of what `reader` reads, encoded with `allowed` special
+    /// tokens on `num_threads` threads into ids `width` bytes wide.
+    fn batches(
+        &self,
+        path: &str,
+        reader: Box<dyn ReadItems>,
+        failure: Failure,
+        allowed: Arc<SpecialMatcher>,
+        num_threads: usize,
+        width: usize,
+    ) -> PyResult<DocumentBatches> {
+        if width != 2 && width != 4 {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "ids are 2 or 4 bytes wide, not {width}"
+            )));
+        }
         // One pool for all the blocks of the file, its threads (and their caches)
         // kept from block to block; it ends with the batches, as their reading and
         // encoding threads do.
@@ -766,7 +819,7 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
                            deliver: &mut dyn FnMut(_) -> _| {
             encode_blocks(&*core, &allowed, &pool, width, next, reuse, deliver)
         };
-        DocumentBatches::start(path, reader, forbidden, Box::new(encode))
+        DocumentBatches::start(path, reader, failure, Box::new(encode))
     }
 }
 
@@ -936,6 +989,29 @@ macro_rules! pymethods_with_seam {
         ) -> ::pyo3::PyResult<$crate::py::documents::DocumentBatches> {
             self.seam.document_batches(
                 path, separators, allowed_special, disallowed_special, errors, num_threads,
+                block_bytes, first_doc, width,
+            )
+        }
+
+        /// A JSON Lines file's records (the string at the `field` path) encoded a
+        /// block at a time, for shard folders (`DocumentBatches`); `slow(line,
+        /// number)` reads the lines the core leaves to Python.
+        #[pyo3(signature = (path, field, slow, allowed_special, disallowed_special, num_threads, block_bytes, first_doc=0, width=4))]
+        #[allow(clippy::too_many_arguments)]
+        fn jsonl_batches(
+            &self,
+            path: &str,
+            field: Vec<String>,
+            slow: ::pyo3::Py<::pyo3::PyAny>,
+            allowed_special: Vec<String>,
+            disallowed_special: Vec<String>,
+            num_threads: usize,
+            block_bytes: usize,
+            first_doc: u64,
+            width: usize,
+        ) -> ::pyo3::PyResult<$crate::py::documents::DocumentBatches> {
+            self.seam.jsonl_batches(
+                path, field, slow, allowed_special, disallowed_special, num_threads,
                 block_bytes, first_doc, width,
             )
         }

@@ -1,10 +1,11 @@
 """Encoding shard documents in this process: the core's batch encoding on all cores,
 while a thread reads and splits our own sources ahead (``read_ahead``).
 
-Plain text files take a shorter road (``encode_text_files_into``): the core reads
-them, splits them into documents and encodes them a block at a time
-(``DocumentBatches``), and Python only hands each block's ids to the writer — no
-string is made per document."""
+Plain text and JSON Lines files take a shorter road (``encode_files_into``): the core
+reads them, splits them into documents (JSON Lines: takes each record's text) and
+encodes them a block at a time (``DocumentBatches``), and Python only hands each
+block's ids to the writer — no string is made per document. (A JSON line the core
+cannot be sure to read as Python does is read by Python: ``JsonlSource.read_line``.)"""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ BLOCK_BYTES = 3 << 20
 def encode_into(writer, tok, documents, *, num_threads: int, progress=None, total=None) -> int:
     """Encodes ``documents`` (an iterable of str, or our sources' ``Corpus``) into
     ``writer``; returns the number of documents."""
-    files = plain_text_files(writer, tok, documents)
+    files = plain_files(writer, tok, documents)
     if files is not None:
-        return encode_text_files_into(
+        n_docs = encode_files_into(
             writer, tok, files, num_threads=num_threads, progress=progress, total=total
         )
+        documents.skips.report()  # as reading the corpus to its end does
+        return n_docs
     items = writer.order(documents)
     if hasattr(documents, "parts"):
         # Our own sources: read and split on a thread while the core encodes. A
@@ -41,51 +44,67 @@ def encode_into(writer, tok, documents, *, num_threads: int, progress=None, tota
     )
 
 
-def plain_text_files(writer, tok, documents) -> list | None:
+def plain_files(writer, tok, documents) -> list | None:
     """The sources of ``documents`` when the core can read them itself: all plain
-    (uncompressed) text files, on a fresh run (a resumed one skips the documents
-    finished shards hold, by number and split, which the Python road does), in file
-    order (no ``shuffle_docs``), with a tokenizer whose ids do not change where a file
-    is cut into blocks. Else None."""
+    (uncompressed) text or JSON Lines files, on a fresh run (a resumed one skips the
+    documents finished shards hold, by number and split, which the Python road does),
+    in file order (no ``shuffle_docs``), with a tokenizer whose ids do not change
+    where a file is cut into blocks. Else None."""
     from bytepair.sources import part_chars_for
+    from bytepair.sources.jsonl import JsonlSource
     from bytepair.sources.text import TextSource
 
     sources = getattr(documents, "sources", None)
     if not sources or writer.resumed or writer.shuffle_docs is not None:
         return None
-    if not all(type(s) is TextSource and s.path != "-" and s.is_plain_file for s in sources):
+
+    def plain(s) -> bool:
+        return type(s) in (TextSource, JsonlSource) and s.path != "-" and not s.compressed
+
+    if not all(plain(s) for s in sources):
         return None
-    if part_chars_for(tok) is None or not hasattr(tok.model.core, "document_batches"):
+    if part_chars_for(tok) is None or not hasattr(tok.model.core, "jsonl_batches"):
         return None
     return sources
 
 
-def encode_text_files_into(
-    writer, tok, sources, *, num_threads: int, progress=None, total=None
-) -> int:
-    """Encodes plain text files' documents into ``writer`` (see the module docstring):
-    the core reads, splits and encodes each block on a thread of its own while this
-    one writes the block before it. Returns the number of documents. (No numpy: its
-    import was a tenth of a 200 MB folder's time.)"""
+def encode_files_into(writer, tok, sources, *, num_threads: int, progress=None, total=None) -> int:
+    """Encodes plain text and JSON Lines files' documents into ``writer`` (see the
+    module docstring): the core reads, splits and encodes each block on a thread of its
+    own while this one writes the block before it. Returns the number of documents.
+    (No numpy: its import was a tenth of a 200 MB folder's time.)"""
     from bytepair.shards.writer import ID_FORMATS, int64_list
+    from bytepair.sources.jsonl import JsonlSource
 
     core = tok.model.core
     n_docs = done = 0
     with Progress(progress, total=total, desc="sharding") as bar:
         for source in sources:
             opts = source.options
-            seps = [opts.doc_separator] if opts.doc_separator else list(opts.special_tokens)
-            batches = core.document_batches(
-                str(source.path),
-                seps,
-                list(writer.allowed),
-                list(writer.disallowed),
-                opts.errors,
-                num_threads,
-                BLOCK_BYTES,
-                n_docs,
-                writer.width,
-            )
+            specials = (list(writer.allowed), list(writer.disallowed))
+            if isinstance(source, JsonlSource):
+                batches = core.jsonl_batches(
+                    str(source.path),
+                    opts.field_path,
+                    source.read_line,
+                    *specials,
+                    num_threads,
+                    BLOCK_BYTES,
+                    n_docs,
+                    writer.width,
+                )
+            else:
+                seps = [opts.doc_separator] if opts.doc_separator else list(opts.special_tokens)
+                batches = core.document_batches(
+                    str(source.path),
+                    seps,
+                    *specials,
+                    opts.errors,
+                    num_threads,
+                    BLOCK_BYTES,
+                    n_docs,
+                    writer.width,
+                )
             # The core's thread encodes the next block while this one is written.
             for ids, offsets, docs, firsts, lasts, end in batches:
                 ids = memoryview(ids).cast(ID_FORMATS[writer.width])

@@ -9,8 +9,9 @@ reported at the end.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from bytepair.options import without_surrogates
 from bytepair.sources._records import BadRecord, text_of
 from bytepair.sources._stream import ByteStream
 from bytepair.sources.base import FileSource
@@ -59,7 +60,6 @@ class JsonlSource(FileSource):
     def _records(self, lines: Iterator[bytes], lines_before) -> Iterator[tuple[str, bool]]:
         """The documents of ``lines``; ``lines_before`` (a number, or a function
         computing it only when an error needs it) numbers them in the file."""
-        path, skips = self.options.field_path, self.options.skips
 
         def where(n: int) -> str:
             return f"line {n + (lines_before if isinstance(lines_before, int) else lines_before())}"
@@ -67,20 +67,40 @@ class JsonlSource(FileSource):
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except (ValueError, UnicodeDecodeError) as e:
-                why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else f"not JSON ({e})"
-                if where(n) == "line 1" and line.lstrip().startswith(b"["):
-                    why += "; a JSON array is not JSON Lines (one object per line)"
-                skips.bad(self.name, where(n), why)
-                continue
-            try:
-                text = text_of(record, path)
-            except BadRecord as e:
-                skips.bad(self.name, where(n), str(e))
-                continue
-            yield from in_parts(text, self.options.part_chars)
+            text = self._text(line, lambda n=n: where(n))
+            if text is not None:
+                yield from in_parts(text, self.options.part_chars)
+
+    def _text(self, line: bytes, where: Callable[[], str]) -> str | None:
+        """The text of a record that is not blank, or None for a bad record skipped;
+        ``where()`` names its line."""
+        try:
+            record = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as e:
+            why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else f"not JSON ({e})"
+            if where() == "line 1" and line.lstrip().startswith(b"["):
+                why += "; a JSON array is not JSON Lines (one object per line)"
+            self.options.skips.bad(self.name, where(), why)
+            return None
+        try:
+            return text_of(record, self.options.field_path)
+        except BadRecord as e:
+            self.options.skips.bad(self.name, where(), str(e))
+            return None
+
+    def read_line(self, line: bytes, number: int) -> str | None:
+        """Line ``number`` (from 1) as this source reads it, its lone surrogates made
+        U+FFFD as encoding does: for the core's road, which reads the lines it can be
+        sure of itself and hands the others (not JSON, ``NaN``, no string at the field,
+        ...) here."""
+        text = self._text(line, lambda: f"line {number}")
+        if text is None:
+            return None
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = without_surrogates(text)
+        return text
 
 
 def _newlines(path, end: int) -> int:
