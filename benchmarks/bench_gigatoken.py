@@ -108,12 +108,17 @@ elif task in ("encode", "batch"):
 elif task == "file":
     tok = load()
     t = time.perf_counter()
-    if lib == "bytepair" and arg == "shards":
+    if lib == "bytepair" and arg in ("shards", "jsonl"):
         from bytepair.sources import open_sources, part_chars_for
         import bytepair
         corpus = open_sources([path], special_tokens=[EOT], part_chars=part_chars_for(tok))
         m = bytepair.write_shards(tok, corpus, os.environ["BENCH_OUT"], eot=None, progress=False)
         n = m["splits"]["train"]["tokens"]
+    elif arg == "jsonl":
+        import gigatoken
+        arr = tok.encode_files(gigatoken.JsonlFileSource([path]))
+        import awkward as ak
+        n = int(ak.sum(ak.num(arr)))
     elif lib == "bytepair":
         n = tok.encode_file(path, os.environ["BENCH_OUT"] + ".bin", allowed_special="all", progress=False)
     else:
@@ -154,6 +159,18 @@ def write_vocab() -> None:
 
     for name in ("r50k_base", "cl100k_base", "o200k_base"):
         Path(VOCAB, f"{name}.tiktoken").write_bytes(bundled.rank_file_text(name))
+
+
+def json_lines(corpus: str, mb: float, out: Path) -> Path:
+    """The whole documents of the first ``mb`` MB of ``corpus`` (between EOTs), one JSON
+    object a line, ``{"text": ...}``."""
+    with open(corpus, "rb") as f:
+        data = f.read(int(mb * 1e6)).decode("utf-8", errors="ignore")
+    docs = [d for d in data.split(EOT)[:-1] if d] or [data]
+    with open(out, "w", encoding="utf-8") as f:
+        for d in docs:
+            f.write(json.dumps({"text": d}) + "\n")
+    return out
 
 
 def child(task: str, lib: str, enc: str, path: str = "", arg: str = "", out: str = "") -> dict:
@@ -209,6 +226,12 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument(
+        "--jsonl-mb",
+        type=float,
+        default=50,
+        help="the file rows also encode the first MB of --english's documents as JSON Lines (0: not)",
+    )
+    ap.add_argument(
         "--only", nargs="*", default=["load", "encode", "batch", "file", "train", "worst"]
     )
     a = ap.parse_args()
@@ -263,6 +286,19 @@ def main() -> None:
             a.repeat,
         )
         g = r["gigatoken"]
+        if a.jsonl_mb:
+            with tempfile.TemporaryDirectory() as tmp:
+                jsonl = json_lines(a.english, a.jsonl_mb, Path(tmp) / "c.jsonl")
+                size_j = jsonl.stat().st_size / 1e6
+                j = side_by_side(
+                    "file",
+                    {
+                        "gigatoken": ("gigatoken", enc, jsonl, "jsonl"),
+                        "bytepair": ("bytepair", enc, jsonl, "jsonl"),
+                    },
+                    a.repeat,
+                )
+                r["jsonl"], g_j = j["bytepair"], j["gigatoken"]
         for arg, what in (("", "encode_file → .bin"), ("shards", "write_shards → folder")):
             b = r[arg]
             rows.append(
@@ -276,6 +312,21 @@ def main() -> None:
                     "same tokens"
                     if b.get("tokens") == g.get("tokens")
                     else f"tokens {b.get('tokens')} vs {g.get('tokens')}",
+                )
+            )
+        if a.jsonl_mb:
+            b = r["jsonl"]
+            rows.append(
+                (
+                    f"JSON Lines → ids, {size_j:.0f} MB ({a.jsonl_mb:g} MB of documents), {os.cpu_count()} threads: bytepair write_shards → folder, gigatoken encode_files(JsonlFileSource) in memory (MB/s; peak MiB)",
+                    f"{size_j / b['seconds']:.0f}; {mib(b)}",
+                    f"{size_j / g_j['seconds']:.0f}; {mib(g_j)}",
+                    "",
+                    ratio(b["seconds"], g_j["seconds"])
+                    + f"; RSS {g_j['peak_rss'] / b['peak_rss']:.1f}× less",
+                    "same tokens"
+                    if b.get("tokens") == g_j.get("tokens")
+                    else f"tokens {b.get('tokens')} vs {g_j.get('tokens')}",
                 )
             )
     if "train" in a.only:
