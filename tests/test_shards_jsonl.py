@@ -284,3 +284,46 @@ def test_a_run_stopped_while_python_reads_a_line_stops_its_threads(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["stopped"]
+
+
+def encode_one_file(tok, paths, out, *, core: bool, monkeypatch, **options):
+    """``encode_documents`` of the files into one file of ids, by either road."""
+    from bytepair.shards import one_file
+
+    corpus = open_sources([str(p) for p in paths], skip_bad_records=True)
+    chosen = one_file.core_reads_jsonl
+    monkeypatch.setattr(one_file, "core_reads_jsonl", lambda src: core and chosen(src))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        n = one_file.encode_documents(tok, corpus, out, progress=False, **options)
+    monkeypatch.setattr(one_file, "core_reads_jsonl", chosen)
+    return n, out.read_bytes(), [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
+def test_one_file_of_ids_from_json_lines_is_the_same_on_both_roads(tmp_path, monkeypatch, name):
+    from bytepair.shards import one_file
+
+    monkeypatch.setattr(one_file, "JSONL_BLOCK_BYTES", 700)
+    tok = bytepair.get_encoding(name)
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.txt", tmp_path / "c.jsonl"]
+    paths[0].write_bytes(b"\n".join(records(5, 80)))
+    paths[1].write_text(f"a text{EOT}file", encoding="utf-8")
+    paths[2].write_bytes(b'{"text": "the last <|endoftext|> one"}\n')
+    options = {"allowed_special": "all", "format": "npy"}
+    core = encode_one_file(
+        tok, paths, tmp_path / "core.npy", core=True, monkeypatch=monkeypatch, **options
+    )
+    python = encode_one_file(
+        tok, paths, tmp_path / "python.npy", core=False, monkeypatch=monkeypatch, **options
+    )
+    assert core == python
+    assert core[0] > 10_000 and "skipped" in core[2][0]
+    # The default refuses special tokens: named by file and line on the core's road.
+    with pytest.raises(
+        ValueError, match=r"c\.jsonl: the special token '<\|endoftext\|>' at line 1 "
+    ):
+        encode_one_file(
+            tok, paths[2:], tmp_path / "refused.bin", core=True, monkeypatch=monkeypatch
+        )
+    assert not (tmp_path / "refused.bin").exists()

@@ -68,6 +68,10 @@ def id_width(tok) -> int:
 BLOCK_BYTES: int | None = None
 
 
+#: Bytes of a JSON Lines file the core reads and encodes at a time (whole lines).
+JSONL_BLOCK_BYTES = 3 << 20
+
+
 def block_kwargs() -> dict:
     """The core's ``block_bytes`` argument, when :data:`BLOCK_BYTES` is set."""
     return {} if BLOCK_BYTES is None else {"block_bytes": BLOCK_BYTES}
@@ -172,7 +176,6 @@ def encode_documents(
     after another. Returns the number of tokens. What :func:`encode_file` does for one
     plain text file, for every other input. (No numpy: the core narrows the ids.)"""
     from bytepair.options import threads as checked_threads
-    from bytepair.shards.writer import le_ids
 
     check_progress(progress)
     dst = Path(dst)
@@ -195,8 +198,8 @@ def encode_documents(
             out.write(bytes(NPY_HEADER_BYTES))
         done = 0
         for src in corpus.sources:
-            for ids in _source_ids(tok, src, threads, kwargs):
-                out.write(le_ids(ids, width))
+            for ids in _source_ids(tok, src, threads, kwargs, width):
+                out.write(ids)
                 count += len(ids)
                 bar(done + src.consumed)
             done += src.size or 0
@@ -207,12 +210,37 @@ def encode_documents(
     return count
 
 
-def _source_ids(tok, src, threads: int, kwargs: dict):
-    """A source's ids in pieces: a text whole (``encode_chunks``), records in batches."""
+def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
+    """A source's ids in pieces, ``width`` bytes each (memoryviews cast to "H" or "I"):
+    a text whole (``encode_chunks``), records in batches, a plain JSON Lines file's
+    records by the core (which hands Python only the lines it cannot be sure of, as for
+    shard folders: ``JsonlSource.read_line``)."""
+    from bytepair.shards.writer import ID_FORMATS, le_ids
     from bytepair.sources.text import TextSource
 
+    core = tok.model.core
     if isinstance(src, TextSource):
-        yield from tok.encode_chunks(src.text_chunks(), **kwargs)
+        for ids in tok.encode_chunks(src.text_chunks(), **kwargs):
+            yield le_ids(ids, width)
+        return
+    if core_reads_jsonl(src):
+        allowed, disallowed = resolve(
+            kwargs["allowed_special"], kwargs["disallowed_special"], tok.special_tokens
+        )
+        batches = core.jsonl_batches(
+            str(src.path),
+            src.options.field_path,
+            src.read_line,
+            allowed,
+            disallowed,
+            threads,
+            JSONL_BLOCK_BYTES,
+            0,
+            width,
+        )
+        for ids, *_, end in batches:
+            src._done = end
+            yield memoryview(ids).cast(ID_FORMATS[width])
         return
     batch: list[str] = []
     size = 0
@@ -220,10 +248,18 @@ def _source_ids(tok, src, threads: int, kwargs: dict):
         batch.append(doc)
         size += len(doc)
         if size >= 1 << 20:
-            yield _flat_ids(tok, batch, threads, kwargs)
+            yield le_ids(_flat_ids(tok, batch, threads, kwargs), width)
             batch, size = [], 0
     if batch:
-        yield _flat_ids(tok, batch, threads, kwargs)
+        yield le_ids(_flat_ids(tok, batch, threads, kwargs), width)
+
+
+def core_reads_jsonl(src) -> bool:
+    """Whether the core reads ``src``'s records itself: a plain (uncompressed) JSON Lines
+    file."""
+    from bytepair.sources.jsonl import JsonlSource
+
+    return type(src) is JsonlSource and src.path != "-" and not src.compressed
 
 
 def _flat_ids(tok, batch: list[str], threads: int, kwargs: dict) -> memoryview:
