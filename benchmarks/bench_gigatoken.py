@@ -217,6 +217,21 @@ def ratio(ours: float, theirs: float, higher_is_better=False) -> str:
     return f"{(ours / theirs if higher_is_better else theirs / ours):.2f}×"
 
 
+def file_row(what: str, size: float, b: dict, g: dict) -> tuple:
+    """A file row: MB/s and peak MiB of bytepair's run ``b`` and gigatoken's ``g``."""
+    mib = lambda r: f"{r.get('peak_rss', 0) / 2**20:,.0f}"  # noqa: E731
+    return (
+        what,
+        f"{size / b['seconds']:.0f}; {mib(b)}",
+        f"{size / g['seconds']:.0f}; {mib(g)}",
+        "",
+        ratio(b["seconds"], g["seconds"]) + f"; RSS {g['peak_rss'] / b['peak_rss']:.1f}× less",
+        "same tokens"
+        if b.get("tokens") == g.get("tokens")
+        else f"tokens {b.get('tokens')} vs {g.get('tokens')}",
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--english", required=True)
@@ -300,33 +315,21 @@ def main() -> None:
                 )
                 r["jsonl"], g_j = j["bytepair"], j["gigatoken"]
         for arg, what in (("", "encode_file → .bin"), ("shards", "write_shards → folder")):
-            b = r[arg]
             rows.append(
-                (
+                file_row(
                     f"file → ids, {size:.0f} MB, {os.cpu_count()} threads: bytepair {what}, gigatoken encode_files in memory (MB/s; peak MiB)",
-                    f"{size / b['seconds']:.0f}; {mib(b)}",
-                    f"{size / g['seconds']:.0f}; {mib(g)}",
-                    "",
-                    ratio(b["seconds"], g["seconds"])
-                    + f"; RSS {g['peak_rss'] / b['peak_rss']:.1f}× less",
-                    "same tokens"
-                    if b.get("tokens") == g.get("tokens")
-                    else f"tokens {b.get('tokens')} vs {g.get('tokens')}",
+                    size,
+                    r[arg],
+                    g,
                 )
             )
         if a.jsonl_mb:
-            b = r["jsonl"]
             rows.append(
-                (
+                file_row(
                     f"JSON Lines → ids, {size_j:.0f} MB ({a.jsonl_mb:g} MB of documents), {os.cpu_count()} threads: bytepair write_shards → folder, gigatoken encode_files(JsonlFileSource) in memory (MB/s; peak MiB)",
-                    f"{size_j / b['seconds']:.0f}; {mib(b)}",
-                    f"{size_j / g_j['seconds']:.0f}; {mib(g_j)}",
-                    "",
-                    ratio(b["seconds"], g_j["seconds"])
-                    + f"; RSS {g_j['peak_rss'] / b['peak_rss']:.1f}× less",
-                    "same tokens"
-                    if b.get("tokens") == g_j.get("tokens")
-                    else f"tokens {b.get('tokens')} vs {g_j.get('tokens')}",
+                    size_j,
+                    r["jsonl"],
+                    g_j,
                 )
             )
     if "train" in a.only:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import lzma
 import os
 import shutil
@@ -247,3 +248,24 @@ def assert_every_path_encodes_as(tok, text: str, ids_of, tmp_path: Path, rng) ->
     chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
     assert list(tok.encode_iterable(chunks)) == want
     assert list(tok.encode_iterable(iter(text))) == want
+
+
+@contextlib.contextmanager
+def shard_road(core: bool):
+    """Shard folders written by the core's road (where it takes the files) or, with
+    ``core=False``, always by Python's; yields a list saying, call by call, whether
+    the core's road was taken."""
+    from bytepair.runners import local
+
+    chosen, used = local.plain_files, []
+
+    def plain_files(*args):
+        files = chosen(*args) if core else None
+        used.append(files is not None)
+        return files
+
+    local.plain_files = plain_files
+    try:
+        yield used
+    finally:
+        local.plain_files = chosen

@@ -21,6 +21,8 @@ import bytepair
 from bytepair.runners import local
 from bytepair.sources import jsonl, open_sources, part_chars_for
 
+from conftest import shard_road
+
 EOT = "<|endoftext|>"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
 
@@ -39,21 +41,9 @@ def write(tok, paths, out, *, core: bool, skip=True, text_field="text", **option
         text_field=text_field,
         part_chars=part_chars_for(tok),
     )
-    used = []
-    chosen = local.plain_files
-
-    def plain_files(*args):
-        files = chosen(*args) if core else None
-        used.append(files is not None)
-        return files
-
-    local.plain_files, saved = plain_files, local.plain_files
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            manifest = bytepair.write_shards(tok, corpus, out, progress=False, **options)
-    finally:
-        local.plain_files = saved
+    with shard_road(core) as used, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        manifest = bytepair.write_shards(tok, corpus, out, progress=False, **options)
     return manifest, [str(w.message) for w in caught], used
 
 

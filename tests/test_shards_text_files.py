@@ -19,6 +19,8 @@ import bytepair
 from bytepair.runners import local
 from bytepair.sources import open_sources, part_chars_for
 
+from conftest import shard_road
+
 EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
 EOT = "<|endoftext|>"
 
@@ -63,19 +65,8 @@ def write(tok, paths, out, *, core: bool, separators=(EOT,), errors="strict", **
         errors=errors,
         part_chars=part_chars_for(tok),
     )
-    used = []
-    chosen = local.plain_files
-
-    def plain_files(*args):
-        files = chosen(*args) if core else None
-        used.append(files is not None)
-        return files
-
-    local.plain_files, saved = plain_files, local.plain_files
-    try:
+    with shard_road(core) as used:
         return bytepair.write_shards(tok, corpus, out, progress=False, **options), used
-    finally:
-        local.plain_files = saved
 
 
 @pytest.fixture
