@@ -144,6 +144,21 @@ def test_the_field_path_reaches_into_objects_on_both_roads(tmp_path, small_block
     assert "skipped 2 bad record(s)" in warned[0]
 
 
+def test_a_tokenizer_that_encodes_documents_whole_takes_the_cores_road_alike(
+    tmp_path, small_blocks
+):
+    """Blocks of JSON Lines end between records, so any tokenizer may take the core's
+    road (a text file's blocks are cut inside documents: not for this one)."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(EXAMPLE.read_text(encoding="utf-8")[:20_000], encoding="utf-8")
+    custom = bytepair.train(corpus, 400, pattern=r"[^\n]+\n?|\n", progress=False)
+    assert part_chars_for(custom) is None
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"\n".join(records(4, 40)))
+    manifest, _ = both_roads(tmp_path, custom, [path], shard_tokens=3000, eot=None)
+    assert manifest["splits"]["train"]["tokens"] > 10_000
+
+
 def test_python_reads_only_the_lines_the_core_leaves_it(tmp_path, monkeypatch):
     tok = bytepair.get_encoding("gpt2")
     path = tmp_path / "a.jsonl"

@@ -48,8 +48,9 @@ def plain_files(writer, tok, documents) -> list | None:
     """The sources of ``documents`` when the core can read them itself: all plain
     (uncompressed) text or JSON Lines files, on a fresh run (a resumed one skips the
     documents finished shards hold, by number and split, which the Python road does),
-    in file order (no ``shuffle_docs``), with a tokenizer whose ids do not change
-    where a file is cut into blocks. Else None."""
+    in file order (no ``shuffle_docs``), and for text files a tokenizer whose ids do
+    not change where a file is cut into blocks (JSON Lines blocks end between
+    records). Else None."""
     from bytepair.sources import part_chars_for
     from bytepair.sources.jsonl import JsonlSource
     from bytepair.sources.text import TextSource
@@ -63,7 +64,9 @@ def plain_files(writer, tok, documents) -> list | None:
 
     if not all(plain(s) for s in sources):
         return None
-    if part_chars_for(tok) is None or not hasattr(tok.model.core, "jsonl_batches"):
+    if not hasattr(tok.model.core, "jsonl_batches"):
+        return None
+    if part_chars_for(tok) is None and any(type(s) is TextSource for s in sources):
         return None
     return sources
 
