@@ -291,17 +291,22 @@ def test_a_run_stopped_while_python_reads_a_line_stops_its_threads(tmp_path):
     assert run.stdout.split() == ["stopped"]
 
 
+def python_reads_jsonl(monkeypatch) -> None:
+    """JSON Lines files read by Python, line by line, wherever they are read."""
+    monkeypatch.setattr(jsonl.JsonlSource, "core_reads", property(lambda self: False))
+
+
 def encode_one_file(tok, paths, out, *, core: bool, monkeypatch, **options):
     """``encode_documents`` of the files into one file of ids, by either road."""
     from bytepair.shards import one_file
 
     corpus = open_sources([str(p) for p in paths], skip_bad_records=True)
-    chosen = one_file.core_reads_jsonl
-    monkeypatch.setattr(one_file, "core_reads_jsonl", lambda src: core and chosen(src))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        n = one_file.encode_documents(tok, corpus, out, progress=False, **options)
-    monkeypatch.setattr(one_file, "core_reads_jsonl", chosen)
+    with monkeypatch.context() as patch:
+        if not core:
+            python_reads_jsonl(patch)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            n = one_file.encode_documents(tok, corpus, out, progress=False, **options)
     return n, out.read_bytes(), [str(w.message) for w in caught]
 
 
@@ -332,3 +337,51 @@ def test_one_file_of_ids_from_json_lines_is_the_same_on_both_roads(tmp_path, mon
             tok, paths[2:], tmp_path / "refused.bin", core=True, monkeypatch=monkeypatch
         )
     assert not (tmp_path / "refused.bin").exists()
+
+
+def train_jsonl(paths, *, core: bool, monkeypatch, **options):
+    """``bytepair.train`` on the files by either road: merges, vocabulary, stats and
+    warnings."""
+    with monkeypatch.context() as patch:
+        if not core:
+            python_reads_jsonl(patch)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tok = bytepair.train(
+                [str(p) for p in paths], 600, progress=False, skip_bad_records=True, **options
+            )
+    stats = tok.training_stats
+    return (
+        tok.merges,
+        tok.special_tokens,
+        stats.bytes_read,
+        stats.records_skipped,
+        [str(w.message) for w in caught],
+    )
+
+
+def test_training_on_json_lines_counts_the_same_on_both_roads(tmp_path, monkeypatch):
+    from bytepair.shards import one_file
+
+    monkeypatch.setattr(one_file, "BLOCK_BYTES", 700)
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.txt", tmp_path / "c.jsonl"]
+    paths[0].write_bytes(b"\n".join(records(6, 120)))
+    paths[1].write_text(f"a text{EOT}file", encoding="utf-8")
+    paths[2].write_bytes(b'{"text": "special <|endoftext|> tokens are boundaries"}\n{"t": 1}')
+    options = {"special_tokens": [EOT]}
+    core = train_jsonl(paths, core=True, monkeypatch=monkeypatch, **options)
+    python = train_jsonl(paths, core=False, monkeypatch=monkeypatch, **options)
+    assert core == python
+    assert core[3] > 5 and "skipped" in core[4][0]
+    parsed = []
+    loads = json.loads
+    monkeypatch.setattr(jsonl.json, "loads", lambda line: parsed.append(line) or loads(line))
+    train_jsonl(paths, core=True, monkeypatch=monkeypatch, **options)
+    assert len(parsed) == core[3] + sum(line in ODD_LINES[:4] for line in records(6, 120))
+
+
+def test_a_bad_record_stops_training_naming_its_line_on_the_cores_road(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"text": "fine"}\n\n{"text": ["not", "text"]}\n')
+    with pytest.raises(ValueError, match=r"a\.jsonl: line 3: field 'text' is of type list"):
+        bytepair.train(str(path), 300, progress=False)

@@ -25,6 +25,7 @@ from bytepair.patterns import resolve_pattern
 from bytepair.runners import check_engine
 from bytepair.shards.one_file import block_kwargs
 from bytepair.sources import is_dataset, open_sources
+from bytepair.sources.jsonl import JsonlSource
 from bytepair.tokenizer import Tokenizer, TrainingStats
 
 # Documents from an iterator are sent to the core in batches of about this many chars.
@@ -204,9 +205,12 @@ def _count_documents(counter, texts: Iterable[str], on_batch, read_ahead: bool =
         try:
             counter.add_documents(batch)
         except UnicodeEncodeError:
-            counter.add_documents([without_surrogates(t) for t in batch])
+            # Lone surrogates counted as U+FFFD: the bytes counted are those of the
+            # text as it was counted (as the core's JSON Lines road counts them too).
+            batch = [without_surrogates(t) for t in batch]
+            counter.add_documents(batch)
         # len() is the UTF-8 length of ASCII text, and isascii() costs nothing.
-        done += sum(len(t) if t.isascii() else len(t.encode("utf-8", "replace")) for t in batch)
+        done += sum(len(t) if t.isascii() else len(t.encode("utf-8")) for t in batch)
         on_batch(done)
     return done
 
@@ -288,6 +292,14 @@ def train(
             if doc_separator is None and getattr(src, "is_plain_file", False):
                 counter.add_file(str(src.path), errors, bar.hook(), **block_kwargs())
                 text_bytes += src.size
+            elif type(src) is JsonlSource and src.core_reads:
+                text_bytes += counter.add_jsonl(
+                    str(src.path),
+                    src.options.field_path,
+                    src.read_line,
+                    bar.hook(),
+                    **block_kwargs(),
+                )
             else:
                 text_bytes += _count_documents(
                     counter,

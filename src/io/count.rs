@@ -333,8 +333,8 @@ pub fn count_file(
 
 /// Counts in-memory documents; each document is pre-tokenized on its own (no piece
 /// crosses from one document to the next).
-pub fn count_documents(
-    docs: &[String],
+pub fn count_documents<D: AsRef<str> + Sync>(
+    docs: &[D],
     specials: &SpecialMatcher,
     pre: &PreTokenizer,
     pool: &rayon::ThreadPool,
@@ -347,7 +347,7 @@ pub fn count_documents(
             .map(|group| {
                 let mut m = PartCounts::default();
                 for d in group {
-                    count_text(d, specials, pre, &mut m)?;
+                    count_text(d.as_ref(), specials, pre, &mut m)?;
                 }
                 Ok(m)
             })
@@ -370,7 +370,7 @@ mod tests {
         let specials = SpecialMatcher::new(&["<|e|>".into()]).unwrap();
         let pre = PreTokenizer::new(Some(GPT2_PATTERN)).unwrap();
         let mut total = Counts::default();
-        count_documents(&["a a<|e|>a".into()], &specials, &pre, &pool(1), &mut total).unwrap();
+        count_documents(&["a a<|e|>a"], &specials, &pre, &pool(1), &mut total).unwrap();
         assert_eq!(total.get(b"a"), Some(2));
         assert_eq!(total.get(b" a"), Some(1));
         assert_eq!(total.len(), 2);

@@ -1,14 +1,19 @@
 //! `PreTokenCounter`: the distinct pre-tokens of a corpus and how often each occurs
 //! (training's map step), and the merge loop over them (the reduce step).
 
+use std::sync::Mutex;
+
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use super::documents::python_reads;
 use super::errors::{read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::bpe::train::{train_merges, Limits};
+use crate::io::blocks::ReadError;
 use crate::io::count::{count_documents, count_file, Counts, BLOCK_BYTES};
+use crate::io::jsonl::JsonlReader;
 use crate::io::table;
 use crate::pretok::{PreTokenizer, SpecialMatcher};
 
@@ -66,6 +71,57 @@ impl PreTokenCounter {
             self.counts.add_all(counts);
         }
         Ok(())
+    }
+
+    /// Counts the records of a JSON Lines file, each the string at the `field` path
+    /// and a document of its own, read by the core in blocks of whole lines
+    /// ([`crate::io::jsonl`]); a line it cannot be sure to read as Python does goes to
+    /// `slow(line, number)` ([`python_reads`]). `progress(bytes_done)` after each
+    /// block. Returns the UTF-8 bytes of the texts counted.
+    #[pyo3(signature = (path, field, slow, progress=None, block_bytes=BLOCK_BYTES))]
+    fn add_jsonl(
+        &mut self,
+        py: Python<'_>,
+        path: &str,
+        field: Vec<String>,
+        slow: Py<PyAny>,
+        progress: Option<Py<PyAny>>,
+        block_bytes: usize,
+    ) -> PyResult<u64> {
+        let pool = thread_pool(self.num_threads)?;
+        let progress = Progress::new(progress);
+        let mut reader = JsonlReader::open(path, &field, block_bytes, 0)
+            .map_err(|e| read_error(path, e, Progress::new(None)))?;
+        let failure = Mutex::new(None);
+        // Training refuses no special token: they are boundaries.
+        let refused = SpecialMatcher::new(&[]).map_err(value_error)?;
+        let Self {
+            pre,
+            specials,
+            counts,
+            ..
+        } = self;
+        let result = py.detach(|| {
+            let mut read = python_reads(&slow, &failure);
+            let mut bytes = 0;
+            while let Some(items) = reader.next_items(&refused, &mut read)? {
+                let docs: Vec<&str> = items
+                    .spans
+                    .iter()
+                    .map(|&(a, b)| &items.text[a..b])
+                    .collect();
+                count_documents(&docs, specials, pre, &pool, counts).map_err(ReadError::Other)?;
+                bytes += items.text.len() as u64;
+                if !progress.report(items.end) {
+                    return Err(ReadError::Interrupted);
+                }
+            }
+            Ok(bytes)
+        });
+        result.map_err(|e| {
+            let raised = failure.into_inner().unwrap_or_else(|e| e.into_inner());
+            raised.unwrap_or_else(|| read_error(path, e, progress))
+        })
     }
 
     /// Counts in-memory documents; each is pre-tokenized on its own.

@@ -61,6 +61,27 @@ impl ReadItems for TextItems {
 /// A Python exception raised on the reading thread, kept for `__next__` to raise.
 pub type Failure = Arc<Mutex<Option<PyErr>>>;
 
+/// [`crate::io::jsonl::Slow`] by Python: `slow(line: bytes, number: int) -> str |
+/// None`, called holding the GIL (taken for the call alone); an exception it raises is
+/// kept in `failure` (the error returned says it too).
+pub fn python_reads<'a>(
+    slow: &'a Py<PyAny>,
+    failure: &'a Mutex<Option<PyErr>>,
+) -> impl FnMut(&[u8], u64) -> Result<Option<String>, ReadError> + 'a {
+    move |line, number| {
+        Python::attach(|py| {
+            let text = slow
+                .call1(py, (PyBytes::new(py, line), number))
+                .and_then(|t| t.extract::<Option<String>>(py));
+            text.map_err(|e| {
+                let said = e.to_string();
+                *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                ReadError::Other(said)
+            })
+        })
+    }
+}
+
 /// A JSON Lines file's records. A line the core does not read itself goes to
 /// `slow(line: bytes, number: int) -> str | None` (Python's reading: its text, None
 /// for a bad record skipped, or an exception, kept in `failure`), called holding the
@@ -74,19 +95,7 @@ pub struct JsonlItems {
 
 impl ReadItems for JsonlItems {
     fn next_items(&mut self) -> Result<Option<Items>, ReadError> {
-        let (slow, failure) = (&self.slow, &self.failure);
-        let mut read = |line: &[u8], number: u64| {
-            Python::attach(|py| {
-                let text = slow
-                    .call1(py, (PyBytes::new(py, line), number))
-                    .and_then(|t| t.extract::<Option<String>>(py));
-                text.map_err(|e| {
-                    let said = e.to_string();
-                    *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                    ReadError::Other(said)
-                })
-            })
-        };
+        let mut read = python_reads(&self.slow, &self.failure);
         self.reader.next_items(&self.forbidden, &mut read)
     }
 

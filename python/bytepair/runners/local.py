@@ -60,7 +60,9 @@ def plain_files(writer, tok, documents) -> list | None:
         return None
 
     def plain(s) -> bool:
-        return type(s) in (TextSource, JsonlSource) and s.path != "-" and not s.compressed
+        if type(s) is JsonlSource:
+            return s.core_reads
+        return type(s) is TextSource and s.path != "-" and s.is_plain_file
 
     if not all(plain(s) for s in sources):
         return None

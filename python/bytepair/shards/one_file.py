@@ -216,6 +216,7 @@ def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
     records by the core (which hands Python only the lines it cannot be sure of, as for
     shard folders: ``JsonlSource.read_line``)."""
     from bytepair.shards.writer import ID_FORMATS, le_ids
+    from bytepair.sources.jsonl import JsonlSource
     from bytepair.sources.text import TextSource
 
     core = tok.model.core
@@ -223,7 +224,7 @@ def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
         for ids in tok.encode_chunks(src.text_chunks(), **kwargs):
             yield le_ids(ids, width)
         return
-    if core_reads_jsonl(src):
+    if type(src) is JsonlSource and src.core_reads:
         allowed, disallowed = resolve(
             kwargs["allowed_special"], kwargs["disallowed_special"], tok.special_tokens
         )
@@ -252,14 +253,6 @@ def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
             batch, size = [], 0
     if batch:
         yield le_ids(_flat_ids(tok, batch, threads, kwargs), width)
-
-
-def core_reads_jsonl(src) -> bool:
-    """Whether the core reads ``src``'s records itself: a plain (uncompressed) JSON Lines
-    file."""
-    from bytepair.sources.jsonl import JsonlSource
-
-    return type(src) is JsonlSource and src.path != "-" and not src.compressed
 
 
 def _flat_ids(tok, batch: list[str], threads: int, kwargs: dict) -> memoryview:

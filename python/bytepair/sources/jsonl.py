@@ -57,6 +57,13 @@ class JsonlSource(FileSource):
             data = f.read(end - start)
         yield from self._records(iter(data.split(b"\n")), lambda: _newlines(self.path, start))
 
+    @property
+    def core_reads(self) -> bool:
+        """A plain (uncompressed) file: the Rust core reads its records itself, handing
+        Python only the lines it cannot be sure to read as Python does
+        (:meth:`read_line`)."""
+        return self.path != "-" and not self.compressed
+
     def _records(self, lines: Iterator[bytes], lines_before) -> Iterator[tuple[str, bool]]:
         """The documents of ``lines``; ``lines_before`` (a number, or a function
         computing it only when an error needs it) numbers them in the file."""
