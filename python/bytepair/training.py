@@ -248,8 +248,9 @@ def train(
     bytes + merges + special tokens. Invalid UTF-8 is an error naming the byte offset,
     unless ``errors="replace"``.
 
-    Plain text files are read by the Rust core in blocks; everything else is streamed
-    to it in batches of documents. A bad record (not JSON, no string at
+    Plain text and JSON Lines files are read by the Rust core in blocks (a JSON line it
+    cannot be sure to read as ``json.loads`` does is read by Python); everything else is
+    streamed to it in batches of documents. A bad record (not JSON, no string at
     ``text_field``) is an error naming its file and line, unless
     ``skip_bad_records=True``: then it is counted (``training_stats.records_skipped``)
     and reported in a warning.
