@@ -199,6 +199,10 @@ def test_a_forbidden_special_token_is_refused_naming_its_line(tmp_path):
         write(tok, [path], tmp_path / "out", core=True, disallowed_special="all")
     # Encoded as text (the default), both roads agree.
     both_roads(tmp_path, tok, [path])
+    # Two records whose texts join into the token hold none (each is its own text).
+    path.write_bytes(b'{"text": "a <|fim_"}\n{"text": "prefix|> b"}\n')
+    (tmp_path / "joined").mkdir()
+    both_roads(tmp_path / "joined", tok, [path], disallowed_special="all")
 
 
 json_texts = st.lists(

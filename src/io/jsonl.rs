@@ -122,15 +122,20 @@ impl JsonlReader {
         }
         self.buf.drain(..end);
         self.offset += end as u64;
-        if let Some((at, _, i)) = forbidden.find_first(items.text.as_bytes()) {
-            let k = items.spans.partition_point(|&(_, e)| e <= at);
-            return Err(ReadError::Other(format!(
-                "the special token '{}' at line {} is not allowed here: allow it \
-                 (allowed_special, CLI --specials allow) or encode it as text \
-                 (disallowed_special=(), CLI --specials text)",
-                forbidden.tokens()[i],
-                numbers[k],
-            )));
+        // Record by record: two records' texts may join into a token neither holds.
+        for (k, &(a, b)) in items.spans.iter().enumerate() {
+            if forbidden.is_empty() {
+                break;
+            }
+            if let Some((_, _, i)) = forbidden.find_first(&items.text.as_bytes()[a..b]) {
+                return Err(ReadError::Other(format!(
+                    "the special token '{}' at line {} is not allowed here: allow it \
+                     (allowed_special, CLI --specials allow) or encode it as text \
+                     (disallowed_special=(), CLI --specials text)",
+                    forbidden.tokens()[i],
+                    numbers[k],
+                )));
+            }
         }
         Ok(Some(items))
     }
@@ -479,5 +484,8 @@ mod tests {
                 "{e}"
             );
         }
+        // Two records whose texts join into the token hold none.
+        let content = b"{\"text\": \"a <|\"}\n{\"text\": \"x|> b\"}\n";
+        assert_eq!(read_all(content, 1 << 20, &["<|x|>"]).unwrap().len(), 2);
     }
 }
