@@ -206,15 +206,7 @@ impl BlockReader {
             }
             let buf = &mut self.buf;
             if !self.eof {
-                // Read into the buffer's spare room as it is: zeroing it first (to read
-                // into a slice) cost the reader thread a tenth of its time.
-                let want = block_bytes.max(1);
-                buf.reserve(want);
-                let got = (&mut self.file)
-                    .take(want as u64)
-                    .read_to_end(buf)
-                    .map_err(ReadError::Io)?;
-                self.eof = got < want;
+                self.eof = read_more(&mut self.file, buf, block_bytes.max(1))?;
             }
             let cut = if self.eof {
                 buf.len()
@@ -251,6 +243,18 @@ impl BlockReader {
     pub fn at_end(&self) -> bool {
         self.eof && self.buf.is_empty()
     }
+}
+
+/// Appends up to `want` more bytes of `file` to `buf`, read into its spare room as it
+/// is (zeroing it first, to read into a slice, cost the reader thread a tenth of its
+/// time); true when the file ended first (a short read is its end).
+pub fn read_more(file: &mut File, buf: &mut Vec<u8>, want: usize) -> Result<bool, ReadError> {
+    buf.reserve(want);
+    let got = file
+        .take(want as u64)
+        .read_to_end(buf)
+        .map_err(ReadError::Io)?;
+    Ok(got < want)
 }
 
 /// A block's bytes as text ([`Utf8Errors`]); an error names the file offset.

@@ -19,12 +19,12 @@
 //! with a RecursionError and the core reads the text.)
 
 use std::fs::File;
-use std::io::Read;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::blocks::{valid_utf8, ReadError};
+use super::blocks::{read_more, valid_utf8, ReadError};
 use super::documents::Items;
+use super::shards::refused;
 use crate::pretok::SpecialMatcher;
 
 /// What the caller's reading of a line the core did not parse gives: Ok(Some(text)),
@@ -128,13 +128,8 @@ impl JsonlReader {
                 break;
             }
             if let Some((_, _, i)) = forbidden.find_first(&items.text.as_bytes()[a..b]) {
-                return Err(ReadError::Other(format!(
-                    "the special token '{}' at line {} is not allowed here: allow it \
-                     (allowed_special, CLI --specials allow) or encode it as text \
-                     (disallowed_special=(), CLI --specials text)",
-                    forbidden.tokens()[i],
-                    numbers[k],
-                )));
+                let token = &forbidden.tokens()[i];
+                return Err(refused(token, format_args!("at line {}", numbers[k])));
             }
         }
         Ok(Some(items))
@@ -156,14 +151,7 @@ impl JsonlReader {
                 searched = self.buf.len();
             }
             let want = self.block_bytes.max(self.buf.len() / 2);
-            let before = self.buf.len();
-            (&mut self.file)
-                .take(want as u64)
-                .read_to_end(&mut self.buf)
-                .map_err(ReadError::Io)?;
-            if self.buf.len() - before < want {
-                self.eof = true;
-            }
+            self.eof = read_more(&mut self.file, &mut self.buf, want)?;
         }
     }
 }

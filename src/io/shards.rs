@@ -38,14 +38,21 @@ pub fn check_forbidden(
 ) -> Result<(), ReadError> {
     match forbidden.find_first(text.as_bytes()) {
         None => Ok(()),
-        Some((start, _, i)) => Err(ReadError::Other(format!(
-            "the special token '{}' at byte offset {} is not allowed here: allow it \
-             (allowed_special, CLI --specials allow) or encode it as text \
-             (disallowed_special=(), CLI --specials text)",
-            forbidden.tokens()[i],
-            offset + start as u64
-        ))),
+        Some((start, _, i)) => Err(refused(
+            &forbidden.tokens()[i],
+            format_args!("at byte offset {}", offset + start as u64),
+        )),
     }
+}
+
+/// The error for a special token a file's text may not hold, found `at` (a byte
+/// offset, a line).
+pub fn refused(token: &str, at: std::fmt::Arguments) -> ReadError {
+    ReadError::Other(format!(
+        "the special token '{token}' {at} is not allowed here: allow it \
+         (allowed_special, CLI --specials allow) or encode it as text \
+         (disallowed_special=(), CLI --specials text)"
+    ))
 }
 
 /// Bytes read per block when encoding a file: small enough that reading the next
