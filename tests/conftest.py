@@ -269,3 +269,9 @@ def shard_road(core: bool):
         yield used
     finally:
         local.plain_files = chosen
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file of a folder (a shard folder) by name: two folders are the same bytes
+    when these are equal."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}

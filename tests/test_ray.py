@@ -20,7 +20,7 @@ import bytepair
 from bytepair.runners import feed
 from bytepair.sources import _stream, open_sources
 
-from conftest import DATA, EOT
+from conftest import DATA, EOT, folder_bytes
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'bytepair[ray]')")
 RAY = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
@@ -244,10 +244,6 @@ def inputs(documents, tmp_path_factory) -> dict[str, Path]:
     jsonl.write_text("".join(json.dumps({"text": d}) + "\n" for d in documents), "utf-8")
     pq.write_table(pa.table({"text": documents}), parquet, row_group_size=25)
     return {"txt": txt, "jsonl": jsonl, "parquet": parquet}
-
-
-def folder_bytes(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 def shards_of(paths, out: Path, **options) -> dict[str, bytes]:

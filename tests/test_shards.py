@@ -21,7 +21,7 @@ from bytepair import _core
 from bytepair.runners import feed
 from bytepair.shards import writer
 
-from conftest import EOT, sigint_default
+from conftest import EOT, folder_bytes, sigint_default
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
 GPT2_EOT = 50256
@@ -36,10 +36,6 @@ def make_documents(n: int, seed: int = 0, max_chars: int = 3000) -> list[str]:
         start = rnd.randrange(len(text) - max_chars)
         docs.append(text[start : start + rnd.randrange(1, max_chars)])
     return docs
-
-
-def folder_bytes(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 @pytest.fixture(scope="module")

@@ -21,14 +21,9 @@ import bytepair
 from bytepair.runners import local
 from bytepair.sources import jsonl, open_sources, part_chars_for
 
-from conftest import shard_road
+from conftest import EOT, folder_bytes, shard_road
 
-EOT = "<|endoftext|>"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
-
-
-def folder_bytes(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 def write(tok, paths, out, *, core: bool, skip=True, text_field="text", **options):

@@ -19,18 +19,13 @@ import bytepair
 from bytepair.runners import local
 from bytepair.sources import open_sources, part_chars_for
 
-from conftest import shard_road
+from conftest import EOT, folder_bytes, shard_road
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
-EOT = "<|endoftext|>"
 
 
 class Interrupt(Exception):
     pass
-
-
-def folder_bytes(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 def text_files(tmp_path: Path, seed: int = 0) -> list[Path]:
