@@ -15,6 +15,7 @@ from pathlib import Path
 import blake3
 import numpy as np
 import pytest
+import xxhash
 
 import bytepair
 from bytepair.shards.lock import LOCK, FolderLock
@@ -91,16 +92,17 @@ def test_verify_covers_the_index_files(folder):
     offsets[1] += 1  # same size, other content
     np.save(path, offsets)
     shards = bytepair.open_shards(folder)  # sizes all agree
-    with pytest.raises(ValueError, match=r"train_000000.idx.npy: blake3 differs"):
+    with pytest.raises(ValueError, match=r"train_000000.idx.npy: xxh3_128 differs"):
         shards.verify()
 
 
-def test_the_manifest_holds_the_blake3_digest_of_every_file(folder):
+def test_the_manifest_holds_the_xxh3_128_digest_of_every_file(folder):
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["version"] == 2
+    assert manifest["version"] == 3
     for shard in manifest["shards"]:
-        for name, key in ((shard["file"], "blake3"), (shard["index"], "index_blake3")):
-            assert shard[key] == blake3.blake3((folder / name).read_bytes()).hexdigest()
+        assert {"blake3", "sha256"}.isdisjoint(shard)
+        for name, key in ((shard["file"], "xxh3_128"), (shard["index"], "index_xxh3_128")):
+            assert shard[key] == xxhash.xxh3_128((folder / name).read_bytes()).hexdigest()
 
 
 def test_verify_names_a_changed_shard(folder):
@@ -108,22 +110,55 @@ def test_verify_names_a_changed_shard(folder):
     data = bytearray(path.read_bytes())
     data[7] ^= 1  # same size, one bit changed
     path.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match=r"train_000001.bin: blake3 differs from manifest.json"):
+    with pytest.raises(ValueError, match=r"train_000001.bin: xxh3_128 differs from manifest.json"):
         bytepair.open_shards(folder).verify()
 
 
-def as_version_1(manifest: dict, folder: Path) -> None:
-    """The manifest as bytepair wrote it before version 2: SHA-256 digests."""
-    manifest["version"] = 1
-    for shard in manifest["shards"]:
-        del shard["blake3"], shard["index_blake3"]
-        shard["sha256"] = hashlib.sha256((folder / shard["file"]).read_bytes()).hexdigest()
-        index = (folder / shard["index"]).read_bytes()
-        shard["index_sha256"] = hashlib.sha256(index).hexdigest()
+OLD_DIGESTS = {1: ("sha256", lambda b: hashlib.sha256(b).hexdigest()),
+               2: ("blake3", lambda b: blake3.blake3(b).hexdigest())}  # fmt: skip
+
+
+def as_older_version(manifest: dict, folder: Path, version: int, shards=None) -> None:
+    """The manifest as an earlier bytepair wrote it: version 1's SHA-256 digests or
+    version 2's BLAKE3 ones (for ``shards``, the indices of the shards to change: all
+    by default; a folder resumed across versions holds both kinds)."""
+    key, digest = OLD_DIGESTS[version]
+    manifest["version"] = version
+    for k, shard in enumerate(manifest["shards"]):
+        if shards is None or k in shards:
+            del shard["xxh3_128"], shard["index_xxh3_128"]
+            shard[key] = digest((folder / shard["file"]).read_bytes())
+            shard[f"index_{key}"] = digest((folder / shard["index"]).read_bytes())
+
+
+def test_a_version_2_folder_with_blake3_digests_still_opens_and_verifies(folder):
+    edit_manifest(folder, lambda m: as_older_version(m, folder, 2))
+    bytepair.open_shards(folder).verify()
+    path = folder / "train_000002.bin"
+    path.write_bytes(path.read_bytes()[::-1])
+    with pytest.raises(ValueError, match=r"train_000002.bin: blake3 differs from manifest.json"):
+        bytepair.open_shards(folder).verify()
+
+
+def test_a_folder_holding_both_kinds_of_digest_has_each_file_checked_by_its_own(folder):
+    # Shards 0 and 1 keep BLAKE3 digests, as a version 2 run resumed by this one leaves.
+    edit_manifest(folder, lambda m: as_older_version(m, folder, 2, shards={0, 1}))
+    edit_manifest(folder, lambda m: m.update(version=3))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    kinds = [("blake3" in s) + 2 * ("xxh3_128" in s) for s in manifest["shards"]]
+    assert kinds[:2] == [1, 1] and set(kinds[2:]) == {2}
+    bytepair.open_shards(folder).verify()
+    for name, algorithm in (("train_000001.bin", "blake3"), ("train_000002.bin", "xxh3_128")):
+        path = folder / name
+        good = path.read_bytes()
+        path.write_bytes(good[::-1])
+        with pytest.raises(ValueError, match=rf"{name}: {algorithm} differs from manifest.json"):
+            bytepair.open_shards(folder).verify()
+        path.write_bytes(good)
 
 
 def test_a_version_1_folder_with_sha256_digests_still_opens_and_verifies(folder):
-    edit_manifest(folder, lambda m: as_version_1(m, folder))
+    edit_manifest(folder, lambda m: as_older_version(m, folder, 1))
     shards = bytepair.open_shards(folder)
     shards.verify()
     assert len(shards) > 0
@@ -134,9 +169,9 @@ def test_a_version_1_folder_with_sha256_digests_still_opens_and_verifies(folder)
 
 
 def test_a_manifest_of_a_version_to_come_is_refused_naming_the_versions_read(folder):
-    edit_manifest(folder, lambda m: m.update(version=3))
+    edit_manifest(folder, lambda m: m.update(version=4))
     with pytest.raises(
-        ValueError, match=r"manifest.json: not a bytepair-shards manifest of version 1 or 2"
+        ValueError, match=r"manifest.json: not a bytepair-shards manifest of version 1, 2 or 3"
     ):
         bytepair.open_shards(folder)
 
@@ -264,23 +299,32 @@ def test_rerunning_a_finished_cli_encode_says_complete_and_exits_0(tmp_path):
     assert (tmp_path / "o" / "manifest.json").stat().st_mtime_ns == stamp
 
 
-def test_the_cores_running_digest_is_blake3_of_the_bytes_fed_in_any_pieces(tmp_path):
+def test_the_cores_running_digest_is_xxh3_128_of_the_bytes_fed_in_any_pieces(tmp_path):
     from bytepair import _core
     from bytepair.shards import manifest as mf
 
     data = np.arange(100_000, dtype="<u4")  # 400,000 bytes: past the size hashed without the GIL
-    expected = blake3.blake3(data.tobytes()).hexdigest()
-    for cuts in ([], [3], [1000, 65_536, 65_537, 300_000]):
+    expected = xxhash.xxh3_128(data.tobytes()).hexdigest()
+    # Pieces shorter than, equal to and longer than XXH3's 256-byte stripe buffer and
+    # 1,024-byte block, and past the size hashed holding the GIL.
+    for cuts in ([], [3], [255, 256, 1280, 1281], [1000, 65_536, 65_537, 300_000]):
         digest = _core.Checksum()
         raw = memoryview(data).cast("B")
         for a, b in zip([0, *cuts], [*cuts, len(raw)]):
             digest.update(raw[a:b])
         assert digest.hexdigest() == expected
+    for n in (0, 1, 16, 17, 128, 129, 240, 241, 1024):  # XXH3's short-input branches
+        digest = _core.Checksum()
+        digest.update(data.tobytes()[:n])
+        assert digest.hexdigest() == xxhash.xxh3_128(data.tobytes()[:n]).hexdigest()
     (tmp_path / "ids.bin").write_bytes(data.tobytes())
     assert mf.digest_of(tmp_path / "ids.bin") == expected
+    assert mf.digest_of(tmp_path / "ids.bin", "blake3") == blake3.blake3(data.tobytes()).hexdigest()
     assert (
         mf.digest_of(tmp_path / "ids.bin", "sha256") == hashlib.sha256(data.tobytes()).hexdigest()
     )
+    with pytest.raises(ValueError, match='no digest named "md5"'):
+        mf.digest_of(tmp_path / "ids.bin", "md5")
     with pytest.raises(ValueError, match="contiguous"):
         _core.Checksum().update(data.reshape(1000, 100)[:, ::2])
     with pytest.raises(OSError, match="missing.bin"):

@@ -153,7 +153,8 @@ class Shards:
             or self.manifest.get("format") != mf.FORMAT_NAME
             or self.manifest.get("version") not in mf.READABLE_VERSIONS
         ):
-            versions = " or ".join(map(str, mf.READABLE_VERSIONS))
+            *rest, last = map(str, mf.READABLE_VERSIONS)
+            versions = f"{', '.join(rest)} or {last}" if rest else last
             raise ValueError(f"{path}: not a bytepair-shards manifest of version {versions}")
         self._check_manifest()
         self.tokenizer = mf.tokenizer_from_spec(self.manifest["tokenizer"], str(path))
@@ -299,11 +300,11 @@ class Shards:
 
     def verify(self) -> None:
         """Checks every shard's digest (and its ``.idx.npy``'s) against the manifest —
-        BLAKE3, or SHA-256 in folders of format version 1 — and that each split's
-        document offsets increase within its tokens; raises naming the first file that
-        differs."""
+        XXH3-128, or BLAKE3 and SHA-256 in folders of format versions 2 and 1 — and that
+        each split's document offsets increase within its tokens; raises naming the
+        first file that differs."""
         for s in self.manifest["shards"]:
-            for algorithm in ("blake3", "sha256"):
+            for algorithm in mf.DIGESTS:
                 checks = [(s["file"], s.get(algorithm)), (s["index"], s.get(f"index_{algorithm}"))]
                 for name, digest in checks:
                     if digest is not None and mf.digest_of(self.folder / name, algorithm) != digest:
