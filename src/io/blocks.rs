@@ -95,20 +95,86 @@ pub fn for_each_part(
     pool: &rayon::ThreadPool,
     mut plan: impl FnMut(&str) -> Vec<usize>,
     work: impl Fn(&str) -> Result<(), String> + Sync,
+    done: impl FnMut(u64) -> Result<(), ReadError>,
+) -> Result<(), ReadError> {
+    let mut source = TextBlocks {
+        reader: BlockReader::open(path)?,
+        specials,
+        cuts,
+        errors,
+        block_bytes,
+    };
+    let plan = |text: &String| {
+        let mut a = 0;
+        plan(text)
+            .into_iter()
+            .map(|b| (std::mem::replace(&mut a, b), b))
+            .collect()
+    };
+    let work = |text: &String, (a, b): (usize, usize)| work(&text[a..b]);
+    for_each_part_of(&mut source, pool, plan, work, done)
+}
+
+/// Blocks of any kind, read one at a time for [`for_each_part_of`].
+pub trait BlockSource {
+    type Block: Send + Sync;
+    /// The next block and the file offset where it ends, or None at the end.
+    fn next_block(&mut self) -> Result<Option<(Self::Block, u64)>, ReadError>;
+    /// A block whose parts are all done, to read a later one into its buffers.
+    fn recycle(&mut self, _block: Self::Block) {}
+}
+
+/// A UTF-8 file's blocks, cut at safe cuts ([`BlockReader`]), decoded.
+struct TextBlocks<'a> {
+    reader: BlockReader,
+    specials: &'a SpecialMatcher,
+    cuts: TextCuts,
+    errors: Utf8Errors,
+    block_bytes: usize,
+}
+
+impl BlockSource for TextBlocks<'_> {
+    type Block = String;
+
+    fn next_block(&mut self) -> Result<Option<(String, u64)>, ReadError> {
+        let next = self
+            .reader
+            .next_block(self.specials, self.cuts, self.block_bytes)?;
+        let Some((bytes, offset)) = next else {
+            return Ok(None);
+        };
+        let text = decode_block(bytes, offset, self.errors)?;
+        let end = offset + text.len() as u64;
+        Ok(Some((text, end)))
+    }
+
+    fn recycle(&mut self, text: String) {
+        self.reader.recycle(text.into_bytes());
+    }
+}
+
+/// [`for_each_part`] over any [`BlockSource`]: `plan` gives a block's parts (any
+/// description of them: ranges, lists of ranges), `work` runs on each on the pool's
+/// threads while the calling thread reads the next block, and `done(end)` follows each
+/// block's last part, in order. Errors as [`for_each_part`]'s.
+pub fn for_each_part_of<S: BlockSource, P: Send>(
+    source: &mut S,
+    pool: &rayon::ThreadPool,
+    mut plan: impl FnMut(&S::Block) -> Vec<P>,
+    work: impl Fn(&S::Block, P) -> Result<(), String> + Sync,
     mut done: impl FnMut(u64) -> Result<(), ReadError>,
 ) -> Result<(), ReadError> {
     /// A block whose parts were handed to the pool.
-    struct InFlight {
-        text: Arc<String>,
+    struct InFlight<B> {
+        block: Arc<B>,
         parts: Vec<mpsc::Receiver<Result<(), String>>>,
         end: u64,
     }
-    let mut reader = BlockReader::open(path)?;
     let stopped = AtomicBool::new(false);
     let (work, stopped) = (&work, &stopped);
-    // Waits for a block's parts; its buffer goes back to the reader.
-    let mut finish = |block: InFlight, reader: &mut BlockReader| -> Result<(), ReadError> {
-        for part in &block.parts {
+    // Waits for a block's parts; its buffers go back to the source.
+    let mut finish = |flight: InFlight<S::Block>, source: &mut S| -> Result<(), ReadError> {
+        for part in &flight.parts {
             match part.recv() {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(ReadError::Other(e)),
@@ -116,49 +182,43 @@ pub fn for_each_part(
                 Err(_) => return Err(ReadError::Other("a worker thread panicked".into())),
             }
         }
-        if let Ok(text) = Arc::try_unwrap(block.text) {
-            reader.recycle(text.into_bytes());
+        if let Ok(block) = Arc::try_unwrap(flight.block) {
+            source.recycle(block);
         }
-        done(block.end)
+        done(flight.end)
     };
     pool.in_place_scope(|s| {
-        let mut flight: Option<InFlight> = None;
+        let mut flight: Option<InFlight<S::Block>> = None;
         let read = loop {
-            let (bytes, offset) = match reader.next_block(specials, cuts, block_bytes) {
-                Ok(Some(block)) => block,
+            let (block, end) = match source.next_block() {
+                Ok(Some(next)) => next,
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(e),
             };
-            let text = match decode_block(bytes, offset, errors) {
-                Ok(text) => Arc::new(text),
-                Err(e) => break Err(e),
-            };
+            let block = Arc::new(block);
             let mut parts = Vec::new();
-            let mut a = 0;
-            for b in plan(&text) {
+            for part in plan(&block) {
                 let (tx, rx) = mpsc::sync_channel(1);
-                let text = Arc::clone(&text);
+                let block = Arc::clone(&block);
                 s.spawn(move |_| {
                     if !stopped.load(Ordering::Relaxed) {
-                        let result = work(&text[a..b]);
+                        let result = work(&block, part);
                         // Let go of the block first, so that its buffer can be reused.
-                        drop(text);
+                        drop(block);
                         // The receiver is gone only when the reading has stopped.
                         let _ = tx.send(result);
                     }
                 });
                 parts.push(rx);
-                a = b;
             }
-            let end = offset + text.len() as u64;
-            let before = flight.replace(InFlight { text, parts, end });
-            if let Some(Err(e)) = before.map(|b| finish(b, &mut reader)) {
+            let before = flight.replace(InFlight { block, parts, end });
+            if let Some(Err(e)) = before.map(|b| finish(b, source)) {
                 stopped.store(true, Ordering::Relaxed);
                 return Err(e);
             }
         };
         // The block before a reading error comes first, as it would have one at a time.
-        let last = flight.map_or(Ok(()), |b| finish(b, &mut reader));
+        let last = flight.map_or(Ok(()), |b| finish(b, source));
         let result = last.and(read);
         if result.is_err() {
             stopped.store(true, Ordering::Relaxed);

@@ -11,9 +11,10 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::blocks::for_each_part;
+use super::blocks::{for_each_part, for_each_part_of, BlockSource};
 pub use super::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
 use super::chunking::{split_evenly, TextCuts};
+use super::documents::Items;
 use crate::packed::{key_hash, pack_pieces, packed, packed_all, PackedMap, Tally, MAX_PACKED};
 use crate::pretok::{for_each_unit, Builtin, PreTokenizer, SpecialMatcher, Unit, WINDOW_STARTS};
 
@@ -267,10 +268,10 @@ fn plan_block(
     )
 }
 
-/// Counts one part of a block: short pieces into one of `tables`, longer ones (rare)
-/// into `long`.
-fn count_part(
-    text: &str,
+/// Counts one part of a block, one or more texts each pre-tokenized on its own: short
+/// pieces into one of `tables`, longer ones (rare) into `long`.
+fn count_part<'t>(
+    texts: impl IntoIterator<Item = &'t str>,
     specials: &SpecialMatcher,
     pre: &PreTokenizer,
     tables: &Tables,
@@ -280,7 +281,9 @@ fn count_part(
         small: Tally::with_counts(tables.take()),
         long: FxHashMap::default(),
     };
-    let counted = count_text(text, specials, pre, &mut m);
+    let counted = texts
+        .into_iter()
+        .try_for_each(|text| count_text(text, specials, pre, &mut m));
     tables.give_back(m.small.into_counts());
     counted?;
     if !m.long.is_empty() {
@@ -316,7 +319,7 @@ pub fn count_file(
         block_bytes,
         pool,
         |text| plan_block(text, specials, pre, threads, min_part),
-        |part| count_part(part, specials, pre, &tables, &long),
+        |part| count_part([part], specials, pre, &tables, &long),
         |end| {
             if progress(end) {
                 Ok(())
@@ -329,6 +332,112 @@ pub fn count_file(
         small: tables.into_total(),
         long: long.into_inner().unwrap_or_else(|e| e.into_inner()),
     })
+}
+
+/// Blocks of documents read by a closure ([`Items`]: a JSON Lines file's records).
+struct ItemBlocks<F>(F);
+
+impl<F: FnMut() -> Result<Option<Items>, ReadError>> BlockSource for ItemBlocks<F> {
+    type Block = Items;
+
+    fn next_block(&mut self) -> Result<Option<(Items, u64)>, ReadError> {
+        Ok((self.0)()?.map(|items| {
+            let end = items.end;
+            (items, end)
+        }))
+    }
+}
+
+/// Counts the documents of the blocks `next` reads (each item of a block a document
+/// of its own: a JSON Lines file's records), on `pool` while the calling thread reads
+/// the next block ([`for_each_part_of`]), as [`count_file`] counts a text file's.
+/// A block's documents are grouped into a few parts per thread, and a document longer
+/// than a part is cut at safe cuts into parts of its own. `progress(end)` after each
+/// block, in order (`end`: the file offset where it ends); returning false stops.
+pub fn count_items(
+    next: impl FnMut() -> Result<Option<Items>, ReadError>,
+    specials: &SpecialMatcher,
+    pre: &PreTokenizer,
+    pool: &rayon::ThreadPool,
+    block_bytes: usize,
+    mut progress: impl FnMut(u64) -> bool,
+) -> Result<Counts, ReadError> {
+    let tables = Tables::default();
+    let long = Mutex::new(FxHashMap::default());
+    let threads = pool.current_num_threads().max(1);
+    let min_part = (block_bytes / 16).max(1);
+    for_each_part_of(
+        &mut ItemBlocks(next),
+        pool,
+        |items: &Items| plan_items(items, specials, pre, threads, min_part),
+        |items: &Items, spans: Vec<(usize, usize)>| {
+            let texts = spans.into_iter().map(|(a, b)| &items.text[a..b]);
+            count_part(texts, specials, pre, &tables, &long)
+        },
+        |end| {
+            if progress(end) {
+                Ok(())
+            } else {
+                Err(ReadError::Interrupted)
+            }
+        },
+    )?;
+    Ok(Counts {
+        small: tables.into_total(),
+        long: long.into_inner().unwrap_or_else(|e| e.into_inner()),
+    })
+}
+
+/// A block of documents' parts for [`count_items`]: each a list of texts (byte ranges
+/// of `items.text`) counted one after another, about the same size, a few per thread
+/// and each of at least `min_part` bytes. A document longer than that is cut at safe
+/// cuts (as [`plan_block`] cuts a text file's block) into parts of its own.
+fn plan_items(
+    items: &Items,
+    specials: &SpecialMatcher,
+    pre: &PreTokenizer,
+    threads: usize,
+    min_part: usize,
+) -> Vec<Vec<(usize, usize)>> {
+    let total = items.text.len();
+    let size = if threads == 1 {
+        total.max(1)
+    } else {
+        (total / (threads * 4)).max(min_part)
+    };
+    let mut parts = Vec::new();
+    let mut part = Vec::new();
+    let mut bytes = 0;
+    for &(a, b) in &items.spans {
+        if b - a > size {
+            let doc = &items.text[a..b];
+            let ends = split_evenly(
+                doc.as_bytes(),
+                doc.len(),
+                (b - a).div_ceil(size),
+                &specials.find_all(doc.as_bytes()),
+                TextCuts::of(pre),
+                specials,
+            );
+            let mut from = a;
+            parts.extend(ends.into_iter().map(|end| {
+                let range = (from, a + end);
+                from = a + end;
+                vec![range]
+            }));
+            continue;
+        }
+        part.push((a, b));
+        bytes += b - a;
+        if bytes >= size {
+            parts.push(std::mem::take(&mut part));
+            bytes = 0;
+        }
+    }
+    if !part.is_empty() {
+        parts.push(part);
+    }
+    parts
 }
 
 /// Counts in-memory documents; each document is pre-tokenized on its own (no piece
@@ -461,6 +570,118 @@ mod tests {
         assert_eq!(one, two);
         assert_eq!(one.get(b" cat"), Some(5_000));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Blocks of `per` documents each, as a JSON Lines reader hands them out.
+    fn item_blocks(docs: &[String], per: usize) -> Vec<Items> {
+        let mut offset = 0;
+        docs.chunks(per)
+            .map(|group| {
+                let mut items = Items {
+                    start: offset,
+                    ..Items::default()
+                };
+                for doc in group {
+                    let a = items.text.len();
+                    items.text.push_str(doc);
+                    items.spans.push((a, items.text.len()));
+                    items.firsts.push(true);
+                    items.lasts.push(true);
+                }
+                offset += items.text.len() as u64;
+                items.end = offset;
+                items
+            })
+            .collect()
+    }
+
+    #[test]
+    fn counted_items_are_their_documents_counts_however_they_are_parted() {
+        // Documents of very different lengths, one far longer than any part (cut at
+        // safe cuts into parts of its own), empty ones, and specials at their edges.
+        // Most end in a word and begin with one, which would join were two counted as
+        // one text.
+        let mut docs: Vec<String> = (0..40)
+            .map(|i| "The cat sat.\nOn 12345 mats,<|e|>  don't you\n\n see".repeat(i % 7))
+            .collect();
+        docs.insert(5, "a long one's   words, 2024\r\n".repeat(3_000));
+        docs.push("<|e|>x".into());
+        let specials = SpecialMatcher::new(&["<|e|>".into()]).unwrap();
+        let pre = PreTokenizer::new(Some(GPT2_PATTERN)).unwrap();
+        let mut want = Counts::default();
+        count_documents(&docs, &specials, &pre, &pool(1), &mut want).unwrap();
+        assert_eq!(want.get(b" words"), Some(3_000));
+        for (threads, block_bytes, per) in [(1, BLOCK_BYTES, 100), (2, 1000, 3), (3, 16, 1)] {
+            let mut blocks = item_blocks(&docs, per).into_iter();
+            let mut ends = Vec::new();
+            let got = count_items(
+                || Ok(blocks.next()),
+                &specials,
+                &pre,
+                &pool(threads),
+                block_bytes,
+                |end| {
+                    ends.push(end);
+                    true
+                },
+            )
+            .unwrap();
+            assert_eq!(got, want, "{threads} threads, {block_bytes}-byte blocks");
+            // Each block reported once, in order (an empty document's block ends where
+            // the one before did).
+            let last = docs.iter().map(|d| d.len() as u64).sum::<u64>();
+            assert_eq!(ends.len(), docs.len().div_ceil(per));
+            assert!(ends.windows(2).all(|w| w[0] <= w[1]) && ends.last() == Some(&last));
+        }
+        // The long document (90 KB) is cut into parts of about an eighth of the block
+        // (12 KB) of its own; the parts cover the block's text once.
+        let block = &item_blocks(&docs, 100)[0];
+        let long = block.spans[5];
+        let parts = plan_items(block, &specials, &pre, 2, 1000);
+        let own = parts
+            .iter()
+            .filter(|p| p[0].0 >= long.0 && p[0].1 <= long.1);
+        assert!((7..=9).contains(&own.count()));
+        let covered: usize = parts.iter().flatten().map(|(a, b)| b - a).sum();
+        assert_eq!(covered, block.text.len());
+    }
+
+    #[test]
+    fn counting_items_stops_at_a_reading_error_or_when_told() {
+        let docs: Vec<String> = (0..10).map(|i| format!("doc {i} words")).collect();
+        let specials = SpecialMatcher::new(&[]).unwrap();
+        let pre = PreTokenizer::new(Some(GPT2_PATTERN)).unwrap();
+        let mut blocks = item_blocks(&docs, 2).into_iter().take(2);
+        let mut calls = 0;
+        let failed = count_items(
+            || match blocks.next() {
+                Some(items) => Ok(Some(items)),
+                None => Err(ReadError::Other("line 5: bad record".into())),
+            },
+            &specials,
+            &pre,
+            &pool(2),
+            BLOCK_BYTES,
+            |_| {
+                calls += 1;
+                true
+            },
+        );
+        assert!(matches!(failed, Err(ReadError::Other(e)) if e == "line 5: bad record"));
+        assert_eq!(
+            calls, 2,
+            "the blocks before the error were finished in order"
+        );
+        let mut blocks = item_blocks(&docs, 2).into_iter();
+        let stopped = count_items(
+            || Ok(blocks.next()),
+            &specials,
+            &pre,
+            &pool(2),
+            64,
+            |_| false,
+        );
+        assert!(matches!(stopped, Err(ReadError::Interrupted)));
     }
 
     #[test]

@@ -11,8 +11,7 @@ use super::documents::python_reads;
 use super::errors::{read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::bpe::train::{train_merges, Limits};
-use crate::io::blocks::ReadError;
-use crate::io::count::{count_documents, count_file, Counts, BLOCK_BYTES};
+use crate::io::count::{count_documents, count_file, count_items, Counts, BLOCK_BYTES};
 use crate::io::jsonl::JsonlReader;
 use crate::io::table;
 use crate::pretok::{PreTokenizer, SpecialMatcher};
@@ -26,6 +25,17 @@ pub struct PreTokenCounter {
     specials: SpecialMatcher,
     num_threads: usize,
     counts: Counts,
+}
+
+impl PreTokenCounter {
+    /// Adds a file's counts to the corpus's (the first file's are taken as they are).
+    fn take_in(&mut self, counts: Counts) {
+        if self.counts.is_empty() {
+            self.counts = counts;
+        } else {
+            self.counts.add_all(counts);
+        }
+    }
 }
 
 #[pymethods]
@@ -65,11 +75,7 @@ impl PreTokenCounter {
             })
         });
         let counts = result.map_err(|e| read_error(path, e, progress))?;
-        if self.counts.is_empty() {
-            self.counts = counts;
-        } else {
-            self.counts.add_all(counts);
-        }
+        self.take_in(counts);
         Ok(())
     }
 
@@ -95,33 +101,27 @@ impl PreTokenCounter {
         let failure = Mutex::new(None);
         // Training refuses no special token: they are boundaries.
         let refused = SpecialMatcher::new(&[]).map_err(value_error)?;
-        let Self {
-            pre,
-            specials,
-            counts,
-            ..
-        } = self;
+        let (specials, pre) = (&self.specials, &self.pre);
         let result = py.detach(|| {
             let mut read = python_reads(&slow, &failure);
             let mut bytes = 0;
-            while let Some(items) = reader.next_items(&refused, &mut read)? {
-                let docs: Vec<&str> = items
-                    .spans
-                    .iter()
-                    .map(|&(a, b)| &items.text[a..b])
-                    .collect();
-                count_documents(&docs, specials, pre, &pool, counts).map_err(ReadError::Other)?;
-                bytes += items.text.len() as u64;
-                if !progress.report(items.end) {
-                    return Err(ReadError::Interrupted);
-                }
-            }
-            Ok(bytes)
+            // Read (and parsed) on this thread while the pool counts the block before.
+            let next = || {
+                let items = reader.next_items(&refused, &mut read)?;
+                bytes += items.as_ref().map_or(0, |i| i.text.len() as u64);
+                Ok(items)
+            };
+            let counts = count_items(next, specials, pre, &pool, block_bytes, |done| {
+                progress.report(done)
+            })?;
+            Ok((counts, bytes))
         });
-        result.map_err(|e| {
+        let (counts, bytes) = result.map_err(|e| {
             let raised = failure.into_inner().unwrap_or_else(|e| e.into_inner());
             raised.unwrap_or_else(|| read_error(path, e, progress))
-        })
+        })?;
+        self.take_in(counts);
+        Ok(bytes)
     }
 
     /// Counts in-memory documents; each is pre-tokenized on its own.
