@@ -275,3 +275,18 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
     """Every file of a folder (a shard folder) by name: two folders are the same bytes
     when these are equal."""
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def core_threads(prefix: str = "bytepair-") -> list[str]:
+    """The names of this process's threads that start with ``prefix``: the core's named
+    threads (``bytepair-read``, ``bytepair-encode``), which ``threading.enumerate()``
+    does not list (it knows Python's threads only). Read from /proc (Linux)."""
+    names = []
+    for comm in Path("/proc/self/task").glob("*/comm"):
+        try:
+            name = comm.read_text().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if name.startswith(prefix):
+            names.append(name)
+    return names

@@ -9,7 +9,6 @@ import json
 import random
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ import bytepair
 from bytepair.runners import local
 from bytepair.sources import open_sources, part_chars_for
 
-from conftest import EOT, folder_bytes, shard_road
+from conftest import EOT, core_threads, folder_bytes, shard_road
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "books.txt"
 
@@ -187,16 +186,16 @@ def test_a_run_interrupted_on_the_cores_road_resumes_to_the_same_bytes(
         assert used == [False]
         assert folder_bytes(out) == clean, k
     # No thread of an interrupted run is left behind.
-    assert not [t for t in threading.enumerate() if t.name.startswith("bytepair-read")]
+    assert not core_threads()
 
 
-def test_compressed_files_and_shuffled_documents_take_pythons_road(tmp_path):
-    import gzip
+def test_stdin_and_shuffled_documents_take_pythons_road(tmp_path, monkeypatch):
+    import io
 
     tok = bytepair.get_encoding("gpt2")
-    path = tmp_path / "t.txt.gz"
-    path.write_bytes(gzip.compress(("one two" + EOT + "three").encode()))
-    _, used = write(tok, [path], tmp_path / "gz", core=True)
+    stdin = io.TextIOWrapper(io.BytesIO(("one two" + EOT + "three").encode()))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    _, used = write(tok, ["-"], tmp_path / "stdin", core=True)
     assert used == [False]
     plain = text_files(tmp_path)
     _, used = write(tok, plain, tmp_path / "shuffled", core=True, shuffle_docs=3)

@@ -16,6 +16,7 @@ import os
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from bytepair import _core, _read_ahead
@@ -290,17 +291,25 @@ def train(
     text_bytes = 0
     with Progress(progress, total=corpus.size, desc="counting") as bar:
         for src in corpus.sources:
-            if doc_separator is None and getattr(src, "is_plain_file", False):
-                counter.add_file(str(src.path), errors, bar.hook(), **block_kwargs())
-                text_bytes += src.size
-            elif type(src) is JsonlSource and src.core_reads:
-                text_bytes += counter.add_jsonl(
-                    str(src.path),
-                    src.options.field_path,
-                    src.read_line,
-                    bar.hook(),
-                    **block_kwargs(),
-                )
+            core_reads = getattr(src, "core_reads", False)
+            if core_reads and (type(src) is JsonlSource or doc_separator is None):
+                # The core reads the file (a compressed one's bytes, decompressed here).
+                with src.core_input() or nullcontext() as chunks:
+                    hook = bar.hook() and (lambda end, src=src: bar(src.core_progress(end)))
+                    if type(src) is JsonlSource:
+                        text_bytes += counter.add_jsonl(
+                            str(src.path),
+                            src.options.field_path,
+                            src.read_line,
+                            hook,
+                            chunks=chunks,
+                            **block_kwargs(),
+                        )
+                    else:
+                        read = counter.add_file(
+                            str(src.path), errors, hook, chunks=chunks, **block_kwargs()
+                        )
+                        text_bytes += src.size if chunks is None else read
             else:
                 text_bytes += _count_documents(
                     counter,

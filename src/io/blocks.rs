@@ -87,7 +87,7 @@ pub fn for_each_block(
 /// left a core idle for the reading and for each block's last part.
 #[allow(clippy::too_many_arguments)]
 pub fn for_each_part(
-    path: &str,
+    reader: BlockReader,
     specials: &SpecialMatcher,
     cuts: TextCuts,
     errors: Utf8Errors,
@@ -98,7 +98,7 @@ pub fn for_each_part(
     done: impl FnMut(u64) -> Result<(), ReadError>,
 ) -> Result<(), ReadError> {
     let mut source = TextBlocks {
-        reader: BlockReader::open(path)?,
+        reader,
         specials,
         cuts,
         errors,
@@ -227,10 +227,19 @@ pub fn for_each_part_of<S: BlockSource, P: Send>(
     })
 }
 
+/// What a reader reads: a file, or the bytes of one another library decompresses
+/// (`py::chunks`). Read in large pieces only ([`read_more`]).
+pub type Input = Box<dyn Read + Send>;
+
+/// The file at `path`, to read.
+pub fn open_input(path: &str) -> Result<Input, ReadError> {
+    Ok(Box::new(File::open(path).map_err(ReadError::Io)?))
+}
+
 /// A file read in blocks cut at safe cuts, one block per call ([`for_each_block`]
 /// with the caller in charge of the loop).
 pub struct BlockReader {
-    file: File,
+    file: Input,
     /// Read and not yet handed out: the start of the next block.
     buf: Vec<u8>,
     /// File offset of `buf[0]`.
@@ -242,13 +251,18 @@ pub struct BlockReader {
 
 impl BlockReader {
     pub fn open(path: &str) -> Result<Self, ReadError> {
-        Ok(Self {
-            file: File::open(path).map_err(ReadError::Io)?,
+        Ok(Self::new(open_input(path)?))
+    }
+
+    /// A reader of `input`'s bytes; offsets count from its first byte.
+    pub fn new(input: Input) -> Self {
+        Self {
+            file: input,
             buf: Vec::new(),
             offset: 0,
             eof: false,
             spare: Vec::new(),
-        })
+        }
     }
 
     /// The next block's bytes (not yet checked as UTF-8: [`decode_block`]) and its
@@ -308,7 +322,7 @@ impl BlockReader {
 /// Appends up to `want` more bytes of `file` to `buf`, read into its spare room as it
 /// is (zeroing it first, to read into a slice, cost the reader thread a tenth of its
 /// time); true when the file ended first (a short read is its end).
-pub fn read_more(file: &mut File, buf: &mut Vec<u8>, want: usize) -> Result<bool, ReadError> {
+pub fn read_more(file: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> Result<bool, ReadError> {
     buf.reserve(want);
     let got = file
         .take(want as u64)
@@ -475,7 +489,7 @@ mod tests {
     ) -> Result<(), ReadError> {
         let none = SpecialMatcher::new(&[]).unwrap();
         for_each_part(
-            &file.path(),
+            BlockReader::open(&file.path())?,
             &none,
             TextCuts::Newlines,
             Utf8Errors::Strict,

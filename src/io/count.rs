@@ -11,7 +11,9 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::blocks::{for_each_part, for_each_part_of, BlockSource};
+#[cfg(any(test, doc))]
+use super::blocks::open_input;
+use super::blocks::{for_each_part, for_each_part_of, BlockReader, BlockSource, Input};
 pub use super::blocks::{ReadError, Utf8Errors, BLOCK_BYTES};
 use super::chunking::{split_evenly, TextCuts};
 use super::documents::Items;
@@ -295,11 +297,12 @@ fn count_part<'t>(
     Ok(())
 }
 
-/// Counts the pre-tokens of a whole file, reading it in blocks cut at safe points
-/// while the pool counts the block before ([`for_each_part`]).
-/// `progress(bytes_read)` is called after each block is counted; returning false stops.
+/// Counts the pre-tokens of a whole file (`input`: [`open_input`], or a compressed
+/// file's bytes), reading it in blocks cut at safe points while the pool counts the
+/// block before ([`for_each_part`]). `progress(bytes_read)` is called after each block
+/// is counted; returning false stops.
 pub fn count_file(
-    path: &str,
+    input: Input,
     specials: &SpecialMatcher,
     pre: &PreTokenizer,
     errors: Utf8Errors,
@@ -312,7 +315,7 @@ pub fn count_file(
     let threads = pool.current_num_threads().max(1);
     let min_part = (block_bytes / 16).max(1);
     for_each_part(
-        path,
+        BlockReader::new(input),
         specials,
         TextCuts::of(pre),
         errors,
@@ -548,7 +551,7 @@ mod tests {
         let pre = PreTokenizer::new(Some(GPT2_PATTERN)).unwrap();
         let p = path.to_str().unwrap();
         let one = count_file(
-            p,
+            open_input(p).unwrap(),
             &specials,
             &pre,
             Utf8Errors::Strict,
@@ -558,7 +561,7 @@ mod tests {
         )
         .unwrap();
         let two = count_file(
-            p,
+            open_input(p).unwrap(),
             &specials,
             &pre,
             Utf8Errors::Strict,
@@ -569,6 +572,27 @@ mod tests {
         .unwrap();
         assert_eq!(one, two);
         assert_eq!(one.get(b" cat"), Some(5_000));
+        // The same bytes from a reader that hands out a few at a time (as a
+        // decompressor may): the same counts.
+        struct Trickle(std::io::Cursor<Vec<u8>>);
+        impl std::io::Read for Trickle {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(7);
+                self.0.read(&mut buf[..n])
+            }
+        }
+        let trickle = Trickle(std::io::Cursor::new(std::fs::read(&path).unwrap()));
+        let three = count_file(
+            Box::new(trickle),
+            &specials,
+            &pre,
+            Utf8Errors::Strict,
+            &pool(2),
+            1000,
+            |_| true,
+        )
+        .unwrap();
+        assert_eq!(one, three);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -693,7 +717,7 @@ mod tests {
         let specials = SpecialMatcher::new(&[]).unwrap();
         let pre = PreTokenizer::new(Some(GPT2_PATTERN)).unwrap();
         let err = count_file(
-            path.to_str().unwrap(),
+            open_input(path.to_str().unwrap()).unwrap(),
             &specials,
             &pre,
             Utf8Errors::Strict,

@@ -7,7 +7,9 @@
 //! whether it begins and ends its document; blocks are cut only at safe cuts, so the
 //! parts encode to the ids of the whole document.
 
-use super::blocks::{decode_block, BlockReader, ReadError, Utf8Errors};
+#[cfg(any(test, doc))]
+use super::blocks::open_input;
+use super::blocks::{decode_block, BlockReader, Input, ReadError, Utf8Errors};
 use super::chunking::TextCuts;
 use crate::pretok::SpecialMatcher;
 
@@ -57,11 +59,12 @@ impl super::pipeline::Texts for Items {
 }
 
 impl DocumentReader {
-    /// `separators`: what documents are separated by; `specials`: tokens blocks must
-    /// not be cut inside (those the encoder matches); `first_doc`: the number of the
-    /// file's first document.
+    /// `input`: the file ([`open_input`]) or a compressed one's bytes; `separators`:
+    /// what documents are separated by; `specials`: tokens blocks must not be cut
+    /// inside (those the encoder matches); `first_doc`: the number of the file's first
+    /// document.
     pub fn open(
-        path: &str,
+        input: Input,
         separators: &[String],
         specials: &[String],
         cuts: TextCuts,
@@ -71,7 +74,7 @@ impl DocumentReader {
     ) -> Result<Self, ReadError> {
         let both: Vec<String> = separators.iter().chain(specials).cloned().collect();
         Ok(Self {
-            reader: BlockReader::open(path)?,
+            reader: BlockReader::new(input),
             separators: SpecialMatcher::new(separators).map_err(ReadError::Other)?,
             cut_at: SpecialMatcher::new(&both).map_err(ReadError::Other)?,
             cuts,
@@ -153,7 +156,7 @@ mod tests {
         let seps: Vec<String> = separators.iter().map(|s| s.to_string()).collect();
         let path = dir.to_str().unwrap();
         let mut reader = DocumentReader::open(
-            path,
+            open_input(path).unwrap(),
             &seps,
             &[],
             TextCuts::Pattern,
@@ -220,7 +223,7 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let seps = vec!["<|e|>".to_string()];
         let mut reader = DocumentReader::open(
-            path.to_str().unwrap(),
+            open_input(path.to_str().unwrap()).unwrap(),
             &seps,
             &[],
             TextCuts::Pattern,

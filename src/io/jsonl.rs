@@ -18,11 +18,11 @@
 //! deeper than Python's recursion limit outside the text, where Python's road fails
 //! with a RecursionError and the core reads the text.)
 
-use std::fs::File;
-
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::blocks::{read_more, valid_utf8, ReadError};
+#[cfg(any(test, doc))]
+use super::blocks::open_input;
+use super::blocks::{read_more, valid_utf8, Input, ReadError};
 use super::documents::Items;
 use super::shards::refused;
 use crate::pretok::SpecialMatcher;
@@ -34,7 +34,7 @@ pub type Slow<'a> = dyn FnMut(&[u8], u64) -> Result<Option<String>, ReadError> +
 
 /// Reads a JSON Lines file's records a block at a time ([`JsonlReader::next_items`]).
 pub struct JsonlReader {
-    file: File,
+    file: Input,
     field: Vec<String>,
     block_bytes: usize,
     /// Bytes read and not yet handed out: from `offset` on, starting a line.
@@ -47,16 +47,12 @@ pub struct JsonlReader {
 }
 
 impl JsonlReader {
-    /// `field`: the path to each record's text (`["meta", "body"]`); `first_doc`: the
-    /// number of the file's first record.
-    pub fn open(
-        path: &str,
-        field: &[String],
-        block_bytes: usize,
-        first_doc: u64,
-    ) -> Result<Self, ReadError> {
-        Ok(Self {
-            file: File::open(path).map_err(ReadError::Io)?,
+    /// `input`: the file ([`open_input`]) or a compressed one's bytes; `field`: the
+    /// path to each record's text (`["meta", "body"]`); `first_doc`: the number of the
+    /// file's first record.
+    pub fn open(input: Input, field: &[String], block_bytes: usize, first_doc: u64) -> Self {
+        Self {
+            file: input,
             field: field.to_vec(),
             block_bytes: block_bytes.max(1),
             buf: Vec::new(),
@@ -64,7 +60,7 @@ impl JsonlReader {
             eof: false,
             lines: 0,
             next_doc: first_doc,
-        })
+        }
     }
 
     /// The number the next record gets: after the last block, the first number after
@@ -401,8 +397,8 @@ mod tests {
         std::fs::write(&path, content).unwrap();
         let forbidden: Vec<String> = forbidden.iter().map(|s| s.to_string()).collect();
         let forbidden = SpecialMatcher::new(&forbidden).unwrap();
-        let mut reader =
-            JsonlReader::open(path.to_str().unwrap(), &["text".into()], block, 10).unwrap();
+        let input = open_input(path.to_str().unwrap()).unwrap();
+        let mut reader = JsonlReader::open(input, &["text".into()], block, 10);
         let mut slow = |line: &[u8], n: u64| -> Result<Option<String>, ReadError> {
             match line {
                 b"skip" => Ok(None),

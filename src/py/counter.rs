@@ -1,16 +1,15 @@
 //! `PreTokenCounter`: the distinct pre-tokens of a corpus and how often each occurs
 //! (training's map step), and the merge loop over them (the reduce step).
 
-use std::sync::Mutex;
-
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use super::documents::python_reads;
+use super::documents::{input_of, python_reads, Failure};
 use super::errors::{read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::bpe::train::{train_merges, Limits};
+use crate::io::blocks::ReadError;
 use crate::io::count::{count_documents, count_file, count_items, Counts, BLOCK_BYTES};
 use crate::io::jsonl::JsonlReader;
 use crate::io::table;
@@ -25,6 +24,13 @@ pub struct PreTokenCounter {
     specials: SpecialMatcher,
     num_threads: usize,
     counts: Counts,
+}
+
+/// The error a file's counting ended in: the exception Python raised reading it (kept
+/// in `failure`), or else the core's error.
+fn raise(path: &str, e: ReadError, failure: &Failure, progress: Progress) -> PyErr {
+    let raised = failure.lock().unwrap_or_else(|e| e.into_inner()).take();
+    raised.unwrap_or_else(|| read_error(path, e, progress))
 }
 
 impl PreTokenCounter {
@@ -55,8 +61,10 @@ impl PreTokenCounter {
         })
     }
 
-    /// Counts a whole file, read in blocks; `progress(bytes_done)` after each block.
-    #[pyo3(signature = (path, errors="strict", progress=None, block_bytes=BLOCK_BYTES))]
+    /// Counts a whole file, read in blocks; `progress(bytes_done)` after each block;
+    /// `chunks`: the file's bytes, when Python decompresses them ([`input_of`]).
+    /// Returns the bytes read (of the decompressed text, for a compressed file).
+    #[pyo3(signature = (path, errors="strict", progress=None, block_bytes=BLOCK_BYTES, chunks=None))]
     fn add_file(
         &mut self,
         py: Python<'_>,
@@ -64,27 +72,34 @@ impl PreTokenCounter {
         errors: &str,
         progress: Option<Py<PyAny>>,
         block_bytes: usize,
-    ) -> PyResult<()> {
+        chunks: Option<Py<PyAny>>,
+    ) -> PyResult<u64> {
         let errors = utf8_errors(errors)?;
         let pool = thread_pool(self.num_threads)?;
         let progress = Progress::new(progress);
+        let failure = Failure::default();
         let (specials, pre) = (&self.specials, &self.pre);
+        let mut read = 0;
         let result = py.detach(|| {
-            count_file(path, specials, pre, errors, &pool, block_bytes, |done| {
+            let input = input_of(path, chunks, &failure)?;
+            count_file(input, specials, pre, errors, &pool, block_bytes, |done| {
+                read = done;
                 progress.report(done)
             })
         });
-        let counts = result.map_err(|e| read_error(path, e, progress))?;
+        let counts = result.map_err(|e| raise(path, e, &failure, progress))?;
         self.take_in(counts);
-        Ok(())
+        Ok(read)
     }
 
     /// Counts the records of a JSON Lines file, each the string at the `field` path
     /// and a document of its own, read by the core in blocks of whole lines
     /// ([`crate::io::jsonl`]); a line it cannot be sure to read as Python does goes to
     /// `slow(line, number)` ([`python_reads`]). `progress(bytes_done)` after each
-    /// block. Returns the UTF-8 bytes of the texts counted.
-    #[pyo3(signature = (path, field, slow, progress=None, block_bytes=BLOCK_BYTES))]
+    /// block; `chunks`: the file's bytes, when Python decompresses them ([`input_of`]).
+    /// Returns the UTF-8 bytes of the texts counted.
+    #[pyo3(signature = (path, field, slow, progress=None, block_bytes=BLOCK_BYTES, chunks=None))]
+    #[allow(clippy::too_many_arguments)]
     fn add_jsonl(
         &mut self,
         py: Python<'_>,
@@ -93,16 +108,17 @@ impl PreTokenCounter {
         slow: Py<PyAny>,
         progress: Option<Py<PyAny>>,
         block_bytes: usize,
+        chunks: Option<Py<PyAny>>,
     ) -> PyResult<u64> {
         let pool = thread_pool(self.num_threads)?;
         let progress = Progress::new(progress);
-        let mut reader = JsonlReader::open(path, &field, block_bytes, 0)
-            .map_err(|e| read_error(path, e, Progress::new(None)))?;
-        let failure = Mutex::new(None);
+        let failure = Failure::default();
         // Training refuses no special token: they are boundaries.
         let refused = SpecialMatcher::new(&[]).map_err(value_error)?;
         let (specials, pre) = (&self.specials, &self.pre);
         let result = py.detach(|| {
+            let input = input_of(path, chunks, &failure)?;
+            let mut reader = JsonlReader::open(input, &field, block_bytes, 0);
             let mut read = python_reads(&slow, &failure);
             let mut bytes = 0;
             // Read (and parsed) on this thread while the pool counts the block before.
@@ -116,10 +132,7 @@ impl PreTokenCounter {
             })?;
             Ok((counts, bytes))
         });
-        let (counts, bytes) = result.map_err(|e| {
-            let raised = failure.into_inner().unwrap_or_else(|e| e.into_inner());
-            raised.unwrap_or_else(|| read_error(path, e, progress))
-        })?;
+        let (counts, bytes) = result.map_err(|e| raise(path, e, &failure, progress))?;
         self.take_in(counts);
         Ok(bytes)
     }

@@ -5,16 +5,18 @@
 //! code runs per token (nor per record, but for the rare JSON line the core leaves
 //! to Python's reading of it).
 
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::PyBytes;
 
 use super::buffers::{IdBuffer, OutputPool};
 use super::errors::read_error;
 use super::Progress;
-use crate::io::blocks::ReadError;
+use crate::io::blocks::{open_input, Input, ReadError};
 use crate::io::documents::{DocumentReader, Items};
 use crate::io::jsonl::JsonlReader;
 use crate::io::pipeline::FlatIds;
@@ -79,6 +81,63 @@ pub fn python_reads<'a>(
                 ReadError::Other(said)
             })
         })
+    }
+}
+
+/// The bytes a reader reads: the file at `path`, or when `chunks` is given, what it
+/// returns call after call — a compressed file's bytes, decompressed by
+/// `bytepair.sources` (`chunks() -> bytes`, empty at the end; an exception it raises
+/// is kept in `failure`, for the caller to raise again).
+pub fn input_of(
+    path: &str,
+    chunks: Option<Py<PyAny>>,
+    failure: &Failure,
+) -> Result<Input, ReadError> {
+    match chunks {
+        None => open_input(path),
+        Some(chunks) => Ok(Box::new(PyChunks {
+            chunks,
+            held: None,
+            at: 0,
+            failure: Arc::clone(failure),
+        })),
+    }
+}
+
+/// [`input_of`]'s reader of Python's pieces: each `chunks()` is called holding the
+/// GIL (taken for the call alone), and its bytes are read from where Python keeps them.
+struct PyChunks {
+    chunks: Py<PyAny>,
+    held: Option<PyBackedBytes>,
+    at: usize,
+    failure: Failure,
+}
+
+impl Read for PyChunks {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let held = loop {
+            match &self.held {
+                Some(held) if self.at < held.len() => break held,
+                _ => {}
+            }
+            let next = Python::attach(|py| -> PyResult<PyBackedBytes> {
+                let piece = self.chunks.call0(py)?;
+                Ok(piece.extract::<PyBackedBytes>(py)?)
+            });
+            match next {
+                Ok(piece) if piece.is_empty() => return Ok(0),
+                Ok(piece) => (self.held, self.at) = (Some(piece), 0),
+                Err(e) => {
+                    let said = e.to_string();
+                    *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                    return Err(std::io::Error::other(said));
+                }
+            }
+        };
+        let n = buf.len().min(held.len() - self.at);
+        buf[..n].copy_from_slice(&held[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
 
@@ -292,5 +351,12 @@ impl DocumentBatches {
     #[getter]
     fn next_doc(&self) -> u64 {
         self.next_doc.load(Ordering::Relaxed)
+    }
+
+    /// Stops reading and encoding, and waits for the threads: after it, nothing is
+    /// read of the file (or asked of `chunks`) any more. Also when the batches are
+    /// dropped; `contextlib.closing` makes it happen before what they read is closed.
+    fn close(&mut self) {
+        self.finish();
     }
 }

@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::buffers::{IdBuffer, OutputPool};
-use super::documents::{DocumentBatches, Failure, JsonlItems, ReadItems, TextItems};
+use super::documents::{input_of, DocumentBatches, Failure, JsonlItems, ReadItems, TextItems};
 use super::errors::{batch_error, encode_error, read_error, value_error};
 use super::texts::{Text, Texts};
 use super::{thread_pool, utf8_errors, Progress};
@@ -722,7 +722,8 @@ impl<M: Model> Seam<M> {
 impl<M: Model + Send + Sync + 'static> Seam<M> {
     /// The documents of the text file at `path` between `separators`, encoded a
     /// block at a time on `num_threads` threads, without the frame
-    /// ([`DocumentBatches`]); `first_doc`: the number of the file's first document.
+    /// ([`DocumentBatches`]); `first_doc`: the number of the file's first document;
+    /// `chunks`: the file's bytes, when Python decompresses them ([`input_of`]).
     #[allow(clippy::too_many_arguments)]
     pub fn document_batches(
         &self,
@@ -735,6 +736,7 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
         block_bytes: usize,
         first_doc: u64,
         width: usize,
+        chunks: Option<Py<PyAny>>,
     ) -> PyResult<DocumentBatches> {
         let errors = utf8_errors(errors)?;
         let (both, allowed, forbidden) = self.file_specials(allowed_special, disallowed_special)?;
@@ -742,31 +744,28 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
             SafeCuts::AtSpecials { text } => text,
             SafeCuts::Nowhere => TextCuts::None,
         };
-        let reader = DocumentReader::open(
-            path,
-            &separators,
-            &both,
-            text_cuts,
-            errors,
-            block_bytes,
-            first_doc,
-        )
-        .map_err(|e| read_error(path, e, Progress::new(None)))?;
+        let failure = Failure::default();
+        let reader = input_of(path, chunks, &failure).and_then(|input| {
+            DocumentReader::open(
+                input,
+                &separators,
+                &both,
+                text_cuts,
+                errors,
+                block_bytes,
+                first_doc,
+            )
+        });
+        let reader = reader.map_err(|e| read_error(path, e, Progress::new(None)))?;
         let reader = Box::new(TextItems { reader, forbidden });
-        self.batches(
-            path,
-            reader,
-            Failure::default(),
-            allowed,
-            num_threads,
-            width,
-        )
+        self.batches(path, reader, failure, allowed, num_threads, width)
     }
 
     /// The records of the JSON Lines file at `path` (each the string at the `field`
     /// path), encoded a block at a time on `num_threads` threads, without the frame
     /// ([`DocumentBatches`], [`JsonlItems`]): lines the core does not read itself go
-    /// to `slow(line, number)`. `first_doc`: the number of the file's first record.
+    /// to `slow(line, number)`. `first_doc`: the number of the file's first record;
+    /// `chunks`: the file's bytes, when Python decompresses them ([`input_of`]).
     #[allow(clippy::too_many_arguments)]
     pub fn jsonl_batches(
         &self,
@@ -779,13 +778,14 @@ impl<M: Model + Send + Sync + 'static> Seam<M> {
         block_bytes: usize,
         first_doc: u64,
         width: usize,
+        chunks: Option<Py<PyAny>>,
     ) -> PyResult<DocumentBatches> {
         let (_, allowed, forbidden) = self.file_specials(allowed_special, disallowed_special)?;
-        let reader = JsonlReader::open(path, &field, block_bytes, first_doc)
-            .map_err(|e| read_error(path, e, Progress::new(None)))?;
         let failure = Failure::default();
+        let input = input_of(path, chunks, &failure)
+            .map_err(|e| read_error(path, e, Progress::new(None)))?;
         let reader = Box::new(JsonlItems {
-            reader,
+            reader: JsonlReader::open(input, &field, block_bytes, first_doc),
             forbidden,
             slow,
             failure: Arc::clone(&failure),
@@ -973,7 +973,7 @@ macro_rules! pymethods_with_seam {
 
         /// A text file's documents encoded a block at a time, for shard folders
         /// (`DocumentBatches`).
-        #[pyo3(signature = (path, separators, allowed_special, disallowed_special, errors, num_threads, block_bytes, first_doc=0, width=4))]
+        #[pyo3(signature = (path, separators, allowed_special, disallowed_special, errors, num_threads, block_bytes, first_doc=0, width=4, chunks=None))]
         #[allow(clippy::too_many_arguments)]
         fn document_batches(
             &self,
@@ -986,17 +986,18 @@ macro_rules! pymethods_with_seam {
             block_bytes: usize,
             first_doc: u64,
             width: usize,
+            chunks: Option<::pyo3::Py<::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<$crate::py::documents::DocumentBatches> {
             self.seam.document_batches(
                 path, separators, allowed_special, disallowed_special, errors, num_threads,
-                block_bytes, first_doc, width,
+                block_bytes, first_doc, width, chunks,
             )
         }
 
         /// A JSON Lines file's records (the string at the `field` path) encoded a
         /// block at a time, for shard folders (`DocumentBatches`); `slow(line,
         /// number)` reads the lines the core leaves to Python.
-        #[pyo3(signature = (path, field, slow, allowed_special, disallowed_special, num_threads, block_bytes, first_doc=0, width=4))]
+        #[pyo3(signature = (path, field, slow, allowed_special, disallowed_special, num_threads, block_bytes, first_doc=0, width=4, chunks=None))]
         #[allow(clippy::too_many_arguments)]
         fn jsonl_batches(
             &self,
@@ -1009,10 +1010,11 @@ macro_rules! pymethods_with_seam {
             block_bytes: usize,
             first_doc: u64,
             width: usize,
+            chunks: Option<::pyo3::Py<::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<$crate::py::documents::DocumentBatches> {
             self.seam.jsonl_batches(
                 path, field, slow, allowed_special, disallowed_special, num_threads,
-                block_bytes, first_doc, width,
+                block_bytes, first_doc, width, chunks,
             )
         }
 

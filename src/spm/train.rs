@@ -25,7 +25,9 @@ use super::normalizer::{marks, positions, Normalizer, PrefixMatcher, SPACE_SYMBO
 use super::proto::{ModelProto, NormalizerSpec, Piece, PieceType, TrainerSpec, BPE};
 use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
 use super::wire::{Field, Message, Value};
-use crate::io::blocks::{for_each_block, for_each_part, ReadError, Utf8Errors, BLOCK_BYTES};
+use crate::io::blocks::{
+    for_each_block, for_each_part, BlockReader, ReadError, Utf8Errors, BLOCK_BYTES,
+};
 use crate::io::chunking::TextCuts;
 use crate::io::worker_pool;
 use crate::packed::{packed, unpacked, Tally, MAX_PACKED};
@@ -662,22 +664,24 @@ impl Trainer {
             // thread reads the next.
             let (counter, per_thread) = (&self.counter, &self.per_thread);
             let parts = pool.current_num_threads() * PARTS_PER_THREAD;
-            for_each_part(
-                path,
-                &no_specials,
-                TextCuts::Newlines,
-                errors,
-                BLOCK_BYTES,
-                &pool,
-                |text| line_ends(text, parts),
-                |part| {
-                    let i = rayon::current_thread_index().unwrap_or(0);
-                    let mut counts = per_thread[i].lock().unwrap_or_else(|e| e.into_inner());
-                    counter.add_text(part, &mut counts);
-                    Ok(())
-                },
-                &mut report,
-            )
+            BlockReader::open(path).and_then(|reader| {
+                for_each_part(
+                    reader,
+                    &no_specials,
+                    TextCuts::Newlines,
+                    errors,
+                    BLOCK_BYTES,
+                    &pool,
+                    |text| line_ends(text, parts),
+                    |part| {
+                        let i = rayon::current_thread_index().unwrap_or(0);
+                        let mut counts = per_thread[i].lock().unwrap_or_else(|e| e.into_inner());
+                        counter.add_text(part, &mut counts);
+                        Ok(())
+                    },
+                    &mut report,
+                )
+            })
         } else {
             // The first `input_sentence_size` sentences, in order.
             let mut at = 0;

@@ -1,13 +1,17 @@
 """Encoding shard documents in this process: the core's batch encoding on all cores,
 while a thread reads and splits our own sources ahead (``read_ahead``).
 
-Plain text and JSON Lines files take a shorter road (``encode_files_into``): the core
-reads them, splits them into documents (JSON Lines: takes each record's text) and
-encodes them a block at a time (``DocumentBatches``), and Python only hands each
-block's ids to the writer — no string is made per document. (A JSON line the core
-cannot be sure to read as Python does is read by Python: ``JsonlSource.read_line``.)"""
+Text and JSON Lines files take a shorter road (``encode_files_into``): the core reads
+them, splits them into documents (JSON Lines: takes each record's text) and encodes
+them a block at a time (``DocumentBatches``), and Python only hands each block's ids
+to the writer — no string is made per document. (A compressed file's bytes are
+decompressed by Python, a piece per call, on the core's reading thread:
+``FileSource.core_input``. A JSON line the core cannot be sure to read as Python does
+is read by Python: ``JsonlSource.read_line``.)"""
 
 from __future__ import annotations
+
+from contextlib import closing, nullcontext
 
 from bytepair._progress import Progress
 from bytepair._read_ahead import batched, read_ahead
@@ -45,12 +49,12 @@ def encode_into(writer, tok, documents, *, num_threads: int, progress=None, tota
 
 
 def plain_files(writer, tok, documents) -> list | None:
-    """The sources of ``documents`` when the core can read them itself: all plain
-    (uncompressed) text or JSON Lines files, on a fresh run (a resumed one skips the
-    documents finished shards hold, by number and split, which the Python road does),
-    in file order (no ``shuffle_docs``), and for text files a tokenizer whose ids do
-    not change where a file is cut into blocks (JSON Lines blocks end between
-    records). Else None."""
+    """The sources of ``documents`` when the core can read them itself: all text or
+    JSON Lines files, compressed or not (not stdin), on a fresh run (a resumed one
+    skips the documents finished shards hold, by number and split, which the Python
+    road does), in file order (no ``shuffle_docs``), and for text files a tokenizer
+    whose ids do not change where a file is cut into blocks (JSON Lines blocks end
+    between records). Else None."""
     from bytepair.sources import part_chars_for
     from bytepair.sources.jsonl import JsonlSource
     from bytepair.sources.text import TextSource
@@ -58,13 +62,7 @@ def plain_files(writer, tok, documents) -> list | None:
     sources = getattr(documents, "sources", None)
     if not sources or writer.resumed or writer.shuffle_docs is not None:
         return None
-
-    def plain(s) -> bool:
-        if type(s) is JsonlSource:
-            return s.core_reads
-        return type(s) is TextSource and s.path != "-" and s.is_plain_file
-
-    if not all(plain(s) for s in sources):
+    if not all(type(s) in (JsonlSource, TextSource) and s.core_reads for s in sources):
         return None
     if not hasattr(tok.model.core, "jsonl_batches"):
         return None
@@ -74,7 +72,7 @@ def plain_files(writer, tok, documents) -> list | None:
 
 
 def encode_files_into(writer, tok, sources, *, num_threads: int, progress=None, total=None) -> int:
-    """Encodes plain text and JSON Lines files' documents into ``writer`` (see the
+    """Encodes text and JSON Lines files' documents into ``writer`` (see the
     module docstring): the core reads, splits and encodes each block on a thread of its
     own while this one writes the block before it. Returns the number of documents.
     (No numpy: its import was a tenth of a 200 MB folder's time.)"""
@@ -87,34 +85,39 @@ def encode_files_into(writer, tok, sources, *, num_threads: int, progress=None, 
         for source in sources:
             opts = source.options
             specials = (list(writer.allowed), list(writer.disallowed))
-            if isinstance(source, JsonlSource):
-                batches = core.jsonl_batches(
-                    str(source.path),
-                    opts.field_path,
-                    source.read_line,
-                    *specials,
-                    num_threads,
-                    BLOCK_BYTES,
-                    n_docs,
-                    writer.width,
-                )
-            else:
-                seps = [opts.doc_separator] if opts.doc_separator else list(opts.special_tokens)
-                batches = core.document_batches(
-                    str(source.path),
-                    seps,
-                    *specials,
-                    opts.errors,
-                    num_threads,
-                    BLOCK_BYTES,
-                    n_docs,
-                    writer.width,
-                )
-            # The core's thread encodes the next block while this one is written.
-            for ids, offsets, docs, firsts, lasts, end in batches:
-                ids = memoryview(ids).cast(ID_FORMATS[writer.width])
-                writer.add(ids, offsets, int64_list(docs), firsts, lasts)
-                bar(done + end)
-            n_docs = batches.next_doc
+            with source.core_input() or nullcontext() as chunks:
+                if isinstance(source, JsonlSource):
+                    batches = core.jsonl_batches(
+                        str(source.path),
+                        opts.field_path,
+                        source.read_line,
+                        *specials,
+                        num_threads,
+                        BLOCK_BYTES,
+                        n_docs,
+                        writer.width,
+                        chunks,
+                    )
+                else:
+                    seps = [opts.doc_separator] if opts.doc_separator else list(opts.special_tokens)
+                    batches = core.document_batches(
+                        str(source.path),
+                        seps,
+                        *specials,
+                        opts.errors,
+                        num_threads,
+                        BLOCK_BYTES,
+                        n_docs,
+                        writer.width,
+                        chunks,
+                    )
+                # The core's thread encodes the next block while this one is written.
+                # (Its threads stop before a compressed file's reader is closed.)
+                with closing(batches):
+                    for ids, offsets, docs, firsts, lasts, end in batches:
+                        ids = memoryview(ids).cast(ID_FORMATS[writer.width])
+                        writer.add(ids, offsets, int64_list(docs), firsts, lasts)
+                        bar(done + source.core_progress(end))
+                n_docs = batches.next_doc
             done += source.size
     return n_docs

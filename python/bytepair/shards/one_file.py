@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -212,9 +213,9 @@ def encode_documents(
 
 def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
     """A source's ids in pieces, ``width`` bytes each (memoryviews cast to "H" or "I"):
-    a text whole (``encode_chunks``), records in batches, a plain JSON Lines file's
-    records by the core (which hands Python only the lines it cannot be sure of, as for
-    shard folders: ``JsonlSource.read_line``)."""
+    a text whole (``encode_chunks``), records in batches, a JSON Lines file's records
+    by the core (which hands Python only the lines it cannot be sure of, as for shard
+    folders: ``JsonlSource.read_line``; a compressed file's bytes decompressed here)."""
     from bytepair.shards.writer import ID_FORMATS, le_ids
     from bytepair.sources.jsonl import JsonlSource
     from bytepair.sources.text import TextSource
@@ -228,20 +229,23 @@ def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
         allowed, disallowed = resolve(
             kwargs["allowed_special"], kwargs["disallowed_special"], tok.special_tokens
         )
-        batches = core.jsonl_batches(
-            str(src.path),
-            src.options.field_path,
-            src.read_line,
-            allowed,
-            disallowed,
-            threads,
-            JSONL_BLOCK_BYTES,
-            0,
-            width,
-        )
-        for ids, *_, end in batches:
-            src._done = end
-            yield memoryview(ids).cast(ID_FORMATS[width])
+        with src.core_input() or nullcontext() as chunks:
+            batches = core.jsonl_batches(
+                str(src.path),
+                src.options.field_path,
+                src.read_line,
+                allowed,
+                disallowed,
+                threads,
+                JSONL_BLOCK_BYTES,
+                0,
+                width,
+                chunks,
+            )
+            with closing(batches):  # its threads stop before the file is closed
+                for ids, *_, end in batches:
+                    src._done = end  # a compressed file's progress is its stream's
+                    yield memoryview(ids).cast(ID_FORMATS[width])
         return
     batch: list[str] = []
     size = 0

@@ -108,6 +108,29 @@ class ByteStream:
             )
 
 
+class Pieces:
+    """A compressed file's bytes for the Rust core to read: each call returns the next
+    decompressed piece, ``b""`` at the end. Decompression, and its errors (which name
+    the compressed byte offset), are :class:`ByteStream`'s; the core decodes the UTF-8
+    and reads documents or records as it does from a plain file. A context manager:
+    the file is closed on leaving it."""
+
+    def __init__(self, path, name: str) -> None:
+        self._file = open(path, "rb")
+        self.stream = ByteStream(self._file, name)
+        self._chunks = self.stream.chunks()
+
+    def __call__(self) -> bytes:
+        return next(self._chunks, b"")
+
+    def __enter__(self) -> Pieces:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._chunks.close()
+        self._file.close()
+
+
 def decode_utf8(chunks: Iterator[bytes], name: str, errors: str = "strict") -> Iterator[str]:
     """Bytes in pieces as text in pieces; invalid UTF-8 is an error naming the byte
     offset (unless ``errors="replace"``)."""

@@ -80,6 +80,33 @@ class FileSource:
     def consumed(self) -> int:
         return self._stream.consumed if self._stream is not None else self._done
 
+    #: Does the Rust core read this kind of file itself (text and JSON Lines files:
+    #: a plain one from its path, a compressed one through :meth:`core_input`)?
+    core_kind = False
+
+    @property
+    def core_reads(self) -> bool:
+        """Will the Rust core read this source itself: a file (not stdin) of a kind it
+        reads (:attr:`core_kind`)."""
+        return self.core_kind and self.path != "-"
+
+    def core_input(self):
+        """What the core reads this file through: None for a plain file (it opens the
+        path), else a :class:`~bytepair.sources._stream.Pieces` of its decompressed
+        bytes, to close when done; ``consumed`` then counts the compressed bytes read."""
+        if not self.compressed:
+            return None
+        from bytepair.sources._stream import Pieces
+
+        pieces = Pieces(self.path, self.name)
+        self._stream = pieces.stream
+        return pieces
+
+    def core_progress(self, end: int) -> int:
+        """Bytes of the file done when the core has read up to ``end`` of its (plain or
+        decompressed) bytes: for a compressed file, the compressed bytes read so far."""
+        return self._stream.consumed if self._stream is not None else end
+
     def parts(self) -> Iterator[tuple[str, bool]]:
         raise NotImplementedError
 

@@ -44,6 +44,8 @@ def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 class JsonlSource(FileSource):
+    core_kind = True
+
     def parts(self) -> Iterator[tuple[str, bool]]:
         with open(self.path, "rb") as f:
             self._stream = ByteStream(f, self.name)
@@ -56,13 +58,6 @@ class JsonlSource(FileSource):
             f.seek(start)
             data = f.read(end - start)
         yield from self._records(iter(data.split(b"\n")), lambda: _newlines(self.path, start))
-
-    @property
-    def core_reads(self) -> bool:
-        """A plain (uncompressed) file: the Rust core reads its records itself, handing
-        Python only the lines it cannot be sure to read as Python does
-        (:meth:`read_line`)."""
-        return self.path != "-" and not self.compressed
 
     def _records(self, lines: Iterator[bytes], lines_before) -> Iterator[tuple[str, bool]]:
         """The documents of ``lines``; ``lines_before`` (a number, or a function

@@ -117,9 +117,12 @@ def _with_end(texts: Iterator[str]) -> Iterator[str | None]:
 class TextSource(FileSource):
     """A UTF-8 text file (compressed or not, by content), or ``-`` for stdin."""
 
+    core_kind = True
+
     @property
     def is_plain_file(self) -> bool:
-        """An uncompressed file: the Rust core can read it itself, in blocks."""
+        """An uncompressed file (which ``encode_file`` and SentencePiece training read by
+        path; the core reads compressed ones too, through :meth:`core_input`)."""
         return not self.compressed
 
     def text_chunks(self) -> Iterator[str]:
