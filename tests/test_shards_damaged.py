@@ -20,6 +20,8 @@ import xxhash
 import bytepair
 from bytepair.shards.lock import LOCK, FolderLock
 
+from conftest import folder_bytes
+
 
 @pytest.fixture(scope="module")
 def gpt2():
@@ -155,6 +157,59 @@ def test_a_folder_holding_both_kinds_of_digest_has_each_file_checked_by_its_own(
         with pytest.raises(ValueError, match=rf"{name}: {algorithm} differs from manifest.json"):
             bytepair.open_shards(folder).verify()
         path.write_bytes(good)
+
+
+def test_a_run_of_version_2_resumed_by_this_one_finishes_with_both_kinds(
+    gpt2, tmp_path, monkeypatch
+):
+    # A run interrupted under version 2 left finished shards with BLAKE3 digests in its
+    # state; this version finishes it: those keep theirs, the new ones get XXH3-128,
+    # and the folder verifies, with the clean run's shards.
+    from bytepair.runners import local
+    from bytepair.shards.writer import ShardWriter
+    from bytepair.sources import open_sources
+
+    monkeypatch.setattr(local, "BLOCK_BYTES", 700)  # a block per call of add
+    path = tmp_path / "docs.txt"
+    eot = "<|endoftext|>"
+    path.write_text(eot.join(f"Document {i} says hello. " * (3 + i % 5) for i in range(60)))
+
+    def write(out):
+        corpus = open_sources([str(path)], special_tokens=[eot])
+        return bytepair.write_shards(gpt2, corpus, out, shard_tokens=500, progress=False)
+
+    write(tmp_path / "clean")
+    add = ShardWriter.add
+
+    def failing(self, *args):
+        if len(self.splits["train"].shards) == 2:
+            raise KeyboardInterrupt
+        return add(self, *args)
+
+    out = tmp_path / "cut"
+    with monkeypatch.context() as patch:
+        patch.setattr(ShardWriter, "add", failing)
+        with pytest.raises(KeyboardInterrupt):
+            write(out)
+    state = json.loads((out / "resume-state.json").read_text())
+    finished = state["splits"]["train"]["shards"]
+    assert state["version"] == 3 and len(finished) == 2
+    state["version"] = 2
+    for shard in finished:
+        for name, key in ((shard["file"], "blake3"), (shard["index"], "index_blake3")):
+            del shard[key.replace("blake3", "xxh3_128")]
+            shard[key] = blake3.blake3((out / name).read_bytes()).hexdigest()
+    (out / "resume-state.json").write_text(json.dumps(state))
+    write(out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["version"] == 3
+    kinds = [("blake3" in s) + 2 * ("xxh3_128" in s) for s in manifest["shards"]]
+    assert kinds[:2] == [1, 1] and set(kinds[2:]) == {2}
+    bytepair.open_shards(out).verify()
+    assert folder_bytes(out).keys() == folder_bytes(tmp_path / "clean").keys()
+    for name, data in folder_bytes(tmp_path / "clean").items():
+        if name.endswith((".bin", ".idx.npy")):
+            assert (out / name).read_bytes() == data, name
 
 
 def test_a_version_1_folder_with_sha256_digests_still_opens_and_verifies(folder):
