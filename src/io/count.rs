@@ -308,12 +308,9 @@ pub fn count_file(
     errors: Utf8Errors,
     pool: &rayon::ThreadPool,
     block_bytes: usize,
-    mut progress: impl FnMut(u64) -> bool,
+    progress: impl FnMut(u64) -> bool,
 ) -> Result<Counts, ReadError> {
-    let tables = Tables::default();
-    let long = Mutex::new(FxHashMap::default());
-    let threads = pool.current_num_threads().max(1);
-    let min_part = (block_bytes / 16).max(1);
+    let counting = Counting::new(pool, block_bytes);
     for_each_part(
         BlockReader::new(input),
         specials,
@@ -321,20 +318,62 @@ pub fn count_file(
         errors,
         block_bytes,
         pool,
-        |text| plan_block(text, specials, pre, threads, min_part),
-        |part| count_part([part], specials, pre, &tables, &long),
-        |end| {
-            if progress(end) {
-                Ok(())
-            } else {
-                Err(ReadError::Interrupted)
-            }
-        },
+        |text| plan_block(text, specials, pre, counting.threads, counting.min_part),
+        |part| counting.part([part], specials, pre),
+        until_stopped(progress),
     )?;
-    Ok(Counts {
-        small: tables.into_total(),
-        long: long.into_inner().unwrap_or_else(|e| e.into_inner()),
-    })
+    Ok(counting.into_counts())
+}
+
+/// What the parts of a file's counting share: the tables they count into
+/// ([`Tables`]), the long pieces, and how blocks are cut into parts.
+struct Counting {
+    tables: Tables,
+    long: Mutex<FxHashMap<Vec<u8>, u64>>,
+    threads: usize,
+    /// The least bytes of a part.
+    min_part: usize,
+}
+
+impl Counting {
+    fn new(pool: &rayon::ThreadPool, block_bytes: usize) -> Self {
+        Self {
+            tables: Tables::default(),
+            long: Mutex::default(),
+            threads: pool.current_num_threads().max(1),
+            min_part: (block_bytes / 16).max(1),
+        }
+    }
+
+    /// Counts one part ([`count_part`]).
+    fn part<'t>(
+        &self,
+        texts: impl IntoIterator<Item = &'t str>,
+        specials: &SpecialMatcher,
+        pre: &PreTokenizer,
+    ) -> Result<(), String> {
+        count_part(texts, specials, pre, &self.tables, &self.long)
+    }
+
+    fn into_counts(self) -> Counts {
+        Counts {
+            small: self.tables.into_total(),
+            long: self.long.into_inner().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+}
+
+/// `progress` as the `done` of [`for_each_part_of`]: false stops the reading.
+fn until_stopped(
+    mut progress: impl FnMut(u64) -> bool,
+) -> impl FnMut(u64) -> Result<(), ReadError> {
+    move |end| {
+        if progress(end) {
+            Ok(())
+        } else {
+            Err(ReadError::Interrupted)
+        }
+    }
 }
 
 /// Blocks of documents read by a closure ([`Items`]: a JSON Lines file's records).
@@ -363,32 +402,21 @@ pub fn count_items(
     pre: &PreTokenizer,
     pool: &rayon::ThreadPool,
     block_bytes: usize,
-    mut progress: impl FnMut(u64) -> bool,
+    progress: impl FnMut(u64) -> bool,
 ) -> Result<Counts, ReadError> {
-    let tables = Tables::default();
-    let long = Mutex::new(FxHashMap::default());
-    let threads = pool.current_num_threads().max(1);
-    let min_part = (block_bytes / 16).max(1);
+    let counting = Counting::new(pool, block_bytes);
+    let (threads, min_part) = (counting.threads, counting.min_part);
     for_each_part_of(
         &mut ItemBlocks(next),
         pool,
         |items: &Items| plan_items(items, specials, pre, threads, min_part),
         |items: &Items, spans: Vec<(usize, usize)>| {
             let texts = spans.into_iter().map(|(a, b)| &items.text[a..b]);
-            count_part(texts, specials, pre, &tables, &long)
+            counting.part(texts, specials, pre)
         },
-        |end| {
-            if progress(end) {
-                Ok(())
-            } else {
-                Err(ReadError::Interrupted)
-            }
-        },
+        until_stopped(progress),
     )?;
-    Ok(Counts {
-        small: tables.into_total(),
-        long: long.into_inner().unwrap_or_else(|e| e.into_inner()),
-    })
+    Ok(counting.into_counts())
 }
 
 /// A block of documents' parts for [`count_items`]: each a list of texts (byte ranges
@@ -549,27 +577,13 @@ mod tests {
         std::fs::write(&path, line.repeat(5_000)).unwrap();
         let specials = SpecialMatcher::new(&["<|e|>".into()]).unwrap();
         let pre = PreTokenizer::new(Some(GPT2_PATTERN)).unwrap();
+        let count = |input: Input, threads, block| {
+            let (errors, pool) = (Utf8Errors::Strict, pool(threads));
+            count_file(input, &specials, &pre, errors, &pool, block, |_| true).unwrap()
+        };
         let p = path.to_str().unwrap();
-        let one = count_file(
-            open_input(p).unwrap(),
-            &specials,
-            &pre,
-            Utf8Errors::Strict,
-            &pool(1),
-            BLOCK_BYTES,
-            |_| true,
-        )
-        .unwrap();
-        let two = count_file(
-            open_input(p).unwrap(),
-            &specials,
-            &pre,
-            Utf8Errors::Strict,
-            &pool(2),
-            1000,
-            |_| true,
-        )
-        .unwrap();
+        let one = count(open_input(p).unwrap(), 1, BLOCK_BYTES);
+        let two = count(open_input(p).unwrap(), 2, 1000);
         assert_eq!(one, two);
         assert_eq!(one.get(b" cat"), Some(5_000));
         // The same bytes from a reader that hands out a few at a time (as a
@@ -582,17 +596,7 @@ mod tests {
             }
         }
         let trickle = Trickle(std::io::Cursor::new(std::fs::read(&path).unwrap()));
-        let three = count_file(
-            Box::new(trickle),
-            &specials,
-            &pre,
-            Utf8Errors::Strict,
-            &pool(2),
-            1000,
-            |_| true,
-        )
-        .unwrap();
-        assert_eq!(one, three);
+        assert_eq!(count(Box::new(trickle), 2, 1000), one);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
