@@ -28,6 +28,7 @@ import functools
 import io
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
 
 from bytepair import _core
 from bytepair._files import atomic_write, check_writable
@@ -36,6 +37,7 @@ from bytepair._read_ahead import batched
 from bytepair.models.sentencepiece import SentencePiece
 from bytepair.options import threads, without_surrogates
 from bytepair.sources import open_sources
+from bytepair.sources.text import TextSource
 from bytepair.tokenizer import Tokenizer
 
 NORMALIZATIONS = ("identity", "nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf")
@@ -157,8 +159,11 @@ def train_sentencepiece(
             if trainer.full:
                 break
             read.append(src.name)
-            if doc_separator is None and getattr(src, "is_plain_file", False):
-                trainer.add_file(str(src.path), errors, bar.hook())
+            if doc_separator is None and type(src) is TextSource and src.core_reads:
+                # The core reads the file (a compressed one's bytes, decompressed here).
+                with src.core_input() or nullcontext() as chunks:
+                    hook = bar.hook() and (lambda end, src=src: bar(src.core_progress(end)))
+                    trainer.add_file(str(src.path), errors, hook, chunks)
             else:
                 lines = _whole_lines(_parts(src, doc_separator), max_sentence_length)
                 for batch in batched(lines, _BATCH_CHARS):

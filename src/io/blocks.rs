@@ -55,18 +55,18 @@ impl std::fmt::Display for ReadError {
 /// 87 MB; 2 MB: 356-380 ms, 68 MB): the block and its parts stay in the CPU's caches.
 pub const BLOCK_BYTES: usize = 4 << 20;
 
-/// Calls `f(text, offset)` for consecutive blocks of the file, where `offset` is the
-/// file offset of the block's first byte. Blocks are cut at the edges of `specials`
-/// and at `cuts` (`chunking`); a block grows until such a cut is found.
+/// Calls `f(text, offset)` for consecutive blocks of what `reader` reads (a file:
+/// [`BlockReader::open`]), where `offset` is the offset of the block's first byte.
+/// Blocks are cut at the edges of `specials` and at `cuts` (`chunking`); a block grows
+/// until such a cut is found.
 pub fn for_each_block(
-    path: &str,
+    mut reader: BlockReader,
     specials: &SpecialMatcher,
     cuts: TextCuts,
     errors: Utf8Errors,
     block_bytes: usize,
     mut f: impl FnMut(&str, u64) -> Result<(), ReadError>,
 ) -> Result<(), ReadError> {
-    let mut reader = BlockReader::open(path)?;
     while let Some((bytes, offset)) = reader.next_block(specials, cuts, block_bytes)? {
         f(&decode(&bytes, offset, errors)?, offset)?;
         reader.recycle(bytes);

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::{mpsc, Arc};
 
 use super::batch::write_le;
-use super::blocks::{for_each_block, ReadError, Utf8Errors};
+use super::blocks::{for_each_block, BlockReader, ReadError, Utf8Errors};
 use super::chunking::{split_evenly, TextCuts};
 use crate::model::{Frame, Model, SafeCuts, WorkerCaches};
 use crate::pretok::SpecialMatcher;
@@ -107,9 +107,10 @@ pub fn encode_file<M: Model>(
     };
     writer.write(&frame.before)?;
     let mut pending: VecDeque<Pending> = VecDeque::new();
+    let reader = BlockReader::open(path)?;
     pool.in_place_scope(|s| {
         for_each_block(
-            path,
+            reader,
             cut_at,
             text_cuts,
             errors,

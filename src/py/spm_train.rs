@@ -5,6 +5,7 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use super::documents::{input_of, Failure};
 use super::{utf8_errors, Progress};
 use crate::io::blocks::ReadError;
 use crate::spm::train::{identity_spec, TrainError, TrainOptions, TrainProgress, Trainer};
@@ -114,21 +115,33 @@ impl SentencePieceTrainer {
         self.trainer.as_ref().is_some_and(Trainer::is_full)
     }
 
-    /// Counts the lines of a plain text file, read in blocks; `progress(bytes of it
-    /// read so far)` after each block. Returns the bytes read.
-    #[pyo3(signature = (path, errors = "strict", progress = None))]
+    /// Counts the lines of a text file, read in blocks; `progress(bytes of it read so
+    /// far)` after each block; `chunks`: the file's bytes, when Python decompresses them
+    /// ([`input_of`]). Returns the bytes read.
+    #[pyo3(signature = (path, errors = "strict", progress = None, chunks = None))]
     fn add_file(
         &mut self,
         py: Python<'_>,
         path: &str,
         errors: &str,
         progress: Option<Py<PyAny>>,
+        chunks: Option<Py<PyAny>>,
     ) -> PyResult<u64> {
         let errors = utf8_errors(errors)?;
         let trainer = self.trainer()?;
         let progress = Progress::new(progress);
-        let result = py.detach(|| trainer.add_file(path, errors, &|n| progress.report(n)));
-        result.map_err(|e| train_error(e, progress))
+        let failure = Failure::default();
+        let result = py.detach(|| {
+            let input = input_of(path, chunks, &failure).map_err(|error| TrainError::Read {
+                path: path.to_string(),
+                error,
+            })?;
+            trainer.add_file(path, input, errors, &|n| progress.report(n))
+        });
+        result.map_err(|e| {
+            let raised = failure.lock().unwrap_or_else(|e| e.into_inner()).take();
+            raised.unwrap_or_else(|| train_error(e, progress))
+        })
     }
 
     /// Counts the lines of each text (the end of a text ends a line).

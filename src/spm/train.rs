@@ -26,7 +26,8 @@ use super::proto::{ModelProto, NormalizerSpec, Piece, PieceType, TrainerSpec, BP
 use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
 use super::wire::{Field, Message, Value};
 use crate::io::blocks::{
-    for_each_block, for_each_part, BlockReader, ReadError, Utf8Errors, BLOCK_BYTES,
+    for_each_block, for_each_part, open_input, BlockReader, Input, ReadError, Utf8Errors,
+    BLOCK_BYTES,
 };
 use crate::io::chunking::TextCuts;
 use crate::io::worker_pool;
@@ -574,7 +575,12 @@ pub fn train_files(
     let mut read = 0;
     for path in paths {
         let base = read;
-        read += trainer.add_file(path, Utf8Errors::Strict, &|n| progress.bytes_read(base + n))?;
+        let input = open_input(path).map_err(|error| TrainError::Read {
+            path: path.clone(),
+            error,
+        })?;
+        let report = |n| progress.bytes_read(base + n);
+        read += trainer.add_file(path, input, Utf8Errors::Strict, &report)?;
     }
     trainer.train(paths, progress)
 }
@@ -640,6 +646,7 @@ impl Trainer {
     pub fn add_file(
         &mut self,
         path: &str,
+        input: Input,
         errors: Utf8Errors,
         progress: &dyn Fn(u64) -> bool,
     ) -> Result<u64, TrainError> {
@@ -664,9 +671,9 @@ impl Trainer {
             // thread reads the next.
             let (counter, per_thread) = (&self.counter, &self.per_thread);
             let parts = pool.current_num_threads() * PARTS_PER_THREAD;
-            BlockReader::open(path).and_then(|reader| {
+            {
                 for_each_part(
-                    reader,
+                    BlockReader::new(input),
                     &no_specials,
                     TextCuts::Newlines,
                     errors,
@@ -681,12 +688,12 @@ impl Trainer {
                     },
                     &mut report,
                 )
-            })
+            }
         } else {
             // The first `input_sentence_size` sentences, in order.
             let mut at = 0;
             for_each_block(
-                path,
+                BlockReader::new(input),
                 &no_specials,
                 TextCuts::Newlines,
                 errors,
