@@ -6,10 +6,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use super::documents::{input_of, python_reads, Failure};
-use super::errors::{read_error, value_error};
+use super::errors::{kept_or, read_error, value_error};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::bpe::train::{train_merges, Limits};
-use crate::io::blocks::ReadError;
 use crate::io::count::{count_documents, count_file, count_items, Counts, BLOCK_BYTES};
 use crate::io::jsonl::JsonlReader;
 use crate::io::table;
@@ -24,13 +23,6 @@ pub struct PreTokenCounter {
     specials: SpecialMatcher,
     num_threads: usize,
     counts: Counts,
-}
-
-/// The error a file's counting ended in: the exception Python raised reading it (kept
-/// in `failure`), or else the core's error.
-fn raise(path: &str, e: ReadError, failure: &Failure, progress: Progress) -> PyErr {
-    let raised = failure.lock().unwrap_or_else(|e| e.into_inner()).take();
-    raised.unwrap_or_else(|| read_error(path, e, progress))
 }
 
 impl PreTokenCounter {
@@ -87,7 +79,7 @@ impl PreTokenCounter {
                 progress.report(done)
             })
         });
-        let counts = result.map_err(|e| raise(path, e, &failure, progress))?;
+        let counts = result.map_err(|e| kept_or(&failure, || read_error(path, e, progress)))?;
         self.take_in(counts);
         Ok(read)
     }
@@ -132,7 +124,8 @@ impl PreTokenCounter {
             })?;
             Ok((counts, bytes))
         });
-        let (counts, bytes) = result.map_err(|e| raise(path, e, &failure, progress))?;
+        let (counts, bytes) =
+            result.map_err(|e| kept_or(&failure, || read_error(path, e, progress)))?;
         self.take_in(counts);
         Ok(bytes)
     }

@@ -14,7 +14,7 @@ use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::PyBytes;
 
 use super::buffers::{IdBuffer, OutputPool};
-use super::errors::read_error;
+use super::errors::{keep, kept_or, read_error};
 use super::Progress;
 use crate::io::blocks::{open_input, Input, ReadError};
 use crate::io::documents::{DocumentReader, Items};
@@ -75,11 +75,7 @@ pub fn python_reads<'a>(
             let text = slow
                 .call1(py, (PyBytes::new(py, line), number))
                 .and_then(|t| t.extract::<Option<String>>(py));
-            text.map_err(|e| {
-                let said = e.to_string();
-                *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                ReadError::Other(said)
-            })
+            text.map_err(|e| ReadError::Other(keep(failure, e)))
         })
     }
 }
@@ -127,11 +123,7 @@ impl Read for PyChunks {
             match next {
                 Ok(piece) if piece.is_empty() => return Ok(0),
                 Ok(piece) => (self.held, self.at) = (Some(piece), 0),
-                Err(e) => {
-                    let said = e.to_string();
-                    *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                    return Err(std::io::Error::other(said));
-                }
+                Err(e) => return Err(std::io::Error::other(keep(&self.failure, e))),
             }
         };
         let n = buf.len().min(held.len() - self.at);
@@ -267,12 +259,9 @@ impl DocumentBatches {
     /// The reader's error: the Python exception it met, as it was, or else `e` naming
     /// the file.
     fn error(&self, e: ReadError) -> PyErr {
-        let raised = self
-            .failure
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        raised.unwrap_or_else(|| read_error(&self.path, e, Progress::new(None)))
+        kept_or(&self.failure, || {
+            read_error(&self.path, e, Progress::new(None))
+        })
     }
 
     /// Stops the threads and waits for them (they finish the block at hand), without

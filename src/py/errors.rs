@@ -1,6 +1,8 @@
 //! The one mapping of the core's errors to Python exceptions. Messages are worded by
 //! the core; quoted text and bytes get Python's own `repr()`.
 
+use std::sync::Mutex;
+
 use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString};
@@ -65,6 +67,20 @@ pub fn batch_error(py: Python<'_>, e: BatchError<PyErr>) -> PyErr {
         BatchError::Encode(e) => encode_error(py, e),
         BatchError::Receive(e) => e,
     }
+}
+
+/// Keeps `e`, a Python exception met where it cannot be raised (on a reading thread),
+/// in `failure` for the caller to raise again ([`kept_or`]); what it says.
+pub fn keep(failure: &Mutex<Option<PyErr>>, e: PyErr) -> String {
+    let said = e.to_string();
+    *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+    said
+}
+
+/// The exception [`keep`] kept in `failure`, as it was raised, or else `otherwise()`.
+pub fn kept_or(failure: &Mutex<Option<PyErr>>, otherwise: impl FnOnce() -> PyErr) -> PyErr {
+    let kept = failure.lock().unwrap_or_else(|e| e.into_inner()).take();
+    kept.unwrap_or_else(otherwise)
 }
 
 /// A failure reading the file at `path`: OSError for I/O, the callback's exception

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::documents::{input_of, Failure};
+use super::errors::kept_or;
 use super::{utf8_errors, Progress};
 use crate::io::blocks::ReadError;
 use crate::spm::train::{identity_spec, TrainError, TrainOptions, TrainProgress, Trainer};
@@ -138,10 +139,7 @@ impl SentencePieceTrainer {
             })?;
             trainer.add_file(path, input, errors, &|n| progress.report(n))
         });
-        result.map_err(|e| {
-            let raised = failure.lock().unwrap_or_else(|e| e.into_inner()).take();
-            raised.unwrap_or_else(|| train_error(e, progress))
-        })
+        result.map_err(|e| kept_or(&failure, || train_error(e, progress)))
     }
 
     /// Counts the lines of each text (the end of a text ends a line).
