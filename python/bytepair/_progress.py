@@ -53,9 +53,13 @@ class Progress:
         elif self.bar is not None:
             self.bar.update(done - self.bar.n)
 
-    def hook(self):
-        """What to hand the Rust core (None when off: it then skips the calls)."""
-        return self if self.enabled else None
+    def hook(self, at: Callable[[int], int] | None = None):
+        """What to hand the Rust core (None when off: it then skips the calls); ``at``
+        turns the core's number into the amount done (a compressed file's bytes read,
+        where the core counts decompressed ones: ``FileSource.core_progress``)."""
+        if not self.enabled:
+            return None
+        return self if at is None else lambda n: self(at(n))
 
     def __enter__(self) -> Progress:
         return self

@@ -295,7 +295,7 @@ def train(
             if core_reads and (type(src) is JsonlSource or doc_separator is None):
                 # The core reads the file (a compressed one's bytes, decompressed here).
                 with src.core_input() or nullcontext() as chunks:
-                    hook = bar.hook() and (lambda end, src=src: bar(src.core_progress(end)))
+                    hook = bar.hook(at=src.core_progress)
                     if type(src) is JsonlSource:
                         text_bytes += counter.add_jsonl(
                             str(src.path),

@@ -162,7 +162,7 @@ def train_sentencepiece(
             if doc_separator is None and type(src) is TextSource and src.core_reads:
                 # The core reads the file (a compressed one's bytes, decompressed here).
                 with src.core_input() or nullcontext() as chunks:
-                    hook = bar.hook() and (lambda end, src=src: bar(src.core_progress(end)))
+                    hook = bar.hook(at=src.core_progress)
                     trainer.add_file(str(src.path), errors, hook, chunks)
             else:
                 lines = _whole_lines(_parts(src, doc_separator), max_sentence_length)

@@ -11,7 +11,8 @@ is read by Python: ``JsonlSource.read_line``.)"""
 
 from __future__ import annotations
 
-from contextlib import closing, nullcontext
+from collections.abc import Iterator
+from contextlib import closing, contextmanager, nullcontext
 
 from bytepair._progress import Progress
 from bytepair._read_ahead import batched, read_ahead
@@ -77,47 +78,45 @@ def encode_files_into(writer, tok, sources, *, num_threads: int, progress=None, 
     own while this one writes the block before it. Returns the number of documents.
     (No numpy: its import was a tenth of a 200 MB folder's time.)"""
     from bytepair.shards.writer import ID_FORMATS, int64_list
-    from bytepair.sources.jsonl import JsonlSource
 
     core = tok.model.core
     n_docs = done = 0
     with Progress(progress, total=total, desc="sharding") as bar:
         for source in sources:
-            opts = source.options
             specials = (list(writer.allowed), list(writer.disallowed))
-            with source.core_input() or nullcontext() as chunks:
-                if isinstance(source, JsonlSource):
-                    batches = core.jsonl_batches(
-                        str(source.path),
-                        opts.field_path,
-                        source.read_line,
-                        *specials,
-                        num_threads,
-                        BLOCK_BYTES,
-                        n_docs,
-                        writer.width,
-                        chunks,
-                    )
-                else:
-                    seps = [opts.doc_separator] if opts.doc_separator else list(opts.special_tokens)
-                    batches = core.document_batches(
-                        str(source.path),
-                        seps,
-                        *specials,
-                        opts.errors,
-                        num_threads,
-                        BLOCK_BYTES,
-                        n_docs,
-                        writer.width,
-                        chunks,
-                    )
+            blocks = {"block_bytes": BLOCK_BYTES, "first_doc": n_docs, "width": writer.width}
+            with core_batches(core, source, *specials, num_threads, **blocks) as batches:
                 # The core's thread encodes the next block while this one is written.
-                # (Its threads stop before a compressed file's reader is closed.)
-                with closing(batches):
-                    for ids, offsets, docs, firsts, lasts, end in batches:
-                        ids = memoryview(ids).cast(ID_FORMATS[writer.width])
-                        writer.add(ids, offsets, int64_list(docs), firsts, lasts)
-                        bar(done + source.core_progress(end))
+                for ids, offsets, docs, firsts, lasts, end in batches:
+                    ids = memoryview(ids).cast(ID_FORMATS[writer.width])
+                    writer.add(ids, offsets, int64_list(docs), firsts, lasts)
+                    bar(done + source.core_progress(end))
                 n_docs = batches.next_doc
             done += source.size
     return n_docs
+
+
+@contextmanager
+def core_batches(
+    core, source, allowed: list, disallowed: list, num_threads: int, **blocks
+) -> Iterator:
+    """The core's ``DocumentBatches`` of a text or JSON Lines file's documents
+    (``blocks``: ``block_bytes``, ``first_doc``, ``width``), a compressed file's bytes
+    decompressed here (``FileSource.core_input``). On leaving, the core's threads are
+    stopped before the file they read is closed."""
+    from bytepair.sources.jsonl import JsonlSource
+
+    opts, path = source.options, str(source.path)
+    with source.core_input() or nullcontext() as chunks:
+        if isinstance(source, JsonlSource):
+            field, read_line = opts.field_path, source.read_line
+            batches = core.jsonl_batches(
+                path, field, read_line, allowed, disallowed, num_threads, chunks=chunks, **blocks
+            )
+        else:
+            seps = [opts.doc_separator] if opts.doc_separator else list(opts.special_tokens)
+            batches = core.document_batches(
+                path, seps, allowed, disallowed, opts.errors, num_threads, chunks=chunks, **blocks
+            )
+        with closing(batches):
+            yield batches

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -216,6 +215,7 @@ def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
     a text whole (``encode_chunks``), records in batches, a JSON Lines file's records
     by the core (which hands Python only the lines it cannot be sure of, as for shard
     folders: ``JsonlSource.read_line``; a compressed file's bytes decompressed here)."""
+    from bytepair.runners.local import core_batches
     from bytepair.shards.writer import ID_FORMATS, le_ids
     from bytepair.sources.jsonl import JsonlSource
     from bytepair.sources.text import TextSource
@@ -229,23 +229,11 @@ def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
         allowed, disallowed = resolve(
             kwargs["allowed_special"], kwargs["disallowed_special"], tok.special_tokens
         )
-        with src.core_input() or nullcontext() as chunks:
-            batches = core.jsonl_batches(
-                str(src.path),
-                src.options.field_path,
-                src.read_line,
-                allowed,
-                disallowed,
-                threads,
-                JSONL_BLOCK_BYTES,
-                0,
-                width,
-                chunks,
-            )
-            with closing(batches):  # its threads stop before the file is closed
-                for ids, *_, end in batches:
-                    src._done = end  # a compressed file's progress is its stream's
-                    yield memoryview(ids).cast(ID_FORMATS[width])
+        blocks = {"block_bytes": JSONL_BLOCK_BYTES, "first_doc": 0, "width": width}
+        with core_batches(core, src, allowed, disallowed, threads, **blocks) as batches:
+            for ids, *_, end in batches:
+                src._done = end  # a compressed file's progress is its stream's
+                yield memoryview(ids).cast(ID_FORMATS[width])
         return
     batch: list[str] = []
     size = 0
