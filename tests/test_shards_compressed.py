@@ -3,13 +3,16 @@
 (``FileSource.core_input``), and the core reads the bytes as it reads a plain file's.
 Shard folders, files of ids and training come out as on Python's road (which reads the
 same files in Python throughout), and a damaged file fails with Python's message,
-naming the compressed byte offset, leaving no folder behind."""
+naming the compressed byte offset, leaving no folder behind. stdin, compressed or not,
+takes the same road."""
 
 from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
+import sys
 import warnings
 from pathlib import Path
 
@@ -232,3 +235,86 @@ def test_a_run_stopped_while_reading_a_compressed_file_stops_its_threads_first(
     monkeypatch.setattr(ShardWriter, "add", add)
     write(tok, packed, tmp_path / "cut", core=False, **options)
     assert folder_bytes(tmp_path / "cut") == folder_bytes(tmp_path / "clean")
+
+
+# stdin: read by the core, its bytes handed over by Python (decompressed if compressed),
+# as a compressed file's are.
+
+
+def on_stdin(monkeypatch, data: bytes) -> None:
+    """``data`` as this process's stdin (``sys.stdin.buffer``), for one reading."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+@pytest.mark.parametrize("suffix", [None, "gz"])
+def test_stdin_gives_pythons_folder_on_the_cores_road(tmp_path, monkeypatch, suffix):
+    tok = bytepair.get_encoding("cl100k_base")
+    path = text_files(tmp_path)[0]
+    data = path.read_bytes() if suffix is None else compressed(path, suffix).read_bytes()
+    options = {"shard_tokens": 3000, "val_fraction": 0.2}
+    folders = {}
+    for core in (True, False):
+        on_stdin(monkeypatch, data)
+        monkeypatch.setattr(text.TextSource, "parts", refuse_python if core else text_parts)
+        _, used = write(tok, ["-"], tmp_path / f"stdin-{core}", core=core, **options)
+        assert used == [core]
+        folders[core] = folder_bytes(tmp_path / f"stdin-{core}")
+    assert folders[True] == folders[False]
+    # The ids are the file's.
+    write(tok, [path], tmp_path / "file", core=True, **options)
+    ids = {k: v for k, v in folder_bytes(tmp_path / "file").items() if k.endswith(".bin")}
+    assert ids and ids == {k: v for k, v in folders[True].items() if k.endswith(".bin")}
+
+
+text_parts = text.TextSource.parts
+
+
+def refuse_python(self, *args):
+    raise AssertionError("read by Python")
+
+
+def test_invalid_utf8_on_stdin_names_stdin_and_the_offset_and_leaves_no_shard(
+    tmp_path, monkeypatch
+):
+    tok = bytepair.get_encoding("gpt2")
+    data = ("x" * 5000 + EOT).encode() * 3 + b"ab\xffcd"
+    said, left = [], []
+    for core in (True, False):
+        on_stdin(monkeypatch, data)
+        out = tmp_path / f"out-{core}"
+        with pytest.raises(ValueError, match=r"^<stdin>: invalid UTF-8 at byte offset") as e:
+            write(tok, ["-"], out, core=core, shard_tokens=700)
+        said.append(str(e.value))
+        left.append(folder_bytes(out))
+    # Both name the same byte (the core's message adds how to get past it).
+    assert all(
+        f"<stdin>: invalid UTF-8 at byte offset {len(data) - 3} (byte 0xff)" in m for m in said
+    )
+    # What a run leaves to resume from (and shards finished before the bad byte, here
+    # the core's road's, which reads in smaller blocks), and no temporary file.
+    for files in left:
+        assert "resume-state.json" in files
+        assert not [name for name in files if name.endswith(".tmp")]
+    assert not core_threads()
+
+
+@pytest.mark.parametrize("suffix", [None, "zst"])
+def test_training_on_stdin_is_counted_by_the_core_into_the_files_merges(
+    tmp_path, monkeypatch, suffix
+):
+    from bytepair import training
+
+    path = text_files(tmp_path)[1]
+    data = path.read_bytes() if suffix is None else compressed(path, suffix).read_bytes()
+    from_file = bytepair.train(str(path), 600, special_tokens=[EOT], progress=False)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("counted from Python's reading")
+
+    monkeypatch.setattr(training, "_count_documents", refuse)
+    on_stdin(monkeypatch, data)
+    seen = []
+    tok = bytepair.train("-", 600, special_tokens=[EOT], progress=seen.append)
+    assert tok.merges == from_file.merges
+    assert tok.training_stats.bytes_read == path.stat().st_size
+    assert max(seen) == len(data)  # progress: the bytes read from stdin

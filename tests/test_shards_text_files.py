@@ -189,14 +189,9 @@ def test_a_run_interrupted_on_the_cores_road_resumes_to_the_same_bytes(
     assert not core_threads()
 
 
-def test_stdin_and_shuffled_documents_take_pythons_road(tmp_path, monkeypatch):
-    import io
-
+def test_shuffled_documents_take_pythons_road(tmp_path):
+    # (stdin takes the core's road: test_shards_compressed.py.)
     tok = bytepair.get_encoding("gpt2")
-    stdin = io.TextIOWrapper(io.BytesIO(("one two" + EOT + "three").encode()))
-    monkeypatch.setattr(sys, "stdin", stdin)
-    _, used = write(tok, ["-"], tmp_path / "stdin", core=True)
-    assert used == [False]
     plain = text_files(tmp_path)
     _, used = write(tok, plain, tmp_path / "shuffled", core=True, shuffle_docs=3)
     assert used == [False]

@@ -374,26 +374,37 @@ def test_every_source_gives_the_model_its_lines_give_as_plain_text(tmp_path, mon
     assert pieces_of(identity_train(inputs, **kw)) == pieces_of(identity_train(CORPUS))
 
 
-def test_a_compressed_text_is_read_by_the_core_into_pythons_model(tmp_path, monkeypatch):
-    # Python only decompresses; the model is the one Python's reading of the lines
-    # gives, byte for byte (the input's name is recorded in both), and progress runs to
-    # the compressed size.
+@pytest.mark.parametrize("given", ["file", "stdin", "plain stdin"])
+def test_a_compressed_text_is_read_by_the_core_into_pythons_model(tmp_path, monkeypatch, given):
+    # Python only decompresses (or hands stdin's bytes over); the model is the one
+    # Python's reading of the lines gives, byte for byte (the input's name is recorded
+    # in both), and progress runs to the bytes read (compressed).
+    import sys
+
     from bytepair.sources import text
 
     path = tmp_path / "corpus.txt.xz"
     write_compressed(path, CORPUS.read_bytes())
+    data = CORPUS.read_bytes() if given == "plain stdin" else path.read_bytes()
+
+    def source():
+        if given == "file":
+            return path
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        return "-"
+
     with monkeypatch.context() as patch:
         patch.setattr(text.TextSource, "core_reads", property(lambda self: False))
-        python = identity_train(path).model.to_bytes()
+        python = identity_train(source()).model.to_bytes()
 
     def refuse(self, *args):
         raise AssertionError("read by Python")
 
     monkeypatch.setattr(text.TextSource, "parts", refuse)
     seen = []
-    core = identity_train(path, progress=seen.append).model.to_bytes()
+    core = identity_train(source(), progress=seen.append).model.to_bytes()
     assert core == python
-    assert max(seen) == path.stat().st_size
+    assert max(seen) == len(data)
 
 
 def test_compressed_json_lines_give_sentencepieces_model_of_the_same_lines(tmp_path):

@@ -298,7 +298,7 @@ def train(
                     hook = bar.hook(at=src.core_progress)
                     if type(src) is JsonlSource:
                         text_bytes += counter.add_jsonl(
-                            str(src.path),
+                            src.name,
                             src.options.field_path,
                             src.read_line,
                             hook,
@@ -307,7 +307,7 @@ def train(
                         )
                     else:
                         read = counter.add_file(
-                            str(src.path), errors, hook, chunks=chunks, **block_kwargs()
+                            src.name, errors, hook, chunks=chunks, **block_kwargs()
                         )
                         text_bytes += src.size if chunks is None else read
             else:

@@ -163,7 +163,7 @@ def train_sentencepiece(
                 # The core reads the file (a compressed one's bytes, decompressed here).
                 with src.core_input() or nullcontext() as chunks:
                     hook = bar.hook(at=src.core_progress)
-                    trainer.add_file(str(src.path), errors, hook, chunks)
+                    trainer.add_file(src.name, errors, hook, chunks)
             else:
                 lines = _whole_lines(_parts(src, doc_separator), max_sentence_length)
                 for batch in batched(lines, _BATCH_CHARS):

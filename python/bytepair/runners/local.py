@@ -6,7 +6,7 @@ them, splits them into documents (JSON Lines: takes each record's text) and enco
 them a block at a time (``DocumentBatches``), and Python only hands each block's ids
 to the writer — no string is made per document. (A compressed file's bytes are
 decompressed by Python, a piece per call, on the core's reading thread:
-``FileSource.core_input``. A JSON line the core cannot be sure to read as Python does
+``FileSource.core_input``; stdin's too. A JSON line the core cannot be sure to read as Python does
 is read by Python: ``JsonlSource.read_line``.)"""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def encode_into(writer, tok, documents, *, num_threads: int, progress=None, tota
 
 def plain_files(writer, tok, documents) -> list | None:
     """The sources of ``documents`` when the core can read them itself: all text or
-    JSON Lines files, compressed or not (not stdin), on a fresh run (a resumed one
+    JSON Lines files, compressed or not, or stdin, on a fresh run (a resumed one
     skips the documents finished shards hold, by number and split, which the Python
     road does), in file order (no ``shuffle_docs``), and for text files a tokenizer
     whose ids do not change where a file is cut into blocks (JSON Lines blocks end
@@ -92,7 +92,7 @@ def encode_files_into(writer, tok, sources, *, num_threads: int, progress=None, 
                     writer.add(ids, offsets, int64_list(docs), firsts, lasts)
                     bar(done + source.core_progress(end))
                 n_docs = batches.next_doc
-            done += source.size
+            done += source.size or source.consumed  # stdin has no size
     return n_docs
 
 
@@ -106,7 +106,7 @@ def core_batches(
     stopped before the file they read is closed."""
     from bytepair.sources.jsonl import JsonlSource
 
-    opts, path = source.options, str(source.path)
+    opts, path = source.options, source.name
     with source.core_input() or nullcontext() as chunks:
         if isinstance(source, JsonlSource):
             field, read_line = opts.field_path, source.read_line

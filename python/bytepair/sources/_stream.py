@@ -15,6 +15,7 @@ from __future__ import annotations
 import bz2
 import codecs
 import lzma
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 
@@ -109,14 +110,15 @@ class ByteStream:
 
 
 class Pieces:
-    """A compressed file's bytes for the Rust core to read: each call returns the next
-    decompressed piece, ``b""`` at the end. Decompression, and its errors (which name
-    the compressed byte offset), are :class:`ByteStream`'s; the core decodes the UTF-8
-    and reads documents or records as it does from a plain file. A context manager:
-    the file is closed on leaving it."""
+    """A compressed file's bytes, or stdin's (``path`` ``"-"``, compressed or not), for
+    the Rust core to read: each call returns the next decompressed piece, ``b""`` at
+    the end. Decompression, and its errors (which name the compressed byte offset),
+    are :class:`ByteStream`'s; the core decodes the UTF-8 and reads documents or
+    records as it does from a plain file. A context manager: a file is closed on
+    leaving it (stdin is left open)."""
 
     def __init__(self, path, name: str) -> None:
-        self._file = open(path, "rb")
+        self._file = sys.stdin.buffer if str(path) == "-" else open(path, "rb")
         self.stream = ByteStream(self._file, name)
         self._chunks = self.stream.chunks()
 
@@ -128,7 +130,8 @@ class Pieces:
 
     def __exit__(self, *exc) -> None:
         self._chunks.close()
-        self._file.close()
+        if self._file is not sys.stdin.buffer:
+            self._file.close()
 
 
 def decode_utf8(chunks: Iterator[bytes], name: str, errors: str = "strict") -> Iterator[str]:

@@ -81,19 +81,21 @@ class FileSource:
         return self._stream.consumed if self._stream is not None else self._done
 
     #: Does the Rust core read this kind of file itself (text and JSON Lines files:
-    #: a plain one from its path, a compressed one through :meth:`core_input`)?
+    #: a plain one from its path, a compressed one and stdin through
+    #: :meth:`core_input`)?
     core_kind = False
 
     @property
     def core_reads(self) -> bool:
-        """Will the Rust core read this source itself: a file (not stdin) of a kind it
-        reads (:attr:`core_kind`)."""
-        return self.core_kind and self.path != "-"
+        """Will the Rust core read this source itself: a file or stdin of a kind it
+        reads (:attr:`core_kind`). The core names it as :attr:`name` in errors."""
+        return self.core_kind
 
     def core_input(self):
         """What the core reads this file through: None for a plain file (it opens the
         path), else a :class:`~bytepair.sources._stream.Pieces` of its decompressed
-        bytes, to close when done; ``consumed`` then counts the compressed bytes read."""
+        bytes (stdin's, decompressed if compressed), to close when done; ``consumed``
+        then counts the compressed bytes read."""
         if not self.compressed:
             return None
         from bytepair.sources._stream import Pieces
