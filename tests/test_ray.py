@@ -272,7 +272,6 @@ def test_ray_encoded_shards_are_the_local_bytes(
     monkeypatch.setattr(ray_encode, "PART_BYTES", 20_000)  # many tasks, on both nodes
     monkeypatch.setattr(feed, "BATCH_CHARS", 7000)  # many batches per task
     monkeypatch.setattr(_stream, "_RAW_CHUNK", 700)  # text read locally in small pieces
-    monkeypatch.setattr(_stream, "_PLAIN_CHUNK", 700)
     paths = [inputs[kind], inputs["txt"]] if kind != "txt" else [inputs[kind]]
     local = shards_of(paths, tmp_path / "local", **options)
     connect(cluster)

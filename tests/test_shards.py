@@ -469,7 +469,6 @@ def small_reads(monkeypatch):
     from bytepair.sources import _stream
 
     monkeypatch.setattr(_stream, "_RAW_CHUNK", 700)
-    monkeypatch.setattr(_stream, "_PLAIN_CHUNK", 700)
     monkeypatch.setattr(feed, "BATCH_CHARS", 1500)
 
 
