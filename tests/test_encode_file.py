@@ -216,6 +216,103 @@ def test_invalid_utf8_on_stdin_with_errors_strict_fails_naming_stdin_and_the_off
     assert replaced.stdout.decode().split() == ["31373", "4210", "6894"]
 
 
+# -- text through the core's file pipeline: `count`, and text among other inputs ---------
+
+
+def core_text_only(monkeypatch) -> None:
+    """Python's own reading of a text source fails: the core's file pipeline must read
+    it (its bytes handed over by Python when compressed or on stdin)."""
+    from bytepair.sources.text import TextSource
+
+    def refuse(self):
+        raise AssertionError("text read by Python")
+
+    monkeypatch.setattr(TextSource, "text_chunks", refuse)
+    monkeypatch.setattr(one_file, "BLOCK_BYTES", 700)  # many blocks, cut at safe cuts
+
+
+def stdin_of(monkeypatch, data: bytes) -> str:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    return "-"
+
+
+COUNT_TEXT = EXAMPLE.read_text(encoding="utf-8")[:60_000] + EOT + "naïve café 日本語\n" * 50
+
+
+@pytest.mark.parametrize("given", ["plain", "gz", "stdin", "zst stdin"])
+@pytest.mark.parametrize("specials", ["allow", "text"])
+def test_count_of_text_is_the_length_of_encode_read_by_the_core(
+    tmp_path, monkeypatch, capsys, given, specials
+):
+    import gzip
+
+    import zstandard
+
+    from bytepair.cli import main
+
+    data = COUNT_TEXT.encode()
+    core_text_only(monkeypatch)
+    if given == "plain":
+        src = tmp_path / "t.txt"
+        src.write_bytes(data)
+    elif given == "gz":
+        src = tmp_path / "t.txt.gz"
+        src.write_bytes(gzip.compress(data))
+    else:
+        packed = zstandard.ZstdCompressor().compress(data) if given == "zst stdin" else data
+        src = stdin_of(monkeypatch, packed)
+    tok = bytepair.get_encoding("cl100k_base")
+    kwargs = {"allowed_special": "all"} if specials == "allow" else {"disallowed_special": ()}
+    assert main(["count", "-t", "cl100k_base", "--specials", specials, str(src)]) == 0
+    name = "<stdin>" if src == "-" else str(src)
+    assert capsys.readouterr().out == f"{len(tok.encode(COUNT_TEXT, **kwargs))}\t{name}\n"
+
+
+def test_count_refuses_a_disallowed_special_token_naming_the_input(tmp_path, monkeypatch, capsys):
+    from bytepair.cli import main
+
+    core_text_only(monkeypatch)
+    src = stdin_of(monkeypatch, COUNT_TEXT.encode())
+    assert main(["count", "-t", "gpt2", "--specials", "disallow", src]) == 1
+    assert capsys.readouterr().err == (
+        "bytepair count: error: <stdin>: the text contains the special token "
+        "'<|endoftext|>'; pass --specials allow to encode it as a special token, or "
+        "--specials text to encode it as plain text\n"
+    )
+
+
+@pytest.mark.parametrize("fmt", ["bin", "npy"])
+def test_compressed_text_among_other_inputs_is_appended_by_the_core(tmp_path, monkeypatch, fmt):
+    # Python writes a record file's ids, the core appends the text's to the same file,
+    # and Python goes on after them: the ids of each input in turn, the header last.
+    import gzip
+    import json
+
+    from bytepair.sources import open_sources
+
+    tok = bytepair.get_encoding("o200k_base")
+    docs = ["hello world", "naïve café", "x" * 3000]
+    first, last = tmp_path / "a.jsonl", tmp_path / "c.jsonl"
+    for path in (first, last):
+        path.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    text = tmp_path / "b.txt.gz"
+    text.write_bytes(gzip.compress(COUNT_TEXT.encode()))
+    core_text_only(monkeypatch)
+    corpus = open_sources([str(first), str(text), str(last)])
+    seen = []
+    out = tmp_path / f"x.{fmt}"
+    n = one_file.encode_documents(tok, corpus, out, allowed_special="all", progress=seen.append)
+    records = [i for d in docs for i in tok.encode(d)]
+    expected = records + tok.encode(COUNT_TEXT, allowed_special="all") + records
+    ids = np.load(out) if fmt == "npy" else np.fromfile(out, dtype="<u4")
+    assert n == len(expected) and ids.tolist() == expected
+    # Progress runs through each input in turn (the compressed one's compressed bytes).
+    assert seen == sorted(seen) and seen[-1] == sum(p.stat().st_size for p in (first, text, last))
+
+
 # -- a full disk is the output's fault --------------------------------------------------
 
 

@@ -66,8 +66,8 @@ struct Pending {
     block_end: Option<u64>,
 }
 
-/// Encodes the file at `path` into `out` as `width`-byte ids (2 or 4). Returns the
-/// number of tokens written. `progress(bytes_done)` after each block; false stops.
+/// Encodes the file `reader` reads into `out` as `width`-byte ids (2 or 4). Returns
+/// the number of tokens written. `progress(bytes_done)` after each block; false stops.
 /// The file is one text: `frame` goes around the whole of it.
 ///
 /// A pipeline: this thread reads a block, hands its parts to the pool's workers and,
@@ -76,7 +76,7 @@ struct Pending {
 #[allow(clippy::too_many_arguments)]
 pub fn encode_file<M: Model>(
     enc: &M,
-    path: &str,
+    reader: BlockReader,
     out: &mut impl Write,
     width: usize,
     specials: Specials,
@@ -107,7 +107,6 @@ pub fn encode_file<M: Model>(
     };
     writer.write(&frame.before)?;
     let mut pending: VecDeque<Pending> = VecDeque::new();
-    let reader = BlockReader::open(path)?;
     pool.in_place_scope(|s| {
         for_each_block(
             reader,

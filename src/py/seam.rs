@@ -15,11 +15,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::buffers::{IdBuffer, OutputPool};
 use super::documents::{input_of, DocumentBatches, Failure, JsonlItems, ReadItems, TextItems};
-use super::errors::{batch_error, encode_error, read_error, value_error};
+use super::errors::{batch_error, encode_error, kept_or, read_error, value_error};
 use super::texts::{Text, Texts};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, most_ids, Specials, Workers};
-use crate::io::blocks::ReadError;
+use crate::io::blocks::{BlockReader, ReadError};
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::io::documents::DocumentReader;
 use crate::io::jsonl::JsonlReader;
@@ -657,14 +657,16 @@ impl<M: Model> Seam<M> {
     }
 
     /// Encodes the UTF-8 file at `path` into `out_path` as little-endian ids of `width`
-    /// bytes; `allowed_special` are encoded as specials, any of `disallowed_special`
-    /// in the file is an error. Returns the number of tokens.
+    /// bytes, or with no `out_path` only counts them; `allowed_special` are encoded as
+    /// specials, any of `disallowed_special` in the file is an error. Returns the
+    /// number of tokens. `chunks`: the file's bytes, when Python hands them over (a
+    /// compressed file, stdin: [`input_of`]); `path` then only names it in errors.
     #[allow(clippy::too_many_arguments)]
     pub fn encode_file(
         &self,
         py: Python<'_>,
         path: &str,
-        out_path: &str,
+        out_path: Option<&str>,
         width: usize,
         allowed_special: Vec<String>,
         disallowed_special: Vec<String>,
@@ -672,6 +674,7 @@ impl<M: Model> Seam<M> {
         num_threads: usize,
         progress: Option<Py<PyAny>>,
         block_bytes: usize,
+        chunks: Option<Py<PyAny>>,
     ) -> PyResult<u64> {
         let errors = utf8_errors(errors)?;
         if width != 2 && width != 4 {
@@ -680,23 +683,33 @@ impl<M: Model> Seam<M> {
         let (both, allowed, forbidden) = self.file_specials(allowed_special, disallowed_special)?;
         let cut_at = self.matcher(Some(both))?;
         let pool = thread_pool(num_threads)?;
-        // Appends: the caller may have written a header (e.g. .npy) first.
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(out_path)
-            .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("{out_path}: {e}")))?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        // Appends: the caller may have written a header (e.g. .npy) first. No output:
+        // the ids are counted only.
+        let mut out: Box<dyn std::io::Write + Send> = match out_path {
+            Some(out_path) => {
+                let file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(out_path)
+                    .map_err(|e| {
+                        pyo3::exceptions::PyOSError::new_err(format!("{out_path}: {e}"))
+                    })?;
+                Box::new(std::io::BufWriter::with_capacity(1 << 20, file))
+            }
+            None => Box::new(std::io::sink()),
+        };
         let progress = Progress::new(progress);
+        let failure = Failure::default();
         let specials = shards::Specials {
             allowed: &allowed,
             forbidden: &forbidden,
             cut_at: &cut_at,
         };
         let result = py.detach(|| {
+            let reader = BlockReader::new(input_of(path, chunks, &failure)?);
             shards::encode_file(
                 &*self.core,
-                path,
+                reader,
                 &mut out,
                 width,
                 specials,
@@ -712,9 +725,9 @@ impl<M: Model> Seam<M> {
             ReadError::Write(e) => pyo3::exceptions::PyOSError::new_err((
                 e.raw_os_error().unwrap_or(0),
                 e.to_string(),
-                out_path.to_string(),
+                out_path.unwrap_or_default().to_string(),
             )),
-            e => read_error(path, e, progress),
+            e => kept_or(&failure, || read_error(path, e, progress)),
         })
     }
 }
@@ -1018,15 +1031,16 @@ macro_rules! pymethods_with_seam {
             )
         }
 
-        /// Encodes the UTF-8 file at `path` into `out_path` as ids of `width` bytes
-        /// (see `py::seam`). Returns the number of tokens.
-        #[pyo3(signature = (path, out_path, width, allowed_special, disallowed_special, errors="strict", num_threads=1, progress=None, block_bytes=crate::io::shards::ENCODE_BLOCK_BYTES))]
+        /// Encodes the UTF-8 file at `path` into `out_path` as ids of `width` bytes, or
+        /// counts them (`out_path` None); `chunks`: its bytes from Python (see
+        /// `py::seam`). Returns the number of tokens.
+        #[pyo3(signature = (path, out_path, width, allowed_special, disallowed_special, errors="strict", num_threads=1, progress=None, block_bytes=crate::io::shards::ENCODE_BLOCK_BYTES, chunks=None))]
         #[allow(clippy::too_many_arguments)]
         fn encode_file(
             &self,
             py: ::pyo3::Python<'_>,
             path: &str,
-            out_path: &str,
+            out_path: Option<&str>,
             width: usize,
             allowed_special: Vec<String>,
             disallowed_special: Vec<String>,
@@ -1034,11 +1048,12 @@ macro_rules! pymethods_with_seam {
             num_threads: usize,
             progress: Option<::pyo3::Py<::pyo3::PyAny>>,
             block_bytes: usize,
+            chunks: Option<::pyo3::Py<::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<u64> {
             let (allowed, forbidden) = (allowed_special, disallowed_special);
             self.seam.encode_file(
                 py, path, out_path, width, allowed, forbidden, errors, num_threads, progress,
-                block_bytes,
+                block_bytes, chunks,
             )
         }
         }

@@ -1,8 +1,9 @@
 """``bytepair count``: tokens per input file, and the total.
 
-Text (compressed or not, stdin) is counted as it is, special tokens included;
-JSON Lines, Parquet and folders through ``bytepair.sources``: a record file's count
-is the sum over its documents (the ``--text-field`` of each record)."""
+Text (compressed or not, stdin) is counted as it is, special tokens included, by the
+core's file pipeline on all cores (as ``encode -o x.bin`` encodes it, ids counted and
+not kept); JSON Lines, Parquet and folders through ``bytepair.sources``: a record
+file's count is the sum over its documents (the ``--text-field`` of each record)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> None:
     from bytepair.cli._common import load_tokenizer, open_inputs
+    from bytepair.options import threads
+    from bytepair.shards.one_file import text_tokens
     from bytepair.sources import part_chars_for
     from bytepair.sources.text import TextSource
 
@@ -36,7 +39,9 @@ def run(args) -> None:
     total = 0
     for src in corpus.sources:
         try:
-            if isinstance(src, TextSource):
+            if isinstance(src, TextSource) and hasattr(tok.model.core, "encode_file"):
+                n = text_tokens(tok, src, None, 4, threads(None), kwargs, None)
+            elif isinstance(src, TextSource):
                 n = sum(len(ids) for ids in tok.encode_chunks(src.text_chunks(), **kwargs))
             else:
                 n = sum(tok.count_tokens(doc, **kwargs) for doc in src.documents())

@@ -176,6 +176,7 @@ def encode_documents(
     after another. Returns the number of tokens. What :func:`encode_file` does for one
     plain text file, for every other input. (No numpy: the core narrows the ids.)"""
     from bytepair.options import threads as checked_threads
+    from bytepair.sources.text import TextSource
 
     check_progress(progress)
     dst = Path(dst)
@@ -198,11 +199,18 @@ def encode_documents(
             out.write(bytes(NPY_HEADER_BYTES))
         done = 0
         for src in corpus.sources:
-            for ids in _source_ids(tok, src, threads, kwargs, width):
-                out.write(ids)
-                count += len(ids)
-                bar(done + src.consumed)
-            done += src.size or 0
+            if isinstance(src, TextSource) and hasattr(tok.model.core, "encode_file"):
+                # The core's file pipeline appends the text's ids to the file itself.
+                out.flush()
+                at = bar.hook(at=lambda end, src=src, done=done: done + src.core_progress(end))
+                count += text_tokens(tok, src, tmp, width, threads, kwargs, at)
+                out.seek(0, os.SEEK_END)
+            else:
+                for ids in _source_ids(tok, src, threads, kwargs, width):
+                    out.write(ids)
+                    count += len(ids)
+                    bar(done + src.consumed)
+            done += src.size or src.consumed
         if fmt == "npy":
             out.seek(0)
             out.write(npy_header("<u2" if width == 2 else "<u4", count))
@@ -210,9 +218,36 @@ def encode_documents(
     return count
 
 
+def text_tokens(tok, src, out_path: str | None, width: int, threads: int, kwargs: dict, progress):
+    """A text source (a file, compressed or not, or stdin) encoded whole, as
+    ``tok.encode`` of its text, by the core's file pipeline on ``threads`` threads: its
+    ids (``width`` bytes each) appended to ``out_path``, or only counted (None).
+    Returns the number of tokens; ``progress`` is the core's hook (or None)."""
+    allowed, disallowed = resolve(
+        kwargs.get("allowed_special", frozenset()),
+        kwargs.get("disallowed_special", "all"),
+        tok.special_tokens,
+    )
+    disallowed = sorted(set(disallowed) & set(tok.special_tokens))
+    with src.core_input() or contextlib.nullcontext() as chunks:
+        return tok.model.core.encode_file(
+            src.name,
+            out_path,
+            width,
+            allowed,
+            disallowed,
+            src.options.errors,
+            threads,
+            progress,
+            chunks=chunks,
+            **block_kwargs(),
+        )
+
+
 def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
     """A source's ids in pieces, ``width`` bytes each (memoryviews cast to "H" or "I"):
-    a text whole (``encode_chunks``), records in batches, a JSON Lines file's records
+    a text whole (``encode_chunks``; :func:`text_tokens` where the core can), records
+    in batches, a JSON Lines file's records
     by the core (which hands Python only the lines it cannot be sure of, as for shard
     folders: ``JsonlSource.read_line``; a compressed file's bytes decompressed here)."""
     from bytepair.runners.local import core_batches
