@@ -39,10 +39,8 @@ def run(args) -> None:
     total = 0
     for src in corpus.sources:
         try:
-            if isinstance(src, TextSource) and hasattr(tok.model.core, "encode_file"):
+            if isinstance(src, TextSource):
                 n = text_tokens(tok, src, None, 4, threads(None), kwargs, None)
-            elif isinstance(src, TextSource):
-                n = sum(len(ids) for ids in tok.encode_chunks(src.text_chunks(), **kwargs))
             else:
                 n = sum(tok.count_tokens(doc, **kwargs) for doc in src.documents())
         except ValueError as e:

@@ -199,7 +199,7 @@ def encode_documents(
             out.write(bytes(NPY_HEADER_BYTES))
         done = 0
         for src in corpus.sources:
-            if isinstance(src, TextSource) and hasattr(tok.model.core, "encode_file"):
+            if isinstance(src, TextSource):
                 # The core's file pipeline appends the text's ids to the file itself.
                 out.flush()
                 at = bar.hook(at=lambda end, src=src, done=done: done + src.core_progress(end))
@@ -245,21 +245,16 @@ def text_tokens(tok, src, out_path: str | None, width: int, threads: int, kwargs
 
 
 def _source_ids(tok, src, threads: int, kwargs: dict, width: int):
-    """A source's ids in pieces, ``width`` bytes each (memoryviews cast to "H" or "I"):
-    a text whole (``encode_chunks``; :func:`text_tokens` where the core can), records
-    in batches, a JSON Lines file's records
-    by the core (which hands Python only the lines it cannot be sure of, as for shard
-    folders: ``JsonlSource.read_line``; a compressed file's bytes decompressed here)."""
+    """A record source's ids in pieces, ``width`` bytes each (memoryviews cast to "H" or
+    "I"): records in batches, a JSON Lines file's records by the core (which hands
+    Python only the lines it cannot be sure of, as for shard folders:
+    ``JsonlSource.read_line``; a compressed file's bytes decompressed here). (A text
+    source is :func:`text_tokens`'.)"""
     from bytepair.runners.local import core_batches
     from bytepair.shards.writer import ID_FORMATS, le_ids
     from bytepair.sources.jsonl import JsonlSource
-    from bytepair.sources.text import TextSource
 
     core = tok.model.core
-    if isinstance(src, TextSource):
-        for ids in tok.encode_chunks(src.text_chunks(), **kwargs):
-            yield le_ids(ids, width)
-        return
     if type(src) is JsonlSource and src.core_reads:
         allowed, disallowed = resolve(
             kwargs["allowed_special"], kwargs["disallowed_special"], tok.special_tokens
