@@ -163,6 +163,49 @@ def test_interrupt_or_terminate_removes_the_temporary_output(tmp_path, sig, code
     assert list(out_dir.iterdir()) == []
 
 
+COUNT_CHILD = """
+import sys
+from pathlib import Path
+from bytepair.shards import one_file
+from bytepair.cli import main
+
+one_file.BLOCK_BYTES = 65536
+counting = one_file.text_tokens
+
+
+def text_tokens(tok, src, out_path, width, threads, kwargs, progress):
+    # The first block counted says so (a file the test waits for).
+    return counting(tok, src, out_path, width, threads, kwargs, lambda n: Path(sys.argv[1]).touch())
+
+
+one_file.text_tokens = text_tokens
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_or_terminate_stops_a_count_mid_file(tmp_path, sig, code):
+    big = tmp_path / "big.txt"
+    big.write_bytes(EXAMPLE.read_bytes() * 240)  # ~170 MB: a second or more of counting
+    started = tmp_path / "started"
+    cmd = [sys.executable, "-c", COUNT_CHILD, started, "count", "-t", "cl100k_base", big]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert started.exists(), "the count never started"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert err.strip() in ("bytepair: interrupted", "bytepair: terminated")
+    assert out == ""  # no count printed for a file not read to its end
+
+
 def test_unwritable_output_fails_before_training_and_names_the_users_path(small, tmp_path):
     corpus, _ = small
     err = one_line_error(run("train", corpus, "--vocab-size", 300, "-o", "/nonexistent/t.json"))
