@@ -123,6 +123,20 @@ def _wait_for_temp(folder: Path, seconds: float = 20.0) -> None:
     raise AssertionError("the encoder never started writing")
 
 
+def stopped(proc, started, sig, code) -> str | None:
+    """Waits for ``started()``, stops the child with ``sig``: it exits with ``code``
+    and says so in one line. Returns what it printed."""
+    try:
+        started()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert err.strip() in ("bytepair: interrupted", "bytepair: terminated")
+    return out
+
+
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_or_terminate_removes_the_temporary_output(tmp_path, sig, code):
     big = tmp_path / "big.txt"
@@ -152,14 +166,7 @@ def test_interrupt_or_terminate_removes_the_temporary_output(tmp_path, sig, code
         text=True,
         preexec_fn=sigint_default,
     )
-    try:
-        _wait_for_temp(out_dir)
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == code, err
-    assert err.strip() in ("bytepair: interrupted", "bytepair: terminated")
+    stopped(proc, lambda: _wait_for_temp(out_dir), sig, code)
     assert list(out_dir.iterdir()) == []
 
 
@@ -192,18 +199,14 @@ def test_interrupt_or_terminate_stops_a_count_mid_file(tmp_path, sig, code):
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default
     )
-    try:
+
+    def counting() -> None:
         deadline = time.monotonic() + 30
         while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
         assert started.exists(), "the count never started"
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == code, err
-    assert err.strip() in ("bytepair: interrupted", "bytepair: terminated")
-    assert out == ""  # no count printed for a file not read to its end
+
+    assert stopped(proc, counting, sig, code) == ""  # no count printed
 
 
 def test_unwritable_output_fails_before_training_and_names_the_users_path(small, tmp_path):
