@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bz2
 import codecs
+import contextlib
 import lzma
 import sys
 import zlib
@@ -113,6 +114,17 @@ class ByteStream:
             )
 
 
+@contextlib.contextmanager
+def opened(path) -> Iterator:
+    """The raw bytes of an input: stdin's for ``"-"`` (left open), else the file's
+    (closed on leaving)."""
+    if str(path) == "-":
+        yield sys.stdin.buffer
+        return
+    with open(path, "rb") as f:
+        yield f
+
+
 class Pieces:
     """A compressed file's bytes, or stdin's (``path`` ``"-"``, compressed or not), for
     the Rust core to read: each call returns the next decompressed piece, ``b""`` at
@@ -122,8 +134,8 @@ class Pieces:
     leaving it (stdin is left open)."""
 
     def __init__(self, path, name: str) -> None:
-        self._file = sys.stdin.buffer if str(path) == "-" else open(path, "rb")
-        self.stream = ByteStream(self._file, name)
+        self._input = contextlib.ExitStack()
+        self.stream = ByteStream(self._input.enter_context(opened(path)), name)
         self._chunks = self.stream.chunks(_PLAIN_CHUNK)
 
     def __call__(self) -> bytes:
@@ -134,8 +146,7 @@ class Pieces:
 
     def __exit__(self, *exc) -> None:
         self._chunks.close()
-        if self._file is not sys.stdin.buffer:
-            self._file.close()
+        self._input.close()
 
 
 def decode_utf8(chunks: Iterator[bytes], name: str, errors: str = "strict") -> Iterator[str]:

@@ -22,11 +22,10 @@ off for custom patterns.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 
 from bytepair import _core
-from bytepair.sources._stream import ByteStream, decode_utf8
+from bytepair.sources._stream import ByteStream, decode_utf8, opened
 from bytepair.sources.base import FileSource
 
 
@@ -126,14 +125,11 @@ class TextSource(FileSource):
         return not self.compressed
 
     def text_chunks(self) -> Iterator[str]:
-        """The whole text in pieces, separators included (what ``count`` reads)."""
-        f = sys.stdin.buffer if self.path == "-" else open(self.path, "rb")
-        try:
+        """The whole text in pieces, separators included (what ``encode`` prints the
+        ids of, and Python's road splits into documents)."""
+        with opened(self.path) as f:
             self._stream = ByteStream(f, self.name)
             yield from decode_utf8(self._stream.chunks(), self.name, self.options.errors)
-        finally:
-            if f is not sys.stdin.buffer:
-                f.close()
 
     def parts(self) -> Iterator[tuple[str, bool]]:
         opts = self.options
