@@ -4,9 +4,9 @@ while a thread reads and splits our own sources ahead (``read_ahead``).
 Text and JSON Lines files take a shorter road (``encode_files_into``): the core reads
 them, splits them into documents (JSON Lines: takes each record's text) and encodes
 them a block at a time (``DocumentBatches``), and Python only hands each block's ids
-to the writer — no string is made per document. (A compressed file's bytes are
-decompressed by Python, a piece per call, on the core's reading thread:
-``FileSource.core_input``; stdin's too. A JSON line the core cannot be sure to read as Python does
+to the writer — no string is made per document. (A compressed file's bytes, and
+stdin's, are handed over by Python, a piece per call, on the core's reading thread:
+``FileSource.core_input``. A JSON line the core cannot be sure to read as Python does
 is read by Python: ``JsonlSource.read_line``.)"""
 
 from __future__ import annotations

@@ -112,8 +112,7 @@ def encode_file(
         raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
     threads = checked_threads(num_threads)
     width = id_width(tok)
-    allowed, disallowed = resolve(allowed_special, disallowed_special, tok.special_tokens)
-    disallowed = sorted(set(disallowed) & set(tok.special_tokens))
+    allowed, disallowed = _file_specials(tok, allowed_special, disallowed_special)
     size = src.stat().st_size
     with (
         Progress(progress, total=size, desc="encoding") as bar,
@@ -218,17 +217,21 @@ def encode_documents(
     return count
 
 
+def _file_specials(
+    tok, allowed_special=frozenset(), disallowed_special="all"
+) -> tuple[list[str], list[str]]:
+    """The special tokens the core's file pipeline encodes as specials and those it
+    refuses (the tokenizer's own only), from ``encode``'s arguments."""
+    allowed, disallowed = resolve(allowed_special, disallowed_special, tok.special_tokens)
+    return allowed, sorted(set(disallowed) & set(tok.special_tokens))
+
+
 def text_tokens(tok, src, out_path: str | None, width: int, threads: int, kwargs: dict, progress):
     """A text source (a file, compressed or not, or stdin) encoded whole, as
-    ``tok.encode`` of its text, by the core's file pipeline on ``threads`` threads: its
-    ids (``width`` bytes each) appended to ``out_path``, or only counted (None).
+    ``tok.encode(text, **kwargs)``, by the core's file pipeline on ``threads`` threads:
+    its ids (``width`` bytes each) appended to ``out_path``, or only counted (None).
     Returns the number of tokens; ``progress`` is the core's hook (or None)."""
-    allowed, disallowed = resolve(
-        kwargs.get("allowed_special", frozenset()),
-        kwargs.get("disallowed_special", "all"),
-        tok.special_tokens,
-    )
-    disallowed = sorted(set(disallowed) & set(tok.special_tokens))
+    allowed, disallowed = _file_specials(tok, **kwargs)
     with src.core_input() or contextlib.nullcontext() as chunks:
         return tok.model.core.encode_file(
             src.name,
