@@ -96,6 +96,11 @@ def test_compressed_files_give_pythons_folder_on_the_cores_road(tmp_path, suffix
     }
 
 
+def refuse_python(self, *args):
+    """A source's ``parts`` when Python must not read it."""
+    raise AssertionError("read by Python")
+
+
 def test_the_core_reads_a_compressed_file_through_pythons_decompression_alone(
     tmp_path, monkeypatch
 ):
@@ -103,12 +108,8 @@ def test_the_core_reads_a_compressed_file_through_pythons_decompression_alone(
     # JSON lines do, as for plain files.
     tok = bytepair.get_encoding("gpt2")
     _, packed = mixed_files(tmp_path, "gz")
-
-    def refuse(self, *args):
-        raise AssertionError("read by Python")
-
-    monkeypatch.setattr(text.TextSource, "parts", refuse)
-    monkeypatch.setattr(jsonl.JsonlSource, "parts", refuse)
+    monkeypatch.setattr(text.TextSource, "parts", refuse_python)
+    monkeypatch.setattr(jsonl.JsonlSource, "parts", refuse_python)
     _, used = write(tok, packed, tmp_path / "core", core=True)
     assert used == [True]
 
@@ -255,8 +256,10 @@ def test_stdin_gives_pythons_folder_on_the_cores_road(tmp_path, monkeypatch, suf
     folders = {}
     for core in (True, False):
         on_stdin(monkeypatch, data)
-        monkeypatch.setattr(text.TextSource, "parts", refuse_python if core else text_parts)
-        _, used = write(tok, ["-"], tmp_path / f"stdin-{core}", core=core, **options)
+        with monkeypatch.context() as patch:
+            if core:
+                patch.setattr(text.TextSource, "parts", refuse_python)
+            _, used = write(tok, ["-"], tmp_path / f"stdin-{core}", core=core, **options)
         assert used == [core]
         folders[core] = folder_bytes(tmp_path / f"stdin-{core}")
     assert folders[True] == folders[False]
@@ -264,13 +267,6 @@ def test_stdin_gives_pythons_folder_on_the_cores_road(tmp_path, monkeypatch, suf
     write(tok, [path], tmp_path / "file", core=True, **options)
     ids = {k: v for k, v in folder_bytes(tmp_path / "file").items() if k.endswith(".bin")}
     assert ids and ids == {k: v for k, v in folders[True].items() if k.endswith(".bin")}
-
-
-text_parts = text.TextSource.parts
-
-
-def refuse_python(self, *args):
-    raise AssertionError("read by Python")
 
 
 def test_invalid_utf8_on_stdin_names_stdin_and_the_offset_and_leaves_no_shard(
