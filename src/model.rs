@@ -151,10 +151,12 @@ impl Frame {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SafeCuts {
     /// At the edges of special tokens, and at `text` cuts (byte-level BPE: the
-    /// pre-tokenizer never joins text across them).
+    /// pre-tokenizer never joins text across them; SentencePiece models that cut
+    /// words: no merge joins a word to the space after it).
     AtSpecials { text: TextCuts },
-    /// Nowhere: every text is encoded whole (SentencePiece: the dummy prefix and the
-    /// whitespace rules of the normalizer depend on where the text starts and ends).
+    /// Nowhere: every text is encoded whole (other SentencePiece models: the
+    /// whitespace rules of the normalizer depend on where the text starts and ends,
+    /// or pieces join a word to the space after it).
     Nowhere,
 }
 
@@ -203,21 +205,40 @@ pub trait Model: Send + Sync {
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError>;
 
+    /// Appends the ids of `text`, a part of a longer text cut at safe cuts
+    /// ([`Model::safe_cuts`]); `starts_text`: the part begins that text. Encoding
+    /// the parts in turn gives the ids of the whole. A model whose ids depend on where
+    /// a text starts (SentencePiece's dummy prefix) encodes a later part as the rest
+    /// of its text; by default a part encodes as any text.
+    fn encode_part_cached(
+        &self,
+        text: &str,
+        starts_text: bool,
+        specials: &SpecialMatcher,
+        cache: &mut Self::Cache,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
+        let _ = starts_text;
+        self.encode_cached(text, specials, cache, out)
+    }
+
     /// At least as many ids as `text` can encode to, without encoding it (sizes the
     /// flat output of a batch). Byte-level BPE: one per byte at most.
     fn most_ids(&self, text: &str) -> usize {
         text.len()
     }
 
-    /// How many ids `text` encodes to (by default: encodes it and counts).
+    /// How many ids `text` encodes to, as a part of a longer text that it begins when
+    /// `starts_text` ([`Model::encode_part_cached`]; by default: encodes it and counts).
     fn count_cached(
         &self,
         text: &str,
+        starts_text: bool,
         specials: &SpecialMatcher,
         cache: &mut Self::Cache,
     ) -> Result<usize, EncodeError> {
         let mut out = Vec::new();
-        self.encode_cached(text, specials, cache, &mut out)?;
+        self.encode_part_cached(text, starts_text, specials, cache, &mut out)?;
         Ok(out.len())
     }
 

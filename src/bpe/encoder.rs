@@ -148,7 +148,7 @@ impl Encoder {
 
     /// The number of tokens `text` encodes to, without keeping them.
     pub fn count(&self, text: &str, allowed: &SpecialMatcher) -> Result<usize, EncodeError> {
-        self.with_cache(|cache| self.count_cached(text, allowed, cache))
+        self.with_cache(|cache| self.count_cached(text, true, allowed, cache))
     }
 
     /// Calls `emit(end, ids)` with the ids of each unit of `text` (a piece or a special
@@ -933,9 +933,11 @@ impl Model for Encoder {
         }
     }
 
+    /// Byte-level BPE encodes a part as any text: where it starts does not matter.
     fn count_cached(
         &self,
         text: &str,
+        _starts_text: bool,
         specials: &SpecialMatcher,
         cache: &mut PieceCache,
     ) -> Result<usize, EncodeError> {

@@ -419,7 +419,8 @@ impl<'a, M: Model> Plan<'a, M> {
             if part.nth == 0 {
                 ids.extend_from_slice(&frame.before);
             }
-            let done = model.encode_cached(text, specials.allowed, cache, &mut ids);
+            let starts = part.start == 0;
+            let done = model.encode_part_cached(text, starts, specials.allowed, cache, &mut ids);
             if part.nth + 1 == part.of {
                 ids.extend_from_slice(&frame.after);
             }

@@ -21,6 +21,13 @@
 //!   before it are found the same whether the text goes on or ends there. These make
 //!   one long line of prose (no newline at all) cuttable like many short ones.
 //!
+//! - for SentencePiece models whose pieces never hold the whitespace mark `▁` after
+//!   another character (Llama 2's, Mistral's: only runs of `▁` hold it inside), *word
+//!   cuts*: right before a space that follows a character other than a space or `▁`.
+//!   The space becomes `▁`, and no merge joins it to the character before, so the
+//!   parts merge as the whole does (the model says when this holds, and encodes a
+//!   part after the first without the dummy prefix: [`crate::spm`]'s seam).
+//!
 //! (Both rules are fuzzed against whole-text pre-tokenization in the Python tests,
 //! for every built-in pattern.) Custom patterns and "no pattern" are cut at special
 //! tokens only; readers that need whole lines (SentencePiece training counts lines)
@@ -37,6 +44,8 @@ pub enum TextCuts {
     Newlines,
     /// At newline cuts and space cuts (the built-in patterns' pre-tokens).
     Pattern,
+    /// At word cuts (SentencePiece models that allow them).
+    Words,
 }
 
 impl TextCuts {
@@ -56,8 +65,22 @@ impl TextCuts {
             TextCuts::None => false,
             TextCuts::Newlines => is_newline_cut(buf, c),
             TextCuts::Pattern => is_newline_cut(buf, c) || is_space_cut(buf, c),
+            TextCuts::Words => is_word_cut(buf, c),
         }
     }
+}
+
+/// The whitespace mark `▁` (U+2581) in UTF-8.
+const MARK: &[u8] = "\u{2581}".as_bytes();
+
+/// Is `c` a word cut (see the module docs)? Needs `buf[c-3..=c]`: a cut is not taken
+/// within three bytes of the start of `buf`, where a `▁` before it may not be seen.
+pub fn is_word_cut(buf: &[u8], c: usize) -> bool {
+    c >= MARK.len()
+        && c < buf.len()
+        && buf[c] == b' '
+        && buf[c - 1] != b' '
+        && &buf[c - MARK.len()..c] != MARK
 }
 
 /// Is `c` a newline cut (see the module docs)? Needs `buf[c-2..=c]`.
@@ -258,7 +281,7 @@ mod tests {
     fn the_scan_for_text_cuts_finds_the_cut_looking_at_every_byte_finds() {
         // Texts of spaces, newlines, punctuation, letters, digits and non-ASCII
         // letters (no ASCII space for long stretches), every window.
-        let alphabet: [&[u8]; 9] = [
+        let alphabet: [&[u8]; 10] = [
             b" ",
             b"\n",
             b"a",
@@ -268,6 +291,7 @@ mod tests {
             b"\xe0\xb8\x81",
             b"  ",
             b"\n\n",
+            "\u{2581}".as_bytes(),
         ];
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = || {
@@ -279,7 +303,7 @@ mod tests {
         for _ in 0..300 {
             let len = (next() % 60) as usize;
             let buf: Vec<u8> = (0..len)
-                .flat_map(|_| alphabet[(next() % 9) as usize].iter().copied())
+                .flat_map(|_| alphabet[next() as usize % alphabet.len()].iter().copied())
                 .collect();
             let n = buf.len();
             let matches = if n > 6 && next() % 2 == 0 {
@@ -290,7 +314,13 @@ mod tests {
             };
             for lo in 0..=n {
                 for hi in lo..=n + 2 {
-                    for cuts in [TextCuts::Pattern, TextCuts::Newlines, TextCuts::None] {
+                    let kinds = [
+                        TextCuts::Pattern,
+                        TextCuts::Newlines,
+                        TextCuts::Words,
+                        TextCuts::None,
+                    ];
+                    for cuts in kinds {
                         assert_eq!(
                             find_cut(&buf, lo, hi, &matches, cuts, &none()),
                             find_cut_byte_by_byte(&buf, lo, hi, &matches, cuts),
@@ -301,6 +331,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_word_cut_is_before_a_space_after_neither_a_space_nor_the_mark() {
+        let cuts = |text: &str| -> Vec<usize> {
+            let buf = text.as_bytes();
+            (0..=buf.len()).filter(|&c| is_word_cut(buf, c)).collect()
+        };
+        assert_eq!(cuts("abc def"), vec![3]);
+        assert_eq!(cuts("abc  def"), vec![3]); // not between two spaces
+        assert_eq!(cuts("ab\u{2581} d"), Vec::<usize>::new()); // not after the mark
+        assert_eq!(cuts("ab\n c 1 !"), vec![3, 5, 7]);
+        assert_eq!(cuts("abcé ü"), vec![5]);
+        assert_eq!(cuts("ab c"), Vec::<usize>::new()); // too near the start to see a mark
+        assert_eq!(cuts("abc "), vec![3]);
     }
 
     #[test]

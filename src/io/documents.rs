@@ -56,6 +56,10 @@ impl super::pipeline::Texts for Items {
         let (a, b) = self.spans[i];
         &self.text[a..b]
     }
+
+    fn starts_text(&self, i: usize) -> bool {
+        self.firsts[i]
+    }
 }
 
 impl DocumentReader {

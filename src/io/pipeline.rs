@@ -38,6 +38,11 @@ const PARTS_PER_THREAD: usize = 4;
 pub trait Texts: Send + Sync {
     fn count(&self) -> usize;
     fn text(&self, i: usize) -> &str;
+    /// Whether text `i` begins its text: false for a later part of a longer one
+    /// ([`Model::encode_part_cached`]).
+    fn starts_text(&self, _i: usize) -> bool {
+        true
+    }
 }
 
 /// A block's ids, `width` bytes each, and the `count + 1` offsets (in ids) where each
@@ -158,12 +163,14 @@ fn encode_part<M: Model, T: Texts>(
     if part.count > 1 {
         ends.reserve(part.count);
         for i in part.text..part.text + part.count {
-            model.encode_cached(texts.text(i), allowed, cache, &mut ids)?;
+            let starts = texts.starts_text(i);
+            model.encode_part_cached(texts.text(i), starts, allowed, cache, &mut ids)?;
             ends.push(ids.len());
         }
     } else {
         let text = &texts.text(part.text)[part.start..part.end];
-        model.encode_cached(text, allowed, cache, &mut ids)?;
+        let starts = part.start == 0 && texts.starts_text(part.text);
+        model.encode_part_cached(text, starts, allowed, cache, &mut ids)?;
     }
     Ok(PartIds { ids, ends })
 }

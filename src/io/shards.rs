@@ -4,8 +4,10 @@
 //! The file is read in blocks cut only at safe points (`blocks`), each block is split
 //! at safe points again and its parts are encoded on all threads, then written in
 //! order — so the ids equal encoding the whole file at once, in bounded memory.
-//! A model that has no safe cuts (`SafeCuts::Nowhere`: SentencePiece) reads the
-//! whole file as one block and encodes it as one text: exact, but held in memory.
+//! A model that has no safe cuts (`SafeCuts::Nowhere`: a SentencePiece model whose
+//! words cannot be cut apart, `spm::seam`) reads the whole file as one block and
+//! encodes it as one text: exact, but held in memory. A part after the first is
+//! encoded as the rest of the file ([`Model::encode_part_cached`]).
 //! Reading and writing overlap the encoding.
 
 use std::collections::VecDeque;
@@ -139,8 +141,10 @@ pub fn encode_file<M: Model>(
                     s.spawn(move |_| {
                         // The receiver is gone only when encoding has already failed.
                         let mut ids = Vec::with_capacity((b - a) / 3);
-                        let done = caches
-                            .with(|cache| enc.encode_cached(&text[a..b], allowed, cache, &mut ids));
+                        let starts = offset == 0 && a == 0;
+                        let done = caches.with(|cache| {
+                            enc.encode_part_cached(&text[a..b], starts, allowed, cache, &mut ids)
+                        });
                         let _ = tx.send(done.map(|()| ids).map_err(|e| e.to_string()));
                     });
                     pending.push_back(Pending {

@@ -345,23 +345,24 @@ impl<M: Model> Seam<M> {
         }
     }
 
-    /// Runs `f` on consecutive blocks of `text` (see [`Seam::block_end`]) without the
-    /// GIL (a short text holding it: [`detach_for`]), with one cache, and checks for
-    /// signals between blocks: Ctrl-C stops a long text within a block's time
+    /// Runs `f` on consecutive blocks of `text` (see [`Seam::block_end`]), each with
+    /// whether it starts the text ([`Model::encode_part_cached`]), without the GIL (a
+    /// short text holding it: [`detach_for`]), with one cache, and checks for signals
+    /// between blocks: Ctrl-C stops a long text within a block's time
     /// (KeyboardInterrupt), not at its end.
     fn for_each_block(
         &self,
         py: Python<'_>,
         text: &str,
         allowed: &SpecialMatcher,
-        mut f: impl FnMut(&str, &mut M::Cache) -> Result<(), EncodeError> + Send,
+        mut f: impl FnMut(&str, bool, &mut M::Cache) -> Result<(), EncodeError> + Send,
     ) -> PyResult<()> {
         let mut cache = self.core.take_cache();
         let mut from = 0;
         let result = loop {
             let step = detach_for(py, text.len() - from, || {
                 let end = self.block_end(text, from, allowed);
-                f(&text[from..end], &mut cache).map(|()| end)
+                f(&text[from..end], from == 0, &mut cache).map(|()| end)
             });
             match step {
                 Err(e) => break Err(encode_error(py, e)),
@@ -415,8 +416,8 @@ impl<M: Model> Seam<M> {
         advise_huge_pages(ids.spare_capacity_mut());
         ids.extend_from_slice(&self.frame.before);
         let core = &*self.core;
-        self.for_each_block(py, text, &allowed, |block, cache| {
-            core.encode_cached(block, &allowed, cache, &mut ids)
+        self.for_each_block(py, text, &allowed, |block, starts, cache| {
+            core.encode_part_cached(block, starts, &allowed, cache, &mut ids)
         })?;
         ids.extend_from_slice(&self.frame.after);
         Ok(ids)
@@ -518,8 +519,8 @@ impl<M: Model> Seam<M> {
         detach_for(py, text.len(), || check_disallowed(text, &disallowed))
             .map_err(|e| encode_error(py, e))?;
         let (core, mut count) = (&*self.core, self.frame.len());
-        self.for_each_block(py, text, &allowed, |block, cache| {
-            count += core.count_cached(block, &allowed, cache)?;
+        self.for_each_block(py, text, &allowed, |block, starts, cache| {
+            count += core.count_cached(block, starts, &allowed, cache)?;
             Ok(())
         })?;
         Ok(count)

@@ -152,6 +152,13 @@ pymethods_with_seam!(SentencePieceModel {
         self.core().hf_decoder.is_some()
     }
 
+    /// Whether a long text is encoded in parts, cut before spaces (`SpmModel::cuts_words`):
+    /// on all cores and a block at a time; else it is encoded whole.
+    #[getter]
+    fn cuts_words(&self) -> bool {
+        self.core().cuts_words()
+    }
+
     /// The largest id.
     fn max_id(&self) -> u32 {
         self.core().len().saturating_sub(1) as u32

@@ -45,6 +45,9 @@ pub struct CharTable {
     /// shared empty block).
     blocks: Vec<u16>,
     infos: Vec<CharInfo>,
+    /// No piece has the whitespace mark right after a character other than the mark
+    /// (Llama 2's and Mistral's: only runs of `▁` hold it inside a piece).
+    pub mark_after_marks_only: bool,
 }
 
 impl CharTable {
@@ -53,7 +56,9 @@ impl CharTable {
         let mut table = CharTable {
             blocks: vec![0; BLOCKS],
             infos: vec![NOTHING; BLOCK],
+            mark_after_marks_only: true,
         };
+        let mut table_marks_ok = true;
         for (piece, &id) in mergeable {
             let mut chars = piece.chars().peekable();
             let mut prev = None;
@@ -65,6 +70,7 @@ impl CharTable {
                 }
                 if let Some(n) = next {
                     info.flags |= FOLLOWED | if n == space { BEFORE_SPACE } else { 0 };
+                    table_marks_ok &= n != space || c == space;
                 }
                 if let Some(p) = prev {
                     info.flags |= PRECEDED | if p == space { AFTER_SPACE } else { 0 };
@@ -72,6 +78,7 @@ impl CharTable {
                 prev = Some(c);
             }
         }
+        table.mark_after_marks_only = table_marks_ok;
         table
     }
 

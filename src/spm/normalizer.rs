@@ -146,6 +146,10 @@ impl Normalizer {
         self.add_dummy_prefix
     }
 
+    pub fn treat_whitespace_as_suffix(&self) -> bool {
+        self.treat_whitespace_as_suffix
+    }
+
     pub fn remove_extra_whitespaces(&self) -> bool {
         self.remove_extra_whitespaces
     }

@@ -15,22 +15,71 @@
 //! `<s>` before and `</s>` after each text (sentencepiece's `add_bos`/`add_eos`) are
 //! the seam's [`crate::model::Frame`] ([`SpmModel::frame`]), as for every kind.
 //!
-//! Where text may be cut: nowhere. The dummy prefix goes at the start of a text, and
-//! `remove_extra_whitespaces` drops spaces at both ends, so a text cut in two encodes
-//! differently from the whole (`"a b"` is `▁a ▁b`; `"a"` + `" b"` is `▁a ▁▁b`). So a
-//! file is encoded as one text, and streaming holds the text until its end.
+//! Where text may be cut: at word cuts and the edges of special tokens, for the
+//! models where that is exact ([`SpmModel::cuts_words`]: Llama 2's and Mistral's
+//! `.model`), elsewhere nowhere. A part after the first is encoded as the rest of its
+//! text: without the dummy prefix ([`Model::encode_part_cached`]), so `"a b"` cut
+//! before the space is `▁a` + `▁b`, as whole (encoding `" b"` as a text of its own
+//! would give `▁▁b`). A file, a long text of a batch and a shard folder's documents
+//! are then encoded in parts on all cores, a block at a time; for the other models
+//! (`remove_extra_whitespaces` drops spaces at both ends; pieces that join a word to
+//! the mark after it; UNUSED pieces, resolved per text) a text is encoded whole.
+//! Streaming holds the text until its end either way.
 
+use super::chars::NO_ID;
 use super::encode::WordCache;
 use super::model::{Prefix, SpmModel};
+use super::proto::PieceType;
+use crate::io::chunking::TextCuts;
 use crate::model::{EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
 impl SpmModel {
+    /// Whether text may be cut at word cuts ([`TextCuts::Words`]) and the edges of
+    /// special tokens: the parts, a later one encoded without the dummy prefix, give
+    /// the ids of the whole when
+    /// - the normalizer maps each character alone (no rules), turns spaces into `▁`
+    ///   and keeps every one (no `remove_extra_whitespaces`), the mark before words
+    ///   (not `treat_whitespace_as_suffix`);
+    /// - no merge can join a character to the `▁` after it (no piece holds one, or
+    ///   Metaspace `split`), no user-defined symbol holds a space or `▁`, and `▁` has
+    ///   a piece or bytes fall back (two unknown characters would make one `<unk>`);
+    /// - no UNUSED pieces (their splits are resolved per text) and no tokens matched
+    ///   after normalization;
+    /// - only the text's first segment gets the dummy prefix ([`Prefix::Spm`],
+    ///   [`Prefix::First`]), or none does: a part that starts after a special token
+    ///   and one cut inside a segment then both go without it, as in the whole.
+    pub fn cuts_words(&self) -> bool {
+        let mark = self.space;
+        let plain = !self.has_charsmap
+            && !self.remove_extra_whitespaces
+            && !self.normalizer.treat_whitespace_as_suffix();
+        let joins = !(self.split || self.chars.mark_after_marks_only);
+        let defined = self
+            .entries
+            .iter()
+            .filter(|e| e.kind == PieceType::UserDefined);
+        let defined_mark = defined.map(|e| &e.piece).any(|p| p.contains([' ', mark]));
+        let mark_known = self.chars.get(mark).id != NO_ID || self.byte_ids.is_some();
+        let prefix_first =
+            !self.add_dummy_prefix || matches!(self.prefix, Prefix::Spm | Prefix::First);
+        mark == '\u{2581}'
+            && plain
+            && !joins
+            && !defined_mark
+            && mark_known
+            && !self.has_unused
+            && self.normalized_tokens.is_empty()
+            && prefix_first
+    }
+
     /// Appends the ids of `text`, the `specials` found in it as special tokens
-    /// (see the module header).
+    /// (see the module header); `starts`: `text` starts its text (else it is a later
+    /// part of one, and its first segment gets no dummy prefix).
     fn encode_text(
         &self,
         text: &str,
+        starts: bool,
         specials: &SpecialMatcher,
         cache: &mut WordCache,
         out: &mut Vec<u32>,
@@ -54,13 +103,13 @@ impl SpmModel {
                 continue; // text here; matched (or not) in its segment
             }
             if start > at {
-                self.encode_between(&text[at..start], at == 0, &after, cache, out);
+                self.encode_between(&text[at..start], starts && at == 0, &after, cache, out);
             }
             out.push(self.piece_to_id(token));
             at = end;
         }
         if at < text.len() {
-            self.encode_between(&text[at..], at == 0, &after, cache, out);
+            self.encode_between(&text[at..], starts && at == 0, &after, cache, out);
         }
     }
 }
@@ -165,7 +214,13 @@ impl Model for SpmModel {
     }
 
     fn safe_cuts(&self) -> SafeCuts {
-        SafeCuts::Nowhere
+        if self.cuts_words() {
+            SafeCuts::AtSpecials {
+                text: TextCuts::Words,
+            }
+        } else {
+            SafeCuts::Nowhere
+        }
     }
 
     fn encode_cached(
@@ -175,7 +230,19 @@ impl Model for SpmModel {
         cache: &mut WordCache,
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError> {
-        self.encode_text(text, specials, cache, out);
+        self.encode_text(text, true, specials, cache, out);
+        Ok(())
+    }
+
+    fn encode_part_cached(
+        &self,
+        text: &str,
+        starts_text: bool,
+        specials: &SpecialMatcher,
+        cache: &mut WordCache,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
+        self.encode_text(text, starts_text, specials, cache, out);
         Ok(())
     }
 
@@ -333,5 +400,59 @@ mod tests {
             [&frame.before[..], &plain, &frame.after[..]].concat()
         );
         assert_eq!(m.frame(false, false).unwrap(), Frame::default());
+    }
+
+    #[test]
+    fn a_text_cut_at_word_cuts_encodes_as_the_whole() {
+        let pieces = [
+            ("\u{2581}", 0.0, Normal),
+            ("a", -1.0, Normal),
+            ("b", -2.0, Normal),
+            ("\u{2581}\u{2581}", -3.0, Normal),
+            ("\u{2581}a", -4.0, Normal),
+            ("ab", -5.0, Normal),
+        ];
+        let m = model(&pieces, true);
+        assert!(m.cuts_words());
+        assert_eq!(
+            m.safe_cuts(),
+            SafeCuts::AtSpecials {
+                text: TextCuts::Words
+            }
+        );
+        let specials = matcher(&["<s>"]);
+        for text in ["ab a  b\u{2581} ab<s> a", " a b", "a\tb a", "ba<s> ab  ab"] {
+            let whole = encode(&m, text, &specials);
+            let buf = text.as_bytes();
+            let cuts = (0..buf.len()).filter(|&c| TextCuts::Words.at(buf, c));
+            for c in cuts.chain(text.find("<s>").map(|s| s + 3)) {
+                let mut parts = Vec::new();
+                m.with_cache(|cache| {
+                    m.encode_part_cached(&text[..c], true, &specials, cache, &mut parts)?;
+                    m.encode_part_cached(&text[c..], false, &specials, cache, &mut parts)
+                })
+                .unwrap();
+                assert_eq!(parts, whole, "{text:?} cut at {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_piece_joining_a_word_to_the_mark_after_it_keeps_texts_whole() {
+        let joining = [
+            ("a", -1.0, Normal),
+            ("a\u{2581}", -2.0, Normal),
+            ("\u{2581}", 0.0, Normal),
+        ];
+        let m = model(&joining, true);
+        assert!(!m.cuts_words());
+        assert_eq!(m.safe_cuts(), SafeCuts::Nowhere);
+        // The legacy Prepend normalizer puts the prefix on every segment: whole too.
+        let each = small().with_metaspace(Prefix::Each, false).unwrap();
+        assert!(!each.cuts_words());
+        assert!(small()
+            .with_metaspace(Prefix::First, false)
+            .unwrap()
+            .cuts_words());
     }
 }

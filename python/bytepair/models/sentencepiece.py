@@ -27,10 +27,16 @@ How it fits the one ``Tokenizer``:
   decodes as ``tokenizers`` does instead, by the file's ``decoder`` (Mistral: ``<s>``
   and ``<unk>`` are written as they are spelled, one leading space is cut from the
   text, a run of byte pieces that is not UTF-8 gives one U+FFFD per byte).
-- A text is encoded whole: no cut inside a text is exact in general (the dummy
-  prefix and the whitespace rules depend on where a text starts and ends), so
-  ``encode_iterable`` holds the text until its end and ``encode_file`` encodes a
-  file as one text.
+- Where a long text may be cut, the core says (``core.cuts_words``): before a space
+  that follows neither a space nor "▁", for a model whose pieces never join a word
+  to the space after it, whose normalizer keeps every space, and whose dummy prefix
+  goes on a text's first segment only (Llama 2's and Mistral's ``.model``; a
+  Metaspace "first" ``tokenizer.json``). Then ``encode_file``, ``bytepair count``,
+  shard folders and a batch's long texts encode the text in parts on all cores, a
+  later part without the dummy prefix, to the ids of the whole. Other models
+  encode a text whole. Either way ``encode_iterable`` holds the text until its end,
+  and Python never cuts a document (``sources.part_chars_for`` is None: its parts
+  would each get the prefix).
 """
 
 from __future__ import annotations

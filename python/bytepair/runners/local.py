@@ -55,7 +55,9 @@ def plain_files(writer, tok, documents) -> list | None:
     skips the documents finished shards hold, by number and split, which the Python
     road does), in file order (no ``shuffle_docs``), and for text files a tokenizer
     whose ids do not change where a file is cut into blocks (JSON Lines blocks end
-    between records). Else None."""
+    between records): one Python may cut documents for, or a SentencePiece model
+    that cuts words (``cuts_words``: the core encodes a later part of a document
+    without the dummy prefix, which Python's parts would get). Else None."""
     from bytepair.sources import part_chars_for
     from bytepair.sources.jsonl import JsonlSource
     from bytepair.sources.text import TextSource
@@ -67,7 +69,8 @@ def plain_files(writer, tok, documents) -> list | None:
         return None
     if not hasattr(tok.model.core, "jsonl_batches"):
         return None
-    if part_chars_for(tok) is None and any(type(s) is TextSource for s in sources):
+    cuts = part_chars_for(tok) is not None or getattr(tok.model.core, "cuts_words", False)
+    if not cuts and any(type(s) is TextSource for s in sources):
         return None
     return sources
 

@@ -125,7 +125,8 @@ def part_chars_for(tok) -> int | None:
     """``part_chars`` for documents a tokenizer will encode: long documents in parts
     when cutting them cannot change its ids (a built-in pattern, no special token
     spanning a newline, no normalizer acting at a text's edges); None (documents
-    whole) otherwise, e.g. SentencePiece.
+    whole) otherwise, e.g. SentencePiece (whose later parts the core alone encodes
+    without the dummy prefix: ``runners.local.plain_files``).
 
     >>> import bytepair
     >>> part_chars_for(bytepair.get_encoding("gpt2")) == Options.part_chars
