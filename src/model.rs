@@ -254,6 +254,21 @@ pub trait Model: Send + Sync {
         out: &mut Vec<u32>,
     ) -> Result<usize, EncodeError>;
 
+    /// [`Model::encode_until`] of a growing text that is a later part of a stream's
+    /// text unless `starts_text` ([`Model::encode_part_cached`]).
+    fn encode_part_until(
+        &self,
+        text: &str,
+        starts_text: bool,
+        specials: &SpecialMatcher,
+        limit: usize,
+        cache: &mut Self::Cache,
+        out: &mut Vec<u32>,
+    ) -> Result<usize, EncodeError> {
+        let _ = starts_text;
+        self.encode_until(text, specials, limit, cache, out)
+    }
+
     /// Runs `f` with a cache from [`Model::take_cache`], then gives it back.
     fn with_cache<R>(&self, f: impl FnOnce(&mut Self::Cache) -> R) -> R {
         let mut cache = self.take_cache();

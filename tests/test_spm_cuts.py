@@ -126,6 +126,43 @@ def test_a_model_that_cuts_words_reads_a_file_a_block_at_a_time(models, tmp_path
     assert steps["remove_extra"] == 1
 
 
+@pytest.fixture(scope="module")
+def loaded(models, tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("loaded")
+    return {name: tokenizer(data, folder, name) for name, data in models.items()}
+
+
+def test_a_stream_is_encoded_as_it_comes_by_a_model_that_cuts_words(models, loaded):
+    text = long_text()[:100_000]
+    chunks = [text[i : i + 4096] for i in range(0, len(text), 4096)]
+    for name, yields in (("llama_like", True), ("no_dummy_prefix", True), ("nfkc", False)):
+        got = list(loaded[name].encode_chunks(chunks))
+        want = spm.SentencePieceProcessor(model_proto=models[name]).encode(text)
+        assert [i for ids in got for i in ids] == want, name
+        assert list(loaded[name].encode_iterable(iter(chunks))) == want, name
+        # Ids as text comes (a list for nearly every chunk), or all at the end.
+        assert (len(got) > len(chunks) // 2) is yields, (name, len(got))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from([" ", "  ", "ab", "b", "é", "中", "\n", SPACE, f" {SPACE}", "</s>"]),
+        min_size=20,
+        max_size=300,
+    ).map("".join),
+    cuts=st.lists(st.integers(0, 900), min_size=1, max_size=8),
+)
+def test_any_stream_of_a_model_that_cuts_words_gives_the_whole_texts_ids(loaded, text, cuts):
+    tok = loaded["llama_like"]
+    bounds = sorted({min(c, len(text)) for c in cuts})
+    chunks = [text[a:b] for a, b in zip([0, *bounds], [*bounds, len(text)])]
+    for allowed in ((), "all"):
+        want = tok.encode(text, allowed_special=allowed, disallowed_special=())
+        got = tok.encode_iterable(chunks, allowed_special=allowed, disallowed_special=())
+        assert list(got) == want
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     text=st.lists(

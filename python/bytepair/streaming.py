@@ -24,16 +24,19 @@ from collections.abc import Callable, Iterable, Iterator
 
 
 def encode_chunks(
-    encode_prefix: Callable[[str, bool, bool], tuple[list[int], int]], iterable: Iterable[str]
+    encode_prefix: Callable[[str, bool, bool, bool], tuple[list[int], int]],
+    iterable: Iterable[str],
 ) -> Iterator[list[int]]:
     """A list of ids per input chunk that completes some text (chunks that only extend
     an unfinished pre-token give none); together, the ids of ``"".join(iterable)``.
 
-    ``encode_prefix(text, first, last)`` is the model's (``core.encode_prefix`` with the
-    call's special-token policy): the ids of the part of ``text`` later text cannot
-    change (all of it when ``last``), and how many characters that part is; the model's
-    BOS comes with the ``first`` call's ids, its EOS with the ``last`` call's."""
-    first = True
+    ``encode_prefix(text, first, last, starts)`` is the model's (``core.encode_prefix``
+    with the call's special-token policy): the ids of the part of ``text`` later text
+    cannot change (all of it when ``last``), and how many characters that part is; the
+    model's BOS comes with the ``first`` call's ids, its EOS with the ``last`` call's;
+    ``starts`` while no call has consumed any text (a SentencePiece model's dummy
+    prefix goes on the text's start only)."""
+    first = starts = True
     held: list[str] = []  # text not encoded yet: the carried rest, then new chunks
     held_chars = 0
     rest_chars = 0  # of which carried over from the last call
@@ -45,13 +48,14 @@ def encode_chunks(
         if held_chars - rest_chars < rest_chars:
             continue  # less new text than carried: wait, rather than rescan the carry
         carry = "".join(held)
-        ids, used = encode_prefix(carry, first, False)
+        ids, used = encode_prefix(carry, first, False, starts)
         first = False
+        starts = starts and used == 0
         if ids:
             yield ids
         rest = carry[used:]
         held, held_chars, rest_chars = [rest], len(rest), len(rest)
-    ids, _ = encode_prefix("".join(held), first, True)
+    ids, _ = encode_prefix("".join(held), first, True, starts)
     if ids:
         yield ids
 

@@ -561,8 +561,8 @@ class Tokenizer:
 
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
 
-        def encode_prefix(text: str, first: bool, last: bool) -> tuple[list[int], int]:
-            return self._run("encode_prefix", text, allowed, first, last, disallowed)
+        def encode_prefix(text: str, first: bool, last: bool, starts: bool):
+            return self._run("encode_prefix", text, allowed, first, last, starts, disallowed)
 
         return encode_chunks(encode_prefix, iterable)
 

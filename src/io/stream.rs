@@ -13,7 +13,8 @@ use crate::pretok::SpecialMatcher;
 pub const STREAM_MARGIN: usize = 64;
 
 /// Encodes the part of `text` that later text cannot change, after checking that
-/// `text` holds none of the `disallowed` special tokens.
+/// `text` holds none of the `disallowed` special tokens; `starts_text`: nothing of
+/// the stream's text came before `text` ([`Model::encode_part_cached`]).
 ///
 /// Returns the ids and the number of bytes consumed. With `last`, everything is
 /// consumed. A unit is final when it ends at least a margin before the end of the
@@ -26,13 +27,14 @@ pub fn encode_prefix<M: Model>(
     text: &str,
     allowed: &SpecialMatcher,
     disallowed: &SpecialMatcher,
+    starts_text: bool,
     last: bool,
 ) -> Result<(Vec<u32>, usize), EncodeError> {
     check_disallowed(text, disallowed)?;
     let mut ids = Vec::new();
     let consumed = model.with_cache(|cache| {
         if last {
-            model.encode_cached(text, allowed, cache, &mut ids)?;
+            model.encode_part_cached(text, starts_text, allowed, cache, &mut ids)?;
             return Ok(text.len());
         }
         let margin = STREAM_MARGIN + 2 * allowed.max_len();
@@ -43,7 +45,7 @@ pub fn encode_prefix<M: Model>(
         if strippable < text.len() {
             limit = limit.min(strippable.saturating_sub(margin));
         }
-        model.encode_until(text, allowed, limit, cache, &mut ids)
+        model.encode_part_until(text, starts_text, allowed, limit, cache, &mut ids)
     })?;
     Ok((ids, consumed))
 }
@@ -59,12 +61,12 @@ mod tests {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
         let none = e.no_specials();
         let text = "aaab aaab  ".repeat(20);
-        let (ids, used) = encode_prefix(&e, &text, e.all_specials(), none, false).unwrap();
+        let (ids, used) = encode_prefix(&e, &text, e.all_specials(), none, true, false).unwrap();
         assert!(used > 0 && used < text.len());
         let mut all = ids;
         all.extend(e.encode(&text[used..], e.all_specials()).unwrap());
         assert_eq!(all, e.encode(&text, e.all_specials()).unwrap());
-        let (ids, used) = encode_prefix(&e, &text, e.all_specials(), none, true).unwrap();
+        let (ids, used) = encode_prefix(&e, &text, e.all_specials(), none, true, true).unwrap();
         assert_eq!(
             (ids, used),
             (e.encode(&text, e.all_specials()).unwrap(), text.len())
@@ -74,7 +76,14 @@ mod tests {
     #[test]
     fn a_disallowed_special_token_is_an_error() {
         let e = minbpe_encoder(Some(GPT2_PATTERN));
-        let err = encode_prefix(&e, "a <|e|>", e.no_specials(), e.all_specials(), false);
+        let err = encode_prefix(
+            &e,
+            "a <|e|>",
+            e.no_specials(),
+            e.all_specials(),
+            true,
+            false,
+        );
         assert_eq!(
             err,
             Err(EncodeError::Disallowed {

@@ -631,7 +631,8 @@ impl<M: Model> Seam<M> {
     /// Streaming (`io::stream`): encodes the part of `text` later text cannot change.
     /// Returns the ids and how many characters (code points) of `text` were consumed.
     /// The frame's `before` comes with the `first` call's ids, its `after` with the
-    /// `last` call's.
+    /// `last` call's; `starts`: no call has consumed any of the text before `text`.
+    #[allow(clippy::too_many_arguments)]
     pub fn encode_prefix(
         &self,
         py: Python<'_>,
@@ -639,13 +640,15 @@ impl<M: Model> Seam<M> {
         allowed_special: Option<Vec<String>>,
         first: bool,
         last: bool,
+        starts: bool,
         disallowed_special: Disallowed,
     ) -> PyResult<(Vec<u32>, usize)> {
         let (allowed, disallowed) = self.matchers(allowed_special, disallowed_special)?;
         let frame = &self.frame;
         py.detach(|| {
             let core = &*self.core;
-            let (mut ids, used) = stream::encode_prefix(core, text, &allowed, &disallowed, last)?;
+            let (mut ids, used) =
+                stream::encode_prefix(core, text, &allowed, &disallowed, starts, last)?;
             if first && !frame.before.is_empty() {
                 ids.splice(0..0, frame.before.iter().copied());
             }
@@ -958,7 +961,8 @@ macro_rules! pymethods_with_seam {
         /// Streaming: the ids of the part of `text` later text cannot change, and how
         /// many characters that part is (see `py::seam`); `first` / `last`: the
         /// stream's first / last call.
-        #[pyo3(signature = (text, allowed_special, first, last, disallowed_special=None))]
+        #[pyo3(signature = (text, allowed_special, first, last, starts, disallowed_special=None))]
+        #[allow(clippy::too_many_arguments)]
         fn encode_prefix(
             &self,
             py: ::pyo3::Python<'_>,
@@ -966,11 +970,12 @@ macro_rules! pymethods_with_seam {
             allowed_special: Option<Vec<String>>,
             first: bool,
             last: bool,
+            starts: bool,
             disallowed_special: Option<::pyo3::Bound<'_, ::pyo3::PyAny>>,
         ) -> ::pyo3::PyResult<(Vec<u32>, usize)> {
             let disallowed = $crate::py::seam::Disallowed::from_py(disallowed_special.as_ref())?;
             let seam = &self.seam;
-            seam.encode_prefix(py, text, allowed_special, first, last, disallowed)
+            seam.encode_prefix(py, text, allowed_special, first, last, starts, disallowed)
         }
 
         /// The same model putting `before` ahead of every text's ids and `after`

@@ -24,13 +24,14 @@
 //! are then encoded in parts on all cores, a block at a time; for the other models
 //! (`remove_extra_whitespaces` drops spaces at both ends; pieces that join a word to
 //! the mark after it; UNUSED pieces, resolved per text) a text is encoded whole.
-//! Streaming holds the text until its end either way.
+//! Streaming goes as far as the last cut a margin before the end of the text known
+//! so far, or, for the other models, holds the text until its end.
 
 use super::chars::NO_ID;
 use super::encode::WordCache;
 use super::model::{Prefix, SpmModel};
 use super::proto::PieceType;
-use crate::io::chunking::TextCuts;
+use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
@@ -246,16 +247,37 @@ impl Model for SpmModel {
         Ok(())
     }
 
-    /// Nothing is final before the text ends (see the module header).
     fn encode_until(
         &self,
-        _text: &str,
-        _specials: &SpecialMatcher,
-        _limit: usize,
-        _cache: &mut WordCache,
-        _out: &mut Vec<u32>,
+        text: &str,
+        specials: &SpecialMatcher,
+        limit: usize,
+        cache: &mut WordCache,
+        out: &mut Vec<u32>,
     ) -> Result<usize, EncodeError> {
-        Ok(0)
+        self.encode_part_until(text, true, specials, limit, cache, out)
+    }
+
+    /// Up to the last safe cut before `limit` (see the module header); nothing is
+    /// final before the text ends for a model that does not cut words.
+    fn encode_part_until(
+        &self,
+        text: &str,
+        starts_text: bool,
+        specials: &SpecialMatcher,
+        limit: usize,
+        cache: &mut WordCache,
+        out: &mut Vec<u32>,
+    ) -> Result<usize, EncodeError> {
+        let SafeCuts::AtSpecials { text: cuts } = self.safe_cuts() else {
+            return Ok(0);
+        };
+        let matches = specials.find_all(text.as_bytes());
+        let Some(cut) = find_cut(text.as_bytes(), 0, limit, &matches, cuts, specials) else {
+            return Ok(0);
+        };
+        self.encode_text(&text[..cut], starts_text, specials, cache, out);
+        Ok(cut)
     }
 }
 
@@ -454,5 +476,27 @@ mod tests {
             .with_metaspace(Prefix::First, false)
             .unwrap()
             .cuts_words());
+    }
+
+    #[test]
+    fn a_stream_of_a_model_that_cuts_words_is_encoded_as_it_comes() {
+        let m = small();
+        let none = matcher(&[]);
+        let text = "ab ba  a b ".repeat(20);
+        let whole = encode(&m, &text, &none);
+        let mut ids = Vec::new();
+        let used = m
+            .with_cache(|c| m.encode_part_until(&text, true, &none, text.len() - 8, c, &mut ids))
+            .unwrap();
+        assert!(used > text.len() / 2 && used <= text.len() - 8);
+        m.with_cache(|c| m.encode_part_cached(&text[used..], false, &none, c, &mut ids))
+            .unwrap();
+        assert_eq!(ids, whole);
+        // A model that does not cut words holds its text until the end.
+        let joining = model(&[("a", -1.0, Normal), ("a\u{2581}", -2.0, Normal)], true);
+        let held = joining.with_cache(|c| {
+            joining.encode_part_until(&text, true, &none, text.len() - 8, c, &mut Vec::new())
+        });
+        assert_eq!(held, Ok(0));
     }
 }

@@ -33,10 +33,10 @@ How it fits the one ``Tokenizer``:
   goes on a text's first segment only (Llama 2's and Mistral's ``.model``; a
   Metaspace "first" ``tokenizer.json``). Then ``encode_file``, ``bytepair count``,
   shard folders and a batch's long texts encode the text in parts on all cores, a
-  later part without the dummy prefix, to the ids of the whole. Other models
-  encode a text whole. Either way ``encode_iterable`` holds the text until its end,
-  and Python never cuts a document (``sources.part_chars_for`` is None: its parts
-  would each get the prefix).
+  later part without the dummy prefix, to the ids of the whole, and
+  ``encode_iterable`` yields ids as text comes. Other models encode a text whole
+  (``encode_iterable`` holds it until its end). Python never cuts a document
+  (``sources.part_chars_for`` is None: its parts would each get the prefix).
 """
 
 from __future__ import annotations
