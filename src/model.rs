@@ -244,19 +244,9 @@ pub trait Model: Send + Sync {
 
     /// Appends the ids of the units (pieces and special tokens) of `text` that end at
     /// or before `limit`, and returns where the last of them ends (0 if none): the
-    /// part of a growing text that is final, for streaming.
+    /// part of a growing text that is final, for streaming. `starts_text`: nothing of
+    /// the stream's text came before `text` ([`Model::encode_part_cached`]).
     fn encode_until(
-        &self,
-        text: &str,
-        specials: &SpecialMatcher,
-        limit: usize,
-        cache: &mut Self::Cache,
-        out: &mut Vec<u32>,
-    ) -> Result<usize, EncodeError>;
-
-    /// [`Model::encode_until`] of a growing text that is a later part of a stream's
-    /// text unless `starts_text` ([`Model::encode_part_cached`]).
-    fn encode_part_until(
         &self,
         text: &str,
         starts_text: bool,
@@ -264,10 +254,7 @@ pub trait Model: Send + Sync {
         limit: usize,
         cache: &mut Self::Cache,
         out: &mut Vec<u32>,
-    ) -> Result<usize, EncodeError> {
-        let _ = starts_text;
-        self.encode_until(text, specials, limit, cache, out)
-    }
+    ) -> Result<usize, EncodeError>;
 
     /// Runs `f` with a cache from [`Model::take_cache`], then gives it back.
     fn with_cache<R>(&self, f: impl FnOnce(&mut Self::Cache) -> R) -> R {

@@ -968,9 +968,11 @@ impl Model for Encoder {
         })
     }
 
+    /// Byte-level BPE encodes a part as any text: where it starts does not matter.
     fn encode_until(
         &self,
         text: &str,
+        _starts_text: bool,
         specials: &SpecialMatcher,
         limit: usize,
         cache: &mut PieceCache,
@@ -1133,7 +1135,8 @@ pub(crate) mod tests {
             }
             let general = |cache: &mut PieceCache| {
                 let mut out = Vec::new();
-                let done = e.encode_until(&text, e.all_specials(), usize::MAX, cache, &mut out);
+                let done =
+                    e.encode_until(&text, true, e.all_specials(), usize::MAX, cache, &mut out);
                 assert_eq!(done.unwrap(), text.len());
                 out
             };
@@ -1173,6 +1176,7 @@ pub(crate) mod tests {
             let mut want = Vec::new();
             e.encode_until(
                 &text,
+                true,
                 e.no_specials(),
                 usize::MAX,
                 &mut PieceCache::default(),
@@ -1453,7 +1457,9 @@ pub(crate) mod tests {
         // Streaming stops at the last safe cut before the limit (before " aab").
         let mut out = Vec::new();
         let used = nfd
-            .with_cache(|c| nfd.encode_until(text, nfd.all_specials(), text.len() - 1, c, &mut out))
+            .with_cache(|c| {
+                nfd.encode_until(text, true, nfd.all_specials(), text.len() - 1, c, &mut out)
+            })
             .unwrap();
         assert_eq!(&text[used..], " aab");
         out.extend(nfd.encode(&text[used..], nfd.all_specials()).unwrap());
@@ -1488,7 +1494,14 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         let used = prepend
             .with_cache(|c| {
-                prepend.encode_until(text, prepend.all_specials(), text.len() - 1, c, &mut out)
+                prepend.encode_until(
+                    text,
+                    true,
+                    prepend.all_specials(),
+                    text.len() - 1,
+                    c,
+                    &mut out,
+                )
             })
             .unwrap();
         assert_eq!(&text[used..], "aa aa");

@@ -45,7 +45,7 @@ pub fn encode_prefix<M: Model>(
         if strippable < text.len() {
             limit = limit.min(strippable.saturating_sub(margin));
         }
-        model.encode_part_until(text, starts_text, allowed, limit, cache, &mut ids)
+        model.encode_until(text, starts_text, allowed, limit, cache, &mut ids)
     })?;
     Ok((ids, consumed))
 }

@@ -247,20 +247,9 @@ impl Model for SpmModel {
         Ok(())
     }
 
-    fn encode_until(
-        &self,
-        text: &str,
-        specials: &SpecialMatcher,
-        limit: usize,
-        cache: &mut WordCache,
-        out: &mut Vec<u32>,
-    ) -> Result<usize, EncodeError> {
-        self.encode_part_until(text, true, specials, limit, cache, out)
-    }
-
     /// Up to the last safe cut before `limit` (see the module header); nothing is
     /// final before the text ends for a model that does not cut words.
-    fn encode_part_until(
+    fn encode_until(
         &self,
         text: &str,
         starts_text: bool,
@@ -486,7 +475,7 @@ mod tests {
         let whole = encode(&m, &text, &none);
         let mut ids = Vec::new();
         let used = m
-            .with_cache(|c| m.encode_part_until(&text, true, &none, text.len() - 8, c, &mut ids))
+            .with_cache(|c| m.encode_until(&text, true, &none, text.len() - 8, c, &mut ids))
             .unwrap();
         assert!(used > text.len() / 2 && used <= text.len() - 8);
         m.with_cache(|c| m.encode_part_cached(&text[used..], false, &none, c, &mut ids))
@@ -495,7 +484,7 @@ mod tests {
         // A model that does not cut words holds its text until the end.
         let joining = model(&[("a", -1.0, Normal), ("a\u{2581}", -2.0, Normal)], true);
         let held = joining.with_cache(|c| {
-            joining.encode_part_until(&text, true, &none, text.len() - 8, c, &mut Vec::new())
+            joining.encode_until(&text, true, &none, text.len() - 8, c, &mut Vec::new())
         });
         assert_eq!(held, Ok(0));
     }
