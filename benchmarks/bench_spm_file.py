@@ -1,6 +1,7 @@
 """A whole file with a SentencePiece `.model`: bytepair's `encode_file` (ids to a
-.bin), `count` and shard folder against `sentencepiece`, each in a fresh process,
-side by side. sentencepiece encodes the file's text as one text (the same ids:
+.bin), `count` and shard folder against `sentencepiece` and gigatoken (its
+`encode_files` of the file as one document, in memory, on all cores; the same ids:
+checked), each in a fresh process, side by side. sentencepiece encodes the file's text as one text (the same ids:
 checked; its merge over one huge string is slow and holds gigabytes) and, as
 `spm_encode` does, line by line on --threads threads (`encode(lines, num_threads=)`:
 not the same ids, each line gets the dummy prefix and loses its newline; a speed
@@ -39,6 +40,16 @@ if a["task"] == "sentencepiece":
     seconds = time.perf_counter() - start
     np.asarray(ids, dtype=np.uint32).tofile(a["out"])
     n = len(ids)
+elif a["task"] == "gigatoken":
+    import awkward as ak
+    import gigatoken
+    import numpy as np
+    giga = gigatoken.Tokenizer.from_sentencepiece(a["model"])
+    start = time.perf_counter()
+    arr = giga.encode_files(gigatoken.TextFileSource([a["corpus"]]))
+    n = int(ak.sum(ak.num(arr)))
+    seconds = time.perf_counter() - start
+    np.asarray(ak.flatten(arr), dtype=np.uint32).tofile(a["out"])
 elif a["task"] == "sentencepiece lines":
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=a["model"])
@@ -67,10 +78,10 @@ else:
         n = summary["splits"]["train"]["tokens"]
     seconds = time.perf_counter() - start
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"seconds": seconds, "rss_mb": rss, "tokens": n, "cuts": not a["task"].startswith("sentencepiece") and tok.model.core.cuts_words}))
+print(json.dumps({"seconds": seconds, "rss_mb": rss, "tokens": n, "cuts": a["task"] in ("encode_file", "count", "shards") and tok.model.core.cuts_words}))
 """
 
-TASKS = ["sentencepiece", "sentencepiece lines", "encode_file", "count", "shards"]
+TASKS = ["sentencepiece", "sentencepiece lines", "gigatoken", "encode_file", "count", "shards"]
 
 
 def run(task: str, model: str, corpus: str, threads: int, folder: str) -> dict:
@@ -84,10 +95,10 @@ def run(task: str, model: str, corpus: str, threads: int, folder: str) -> dict:
     return json.loads(done.stdout)
 
 
-def same_ids(folder: str, width: int) -> bool:
+def same_ids(folder: str, width: int, peer: str) -> bool:
     import numpy as np
 
-    theirs = np.fromfile(os.path.join(folder, "sentencepiece.bin"), dtype=np.uint32)
+    theirs = np.fromfile(os.path.join(folder, f"{peer}.bin"), dtype=np.uint32)
     ours = np.fromfile(os.path.join(folder, "encode_file.bin"), dtype=f"<u{width}")
     return bool(np.array_equal(theirs, ours))
 
@@ -101,6 +112,11 @@ def main() -> None:
     p.add_argument("--no-whole", action="store_true", help="skip sentencepiece's one-text run")
     a = p.parse_args()
     tasks = [t for t in TASKS if not (a.no_whole and t == "sentencepiece")]
+    try:
+        import gigatoken  # noqa: F401
+    except ImportError:
+        print("gigatoken is not installed: its row is left out")
+        tasks.remove("gigatoken")
     mb = os.path.getsize(a.corpus) / 1e6
     best: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -116,26 +132,31 @@ def main() -> None:
         import bytepair
 
         width = 2 if len(bytepair.load(a.model).vocab) <= 65536 else 4
-        identical = same_ids(folder, width) if not a.no_whole else None
+        peers = [t for t in ("sentencepiece", "gigatoken") if t in tasks]
+        identical = {peer: same_ids(folder, width, peer) for peer in peers}
     counts = {t: best[t]["tokens"] for t in tasks if t != "sentencepiece lines"}
     print(
         f"{os.path.basename(a.corpus)}: {mb:.0f} MB, {os.path.basename(a.model)} "
         f"(cuts words: {best['encode_file']['cuts']}), {a.threads} threads, best of {a.repeat}"
     )
-    whole = best["sentencepiece"]["seconds"] if not a.no_whole else float("nan")
-    lines = best["sentencepiece lines"]["seconds"]
+
+    def seconds(task: str) -> float:
+        return best[task]["seconds"] if task in best else float("nan")
+
+    peers = {p: seconds(p) for p in ("sentencepiece", "sentencepiece lines", "gigatoken")}
     print(
-        "| task | seconds | MB/s | peak RSS MB | vs sentencepiece whole | vs its lines |\n"
-        "|---|---:|---:|---:|---:|---:|"
+        "| task | seconds | MB/s | peak RSS MB | vs sentencepiece whole | vs its lines "
+        "| vs gigatoken |\n|---|---:|---:|---:|---:|---:|---:|"
     )
     for task in tasks:
         r = best[task]
+        ratios = " | ".join(f"{t / r['seconds']:.2f}x" for t in peers.values())
         print(
             f"| {task} | {r['seconds']:.2f} | {mb / r['seconds']:.0f} | {r['rss_mb']:.0f} | "
-            f"{whole / r['seconds']:.2f}x | {lines / r['seconds']:.2f}x |"
+            f"{ratios} |"
         )
-    print(f"tokens {counts}; encode_file's ids equal sentencepiece's: {identical}")
-    if identical is False or len(set(counts.values())) != 1:
+    print(f"tokens {counts}; encode_file's ids equal to: {identical}")
+    if not all(identical.values()) or len(set(counts.values())) != 1:
         sys.exit("the ids differ")
 
 
