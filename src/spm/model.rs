@@ -68,6 +68,9 @@ pub struct SpmModel {
     /// the whitespace mark (the only places where a merge can cross a word
     /// boundary), or to other characters.
     pub chars: CharTable,
+    /// Whether a USER_DEFINED piece holds a space or `▁` (a word cut could fall
+    /// inside it: [`SpmModel::cuts_words`]).
+    pub user_defined_spaces: bool,
     /// Whether some string is both a reserved and a mergeable piece (then
     /// `piece_to_id` answers the reserved id for it, and encode must ask).
     pub reserved_shadows_mergeable: bool,
@@ -203,6 +206,7 @@ impl SpmModel {
             .map(|e| e.piece.as_str())
             .collect();
         let user_defined = PrefixMatcher::new(&user);
+        let user_defined_spaces = user.iter().any(|p| p.contains([' ', '\u{2581}']));
         let suffix = trainer.treat_whitespace_as_suffix();
         let spec = proto.normalizer_spec.clone().unwrap_or_default();
         let normalizer =
@@ -245,6 +249,7 @@ impl SpmModel {
             reserved,
             byte_ids,
             user_defined,
+            user_defined_spaces,
             normalizer,
             denormalizer,
             joined,

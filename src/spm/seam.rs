@@ -30,7 +30,6 @@
 use super::chars::NO_ID;
 use super::encode::WordCache;
 use super::model::{Prefix, SpmModel};
-use super::proto::PieceType;
 use crate::io::chunking::{find_cut, TextCuts};
 use crate::model::{EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
@@ -56,18 +55,13 @@ impl SpmModel {
             && !self.remove_extra_whitespaces
             && !self.normalizer.treat_whitespace_as_suffix();
         let joins = !(self.split || self.chars.mark_after_marks_only);
-        let defined = self
-            .entries
-            .iter()
-            .filter(|e| e.kind == PieceType::UserDefined);
-        let defined_mark = defined.map(|e| &e.piece).any(|p| p.contains([' ', mark]));
         let mark_known = self.chars.get(mark).id != NO_ID || self.byte_ids.is_some();
         let prefix_first =
             !self.add_dummy_prefix || matches!(self.prefix, Prefix::Spm | Prefix::First);
         mark == '\u{2581}'
             && plain
             && !joins
-            && !defined_mark
+            && !self.user_defined_spaces
             && mark_known
             && !self.has_unused
             && self.normalized_tokens.is_empty()
