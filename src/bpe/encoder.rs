@@ -15,7 +15,7 @@ use super::merge::SHORT_PIECE;
 use super::model::BpeModel;
 use super::normalizer::Normalizer;
 use crate::bytes_map::bytes_hash;
-use crate::io::chunking::{find_cut, TextCuts};
+use crate::io::chunking::{last_cut, TextCuts};
 use crate::model::{try_reserve, EncodeError, Model, SafeCuts};
 use crate::packed::{key_hash, pack_pieces, packed, MAX_PACKED, PREFETCH_AHEAD as AHEAD};
 use crate::pretok::split::Split;
@@ -981,9 +981,8 @@ impl Model for Encoder {
         if !self.normalizer.is_empty() {
             // Normalizing joins characters, so a piece of the normalized text has no
             // end in `text`: encode up to the last safe cut before `limit` instead.
-            let matches = specials.find_all(text.as_bytes());
             let cuts = self.text_cuts();
-            let Some(cut) = find_cut(text.as_bytes(), 0, limit, &matches, cuts, specials) else {
+            let Some(cut) = last_cut(text.as_bytes(), limit, cuts, specials) else {
                 return Ok(0);
             };
             self.encode_cached(&text[..cut], specials, cache, out)?;

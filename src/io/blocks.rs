@@ -7,7 +7,7 @@ use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
-use super::chunking::{find_cut, TextCuts};
+use super::chunking::{last_cut, TextCuts};
 use crate::pretok::SpecialMatcher;
 
 /// How invalid UTF-8 is handled.
@@ -287,8 +287,7 @@ impl BlockReader {
             } else {
                 // Leave room for the longest special token and one byte of look-ahead.
                 let hi = buf.len().saturating_sub(specials.max_len() + 1);
-                let matches = specials.find_all(buf);
-                match find_cut(buf, 0, hi, &matches, cuts, specials) {
+                match last_cut(buf, hi, cuts, specials) {
                     Some(c) => c,
                     None => continue, // no safe cut yet: read more
                 }

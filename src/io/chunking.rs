@@ -19,8 +19,7 @@
 //!   at a letter (a letter run, or a contraction ending in one), never takes the space
 //!   after it, and no pattern looks behind: so the space starts a piece, and the pieces
 //!   before it are found the same whether the text goes on or ends there. These make
-//!   one long line of prose (no newline at all) cuttable like many short ones.
-//!
+//!   one long line of prose (no newline at all) cuttable like many short ones;
 //! - for SentencePiece models whose pieces never hold the whitespace mark `▁` after
 //!   another character (Llama 2's, Mistral's: only runs of `▁` hold it inside), *word
 //!   cuts*: right before a space that follows a character other than a space or `▁`.
@@ -28,8 +27,9 @@
 //!   parts merge as the whole does (the model says when this holds, and encodes a
 //!   part after the first without the dummy prefix: [`crate::spm`]'s seam).
 //!
-//! (Both rules are fuzzed against whole-text pre-tokenization in the Python tests,
-//! for every built-in pattern.) Custom patterns and "no pattern" are cut at special
+//! (The newline and space rules are fuzzed against whole-text pre-tokenization in the
+//! Python tests, for every built-in pattern; word cuts against sentencepiece and
+//! `tokenizers`, `tests/test_spm_cuts.py`.) Custom patterns and "no pattern" are cut at special
 //! tokens only; readers that need whole lines (SentencePiece training counts lines)
 //! cut at newline cuts only.
 
@@ -155,6 +155,12 @@ pub fn find_cut(
         }
     }
     best
+}
+
+/// [`find_cut`] from the start of `buf` to `hi`, with the matches of `specials` in
+/// `buf` found here: the last place a reader or a stream may stop at.
+pub fn last_cut(buf: &[u8], hi: usize, cuts: TextCuts, specials: &SpecialMatcher) -> Option<usize> {
+    find_cut(buf, 0, hi, &specials.find_all(buf), cuts, specials)
 }
 
 /// Is `c` strictly inside one of the (sorted, non-overlapping) matches?

@@ -20,7 +20,7 @@ use super::texts::{Text, Texts};
 use super::{thread_pool, utf8_errors, Progress};
 use crate::io::batch::{encode_each, encode_flat, most_ids, Specials, Workers};
 use crate::io::blocks::{BlockReader, ReadError};
-use crate::io::chunking::{find_cut, TextCuts};
+use crate::io::chunking::{last_cut, TextCuts};
 use crate::io::documents::DocumentReader;
 use crate::io::jsonl::JsonlReader;
 use crate::io::pipeline::encode_blocks;
@@ -337,8 +337,7 @@ impl<M: Model> Seam<M> {
                 return text.len();
             }
             let window = &text.as_bytes()[from..window_end];
-            let matches = allowed.find_all(window);
-            if let Some(cut) = find_cut(window, 0, size, &matches, cuts, allowed) {
+            if let Some(cut) = last_cut(window, size, cuts, allowed) {
                 return from + cut;
             }
             size *= 2; // no cut yet: look further (each look twice the last)

@@ -30,7 +30,7 @@
 use super::chars::NO_ID;
 use super::encode::WordCache;
 use super::model::{Prefix, SpmModel};
-use crate::io::chunking::{find_cut, TextCuts};
+use crate::io::chunking::{last_cut, TextCuts};
 use crate::model::{EncodeError, Model, SafeCuts};
 use crate::pretok::SpecialMatcher;
 
@@ -255,8 +255,7 @@ impl Model for SpmModel {
         let SafeCuts::AtSpecials { text: cuts } = self.safe_cuts() else {
             return Ok(0);
         };
-        let matches = specials.find_all(text.as_bytes());
-        let Some(cut) = find_cut(text.as_bytes(), 0, limit, &matches, cuts, specials) else {
+        let Some(cut) = last_cut(text.as_bytes(), limit, cuts, specials) else {
             return Ok(0);
         };
         self.encode_text(&text[..cut], starts_text, specials, cache, out);
