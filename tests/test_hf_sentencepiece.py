@@ -93,8 +93,12 @@ def mismatches(ours, theirs, texts) -> list[str]:
 
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory) -> Path:
+    return tiny_model(tmp_path_factory.mktemp("spm"))
+
+
+def tiny_model(folder: Path) -> Path:
     """A tiny BPE model trained by sentencepiece: byte fallback, <s> and [INST]."""
-    return train_tiny(tmp_path_factory.mktemp("spm"), "tiny", control_symbols=["[INST]"])
+    return train_tiny(folder, "tiny", control_symbols=["[INST]"])
 
 
 def train_tiny(folder: Path, name: str, **symbols) -> Path:
@@ -118,12 +122,15 @@ def train_tiny(folder: Path, name: str, **symbols) -> Path:
 
 @pytest.fixture(scope="module")
 def small_doc(small_model) -> dict:
-    """bytepair's tokenizer.json of the tiny model (add_bos), without the embedded
+    return tiny_doc(small_model)
+
+
+def tiny_doc(model: Path) -> dict:
+    """bytepair's tokenizer.json of a tiny model (add_bos), without the embedded
     .model, so the file is read as tokenizers reads it."""
-    doc = bytepair.load(small_model, add_bos=True).model
     from bytepair.formats.hf_sentencepiece import tokenizer_json
 
-    doc = tokenizer_json(doc)
+    doc = tokenizer_json(bytepair.load(model, add_bos=True).model)
     del doc["model"][EMBEDDED]
     return doc
 

@@ -12,7 +12,6 @@ BYTEPAIR_SHARED.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from unittest import mock
@@ -32,7 +31,7 @@ from conftest import DATA, folder_bytes, needs_shared, shard_road, shared_corpus
 spm = pytest.importorskip("sentencepiece", reason="sentencepiece is not installed")
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not installed")
 
-from test_hf_sentencepiece import SHAPES, load_both, reshape  # noqa: E402
+from test_hf_sentencepiece import SHAPES, load_both, reshape, tiny_doc, tiny_model  # noqa: E402
 from test_spm import MISTRAL, MISTRAL_DIR, train, with_unused_pieces  # noqa: E402
 
 SPACE = "\u2581"
@@ -277,14 +276,6 @@ def test_mistral_files_in_parts_give_sentencepieces_and_tokenizers_ids(tmp_path,
 
 
 @pytest.fixture(scope="module")
-def small_doc(tmp_path_factory):
-    from test_hf_sentencepiece import train_tiny
-
-    from bytepair.formats.hf_sentencepiece import EMBEDDED, tokenizer_json
-
-    folder = tmp_path_factory.mktemp("spm")
-    doc = tokenizer_json(
-        bytepair.load(train_tiny(folder, "tiny", control_symbols=["[INST]"])).model
-    )
-    del doc["model"][EMBEDDED]
-    return json.loads(json.dumps(doc))
+def small_doc(tmp_path_factory) -> dict:
+    """test_hf_sentencepiece's tiny model as a tokenizer.json, to reshape."""
+    return tiny_doc(tiny_model(tmp_path_factory.mktemp("spm")))
