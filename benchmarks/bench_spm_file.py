@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -123,15 +124,12 @@ def main() -> None:
         for _ in range(a.repeat):
             for task in tasks:
                 if task == "shards":
-                    import shutil
-
                     shutil.rmtree(os.path.join(folder, "shards"), ignore_errors=True)
                 r = run(task, a.model, a.corpus, a.threads, folder)
                 if task not in best or r["seconds"] < best[task]["seconds"]:
                     best[task] = r
-        import bytepair
-
-        width = 2 if len(bytepair.load(a.model).vocab) <= 65536 else 4
+        ours = os.path.join(folder, "encode_file.bin")
+        width = os.path.getsize(ours) // max(best["encode_file"]["tokens"], 1)  # 2 or 4
         peers = [t for t in ("sentencepiece", "gigatoken") if t in tasks]
         identical = {peer: same_ids(folder, width, peer) for peer in peers}
     counts = {t: best[t]["tokens"] for t in tasks if t != "sentencepiece lines"}
