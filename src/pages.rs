@@ -1,6 +1,7 @@
 //! Large buffers backed by huge pages where the kernel offers them: output buffers
 //! (kept for reuse between batches: [`OutputPool`]), and the hash tables of piece
-//! caches and counters ([`crate::packed`]).
+//! caches and counters ([`crate::packed`]). And large structures of many small
+//! allocations freed off the caller's path ([`drop_aside`]).
 //!
 //! A batch's ids go into one buffer allocated at its largest possible size and written
 //! once (`io::batch::encode_flat`). Each 4 KiB page of it costs a page fault when first
@@ -10,6 +11,21 @@
 //! mode (the default of most distributions). Pages never written still cost nothing.
 
 use std::sync::{Arc, Mutex};
+
+/// Frees `garbage` on a thread of its own when `num_threads` > 1 (a trainer's tables
+/// of a few hundred thousand small allocations, whose `free` calls are a cache miss
+/// each: the result goes back to the caller meanwhile); here otherwise, or when no
+/// thread can start.
+pub fn drop_aside<T: Send + 'static>(garbage: T, num_threads: usize) {
+    if num_threads > 1 {
+        let spawned = std::thread::Builder::new()
+            .name("bytepair-free".into())
+            .spawn(move || drop(garbage));
+        drop(spawned); // if no thread could start, the closure and all it held are freed here
+    } else {
+        drop(garbage);
+    }
+}
 
 /// Asks the kernel to back the whole 2 MiB pages inside `buf` with huge pages. A hint:
 /// no effect on what the buffer holds, and none at all off Linux or when refused.

@@ -989,7 +989,13 @@ fn train_from_words(
     let sorted = sort_words(words, pool.as_ref());
 
     let num_pieces = opts.vocab_size - num_reserved - required.len();
-    let learned = learn_pieces(&sorted, num_pieces, &opts.validity, |n| progress.pieces(n));
+    let learned = learn_pieces(
+        &sorted,
+        num_pieces,
+        &opts.validity,
+        |n| progress.pieces(n),
+        opts.num_threads,
+    );
     let learned = match learned {
         Ok(p) if p.len() < num_pieces => return Err(TrainError::Interrupted),
         Ok(p) => p,

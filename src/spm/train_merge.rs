@@ -34,12 +34,13 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use unicode_script::{Script, UnicodeScript};
 
 use crate::packed::prefetch;
+use crate::pages::drop_aside;
 
 /// The word-space character `▁`.
 pub const SPACE: char = '\u{2581}';
@@ -172,7 +173,7 @@ fn script_of(c: char) -> Script {
 
 /// A character or a pair of symbols.
 struct Symbol {
-    text: Rc<str>,
+    text: Arc<str>,
     /// Orders pair symbols as their texts do, mostly without reading them.
     order: TextOrder,
     chars: u32,
@@ -214,11 +215,11 @@ type Entry = (u64, Reverse<u32>, Reverse<TextOrder>, Reverse<u32>);
 struct TextOrder {
     /// The two big-endian halves: a `u128` would align (and grow) every symbol to 16.
     prefix: [u64; 2],
-    rest: Option<Rc<str>>,
+    rest: Option<Arc<str>>,
 }
 
 impl TextOrder {
-    fn of(text: &Rc<str>) -> TextOrder {
+    fn of(text: &Arc<str>) -> TextOrder {
         let mut buf = [0u8; 16];
         let n = text.len().min(16);
         buf[..n].copy_from_slice(&text.as_bytes()[..n]);
@@ -354,6 +355,8 @@ struct Trainer<'v> {
     clock: u32,
     /// The characters of a candidate pair, kept to save an allocation each.
     pair_chars: Vec<char>,
+    /// The text of a candidate pair, kept for the same reason.
+    pair_text: String,
     /// During a merge of (a, b) into N, by a neighbour's symbol: the pair symbols
     /// it makes with the merged pair's occurrences, looked up once per merge (see
     /// [`Side`]). Neighbours are few and frequent, so these stay in a few cache
@@ -387,8 +390,23 @@ pub fn learn_pieces(
     num_pieces: usize,
     validity: &Validity,
     progress: impl FnMut(usize) -> bool,
+    num_threads: usize,
 ) -> Result<Vec<String>, Exhausted> {
-    Trainer::new(words, validity)?.learn(num_pieces, progress)
+    let mut trainer = Trainer::new(words, validity)?;
+    let learned = trainer.learn(num_pieces, progress);
+    // Freeing the symbols' texts and occurrence lists is a few hundred thousand
+    // calls to `free` (15-20 ms at 50 MB of English): not on the caller's path.
+    let Trainer {
+        symbols,
+        state,
+        pairs,
+        words,
+        heap,
+        beside,
+        ..
+    } = trainer;
+    drop_aside((symbols, state, pairs, words, heap, beside), num_threads);
+    learned
 }
 
 impl<'v> Trainer<'v> {
@@ -399,7 +417,7 @@ impl<'v> Trainer<'v> {
         mut progress: impl FnMut(usize) -> bool,
     ) -> Result<Vec<String>, Exhausted> {
         let mut pieces = Vec::with_capacity(num_pieces);
-        let mut seen: FxHashSet<Rc<str>> = FxHashSet::default();
+        let mut seen: FxHashSet<Arc<str>> = FxHashSet::default();
         while pieces.len() < num_pieces {
             if pieces.len() % REBUILD_EVERY == 0 {
                 if !progress(pieces.len()) {
@@ -448,6 +466,7 @@ impl<'v> Trainer<'v> {
             narrowed: 0,
             clock: 0,
             pair_chars: Vec::new(),
+            pair_text: String::new(),
             beside: Vec::new(),
         };
         // Merges reach all over the words (36 MB for 50 MB of English): 2 MiB pages
@@ -506,7 +525,7 @@ impl<'v> Trainer<'v> {
         Ok(t)
     }
 
-    fn new_symbol(&mut self, text: Rc<str>, chars: u32, left: u32, right: u32, unk: bool) -> u32 {
+    fn new_symbol(&mut self, text: Arc<str>, chars: u32, left: u32, right: u32, unk: bool) -> u32 {
         let id = self.symbols.len() as u32;
         self.symbols.push(Symbol {
             order: TextOrder::of(&text),
@@ -557,7 +576,14 @@ impl<'v> Trainer<'v> {
         chars.clear();
         chars.extend(sa.text.chars().chain(sb.text.chars()));
         let valid = !sa.is_unk && !sb.is_unk && self.validity.allows(&chars);
-        let text: Option<Rc<str>> = valid.then(|| [&*sa.text, &*sb.text].concat().into());
+        let text: Option<Arc<str>> = valid.then(|| {
+            // One allocation: the two texts joined in a buffer kept for it, then copied.
+            let joined = &mut self.pair_text;
+            joined.clear();
+            joined.push_str(&sa.text);
+            joined.push_str(&sb.text);
+            Arc::from(joined.as_str())
+        });
         let len = chars.len() as u32;
         self.pair_chars = chars;
         let Some(text) = text else {
@@ -860,7 +886,7 @@ mod tests {
             "\u{ff}",
             "\u{10ffff}",
         ];
-        let mut texts: Vec<Rc<str>> = Vec::new();
+        let mut texts: Vec<Arc<str>> = Vec::new();
         for stem in stems {
             for tail in tails {
                 for more in tails {
