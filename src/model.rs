@@ -174,7 +174,7 @@ pub trait Model: Send + Sync {
 
     /// Returns the caches of one call's worker threads together: a model whose caches
     /// can learn from each other (BPE's piece cache) first gives each what the others
-    /// learned in the call.
+    /// learned since they last shared (in this call, and in calls on one thread since).
     fn give_back_caches(&self, caches: Vec<Self::Cache>) {
         for cache in caches {
             self.give_back_cache(cache);
@@ -185,7 +185,7 @@ pub trait Model: Send + Sync {
     /// between parts ([`WorkerCaches`]); `()` for a model whose caches do not share.
     type Lessons: Send + Sync;
 
-    /// What `cache` learned since it left the pool or was last asked, if anything.
+    /// What `cache` learned since it was last asked, if anything.
     fn lessons(&self, _cache: &mut Self::Cache) -> Option<Self::Lessons> {
         None
     }

@@ -24,9 +24,11 @@ pub struct PieceCache {
     /// what it has and takes no more pieces.
     pub(super) max_ids: usize,
     pub(super) max_pieces: usize,
-    /// The keys of the pieces this cache took in since it left the pool (at most
-    /// [`LEARNED_SMALL`] and [`LEARNED_LONG`]), for the other caches of the same multi-thread
-    /// call to take in too ([`PieceCache::share_learned`]).
+    /// The keys of the pieces this cache took in since its lessons were last taken (at
+    /// most [`LEARNED_SMALL`] and [`LEARNED_LONG`]), for the other caches of a multi-thread
+    /// call to take in too ([`PieceCache::share_learned`]). Kept while the cache waits in
+    /// the pool: what a call on one thread learned reaches the other caches at the next
+    /// call on several.
     pub(super) learned_small: Vec<(u128, u64)>,
     pub(super) learned_long: Vec<Box<[u8]>>,
     /// The encoder's batch buffers ([`Batch`]), kept here between calls.
@@ -76,9 +78,9 @@ pub struct Lessons {
     ids: Vec<u32>,
 }
 
-/// Learned pieces noted at most per cache and call: 3 MB of packed keys, and up to 4
-/// MB of longer pieces. A piece past them is merged again by the other workers the
-/// first time they meet it, as before.
+/// Learned pieces noted at most per cache between two shares: 3 MB of packed keys, and
+/// up to 4 MB of longer pieces. A piece past them is merged again by the other workers
+/// the first time they meet it, as before.
 const LEARNED_SMALL: usize = 1 << 17;
 const LEARNED_LONG: usize = 1 << 15;
 
@@ -266,19 +268,13 @@ impl PieceCache {
         }
     }
 
-    /// Forgets which pieces were learned (the cache goes back to the pool).
-    pub(super) fn forget_learned(&mut self) {
-        self.learned_small = Vec::new();
-        self.learned_long = Vec::new();
-    }
-
-    /// Whether this cache learned anything since it left the pool or was last asked.
+    /// Whether this cache learned anything since it was last asked.
     pub(super) fn has_lessons(&self) -> bool {
         !self.learned_small.is_empty() || !self.learned_long.is_empty()
     }
 
-    /// What this cache learned since it left the pool or was last asked, with the
-    /// ids (its log of learned keys is emptied).
+    /// What this cache learned since it was last asked, with the ids (its log of
+    /// learned keys is emptied).
     pub(super) fn lessons(&mut self) -> Lessons {
         let mut lessons = Lessons::default();
         let copy = |entry: Entry, ids: &mut Vec<u32>| match entry.ids() {
@@ -350,10 +346,14 @@ impl PieceCache {
     }
 
     /// Gives every cache of `caches` (those of one call's workers) the pieces the
-    /// others learned in the call, while it has room: the worker threads of a batch
-    /// each merged the pieces of their own parts, so each cache knew only about half
-    /// of what the call saw, and a batch on two threads needed four or five calls on
-    /// the same text to run warm (one call on one thread). Entries are ids of their
+    /// others learned since they last shared, while it has room: the worker threads of
+    /// a batch each merged the pieces of their own parts, so each cache knew only about
+    /// half of what the call saw, and a batch on two threads needed four or five calls
+    /// on the same text to run warm (one call on one thread). What a cache learned in
+    /// calls on one thread is shared too: when it was forgotten on the way back to the
+    /// pool, the second cache of a two-thread batch after calls on one thread lagged for
+    /// good on text of many distinct pieces (multilingual text on gpt2: 2,000-9,700
+    /// pieces merged again in every warm call, one worker a third slower). Entries are ids of their
     /// key alone, so which cache holds what never changes a result. Many pieces are
     /// shared on a thread per cache (started and ended here).
     pub fn share_learned(caches: &mut [PieceCache]) {

@@ -907,8 +907,7 @@ impl Model for Encoder {
         self.caches.take()
     }
 
-    fn give_back_cache(&self, mut cache: PieceCache) {
-        cache.forget_learned();
+    fn give_back_cache(&self, cache: PieceCache) {
         self.caches.give_back(cache)
     }
 
@@ -1328,6 +1327,35 @@ pub(crate) mod tests {
                 assert!(cache.small.len() > 4, "{threads} threads");
                 drop(cache); // not back to the pool: the next take gets another
             }
+        }
+    }
+
+    #[test]
+    fn what_a_cache_learned_alone_reaches_the_others_at_the_next_shared_call() {
+        let e = random_encoder(2025, 60, Some(GPT2_PATTERN));
+        let alone = format!("ab abc aab bab {}", "ab".repeat(12));
+        // A call on one thread: its cache goes back to the pool on its own.
+        let mut one = e.take_cache();
+        let want = encode_with(&e, &alone, &mut one);
+        let known = one.small.len();
+        assert!(known > 2 && one.long.len() == 1);
+        e.give_back_cache(one);
+        // A call on two threads: the warm cache and a fresh one, which sees other text.
+        let (one, mut two) = (e.take_cache(), e.take_cache());
+        assert_eq!((one.small.len(), two.small.len()), (known, 0));
+        let _ = encode_with(&e, "cc", &mut two);
+        e.give_back_caches(vec![one, two]);
+        for _ in 0..2 {
+            let mut cache = e.take_cache();
+            assert_eq!(
+                cache.small.len(),
+                known + 1,
+                "each has the pieces of both calls"
+            );
+            assert_eq!(cache.long.len(), 1, "and the long one");
+            assert_eq!(encode_with(&e, &alone, &mut cache), want);
+            assert_eq!(cache.small.len(), known + 1, "nothing was merged again");
+            drop(cache); // not back to the pool: the next take gets the other
         }
     }
 
