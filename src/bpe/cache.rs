@@ -351,11 +351,11 @@ impl PieceCache {
     /// half of what the call saw, and a batch on two threads needed four or five calls
     /// on the same text to run warm (one call on one thread). What a cache learned in
     /// calls on one thread is shared too: when it was forgotten on the way back to the
-    /// pool, the second cache of a two-thread batch after calls on one thread lagged for
-    /// good on text of many distinct pieces (multilingual text on gpt2: 2,000-9,700
-    /// pieces merged again in every warm call, one worker a third slower). Entries are ids of their
-    /// key alone, so which cache holds what never changes a result. Many pieces are
-    /// shared on a thread per cache (started and ended here).
+    /// pool, the second cache of a two-thread batch after calls on one thread lagged
+    /// for good on text of many distinct pieces (multilingual text on gpt2: 2,000 to
+    /// 9,700 pieces merged again in every warm call, one worker a third slower).
+    /// Entries are ids of their key alone, so which cache holds what never changes a
+    /// result. Many pieces are shared on a thread per cache (started and ended here).
     pub fn share_learned(caches: &mut [PieceCache]) {
         if caches.len() < 2 {
             return;
