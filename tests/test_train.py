@@ -10,7 +10,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bytepair
@@ -114,12 +114,43 @@ def test_pattern_cuts_never_change_pretokenization(text, pattern):
         assert ref.pretokenize(left, pattern) + ref.pretokenize(right, pattern) == whole
 
 
+#: Characters of every kind around the spaces and newlines where cuts are looked for:
+#: letters and marks of several scripts, digits, punctuation, "/" and "'", controls,
+#: and whitespace that is not a space (Unicode's, and what only Python's str calls so).
+_AROUND_CUTS = st.sampled_from(
+    list("aZé'/.,-0١२")
+    + ["\u0441", "\u0947", "\u0e01", "\u4e2d", "\u3002", "\u300c"]
+    + ["\u0301", "\U0001f600", "\t", "\r", "\x0b", "\x1c", "\x1f", "\x85", "\xa0"]
+    + ["\u2028", "\u3000", "\u200b", "\u180e"]
+)
+_cut_texts = st.lists(
+    st.one_of(_AROUND_CUTS, st.sampled_from([" ", " ", "  ", "\n", "\r\n", "'s"])),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=400)
+@given(text=_cut_texts, pattern=st.sampled_from(SPLITTER_PATTERNS))
+def test_pattern_cuts_around_every_kind_of_character(text, pattern):
+    data = text.encode("utf-8")
+    whole = ref.pretokenize(text, pattern)
+    for cut in _core.pattern_cuts(data):
+        left, right = data[:cut].decode("utf-8"), data[cut:].decode("utf-8")
+        assert ref.pretokenize(left, pattern) + ref.pretokenize(right, pattern) == whole, cut
+
+
 def test_pattern_cut_rule_examples():
     assert _core.pattern_cuts(b"end.\nNext") == [5]
-    assert _core.pattern_cuts(b"end \nNext") == []  # " \n" is one piece under gpt2
+    assert _core.pattern_cuts(b"end \nNext") == [3]  # not after " \n" (one piece, cl100k)
     assert _core.pattern_cuts(b"end.\n/x") == []  # ".\n/" is one piece under o200k
-    assert _core.pattern_cuts(b"one two  three") == [3]  # before a space between letters
-    assert _core.pattern_cuts(b"one. two 3 x") == []  # punctuation or a digit beside it
+    assert _core.pattern_cuts(b"one two  three") == [3, 7]  # not between the two spaces
+    assert _core.pattern_cuts(b"one. two 3 x") == [4, 8, 10]
+    # Any script: after a letter, a mark or punctuation, not after whitespace.
+    assert _core.pattern_cuts("слово два".encode()) == [10]
+    assert _core.pattern_cuts("नमस्ते दुनिया".encode()) == [18]  # after a vowel sign
+    assert _core.pattern_cuts("中文。\n中文".encode()) == [10]  # a line of Chinese
+    assert _core.pattern_cuts("a\u3000 b\xa0 c".encode()) == []
+    assert _core.pattern_cuts("a\u3000\nb".encode()) == []
 
 
 def test_results_do_not_depend_on_workers_on_a_real_corpus():

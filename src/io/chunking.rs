@@ -9,17 +9,22 @@
 //! - either edge of a special token (special tokens are hard boundaries by definition);
 //! - for the built-in patterns only (the GPT ones and Llama 3's, Qwen2's, Qwen3.5's and
 //!   Tekken's variants of them: [`crate::pretok::BUILTIN_PATTERNS`]), *newline cuts*: right
-//!   after a `\n` that follows a printable ASCII byte (`!`..`~`) and precedes an ASCII
-//!   letter or digit. Under those patterns no piece can continue across that point: a
-//!   letter or digit piece never takes a newline as its prefix, the newline itself is
-//!   matched alone or as the tail of the punctuation piece before it, and nothing
-//!   before it reads past the letter/digit that follows;
-//! - for the same patterns, *space cuts*: right before a space that follows an ASCII
-//!   letter and precedes an ASCII letter (`one| two`). A piece holding a letter ends
-//!   at a letter (a letter run, or a contraction ending in one), never takes the space
-//!   after it, and no pattern looks behind: so the space starts a piece, and the pieces
-//!   before it are found the same whether the text goes on or ends there. These make
-//!   one long line of prose (no newline at all) cuttable like many short ones;
+//!   after a `\n` that follows a *visible* character (printable ASCII, `!`..`~`, or any
+//!   other character that is neither whitespace nor a control: [`ends_visible`]) and
+//!   precedes a letter or digit (ASCII, or any alphanumeric character). Under those
+//!   patterns no piece can continue across that point: a letter, mark or digit piece
+//!   never takes a newline as its prefix, the newline itself is matched alone or as the
+//!   tail of the punctuation piece before it, and nothing before it reads past the
+//!   letter/digit that follows;
+//! - for the same patterns, *space cuts*: right before a space that follows a visible
+//!   character (`one| two`, `слово| два`, `end.| Next`). Only a whitespace piece can
+//!   hold a space after its first character, and one cannot start before a visible
+//!   character and reach past it; every other piece takes a space only as its first
+//!   character; and no pattern looks behind. So the space starts a piece, and the
+//!   pieces before it are found the same whether the text goes on or ends there (what
+//!   they look at past their end, a letter class, `[\r\n]*` or a contraction, rejects
+//!   a space as it rejects the end). These make one long line of prose (no newline at
+//!   all) cuttable like many short ones, in any script that puts spaces between words;
 //! - for SentencePiece models whose pieces never hold the whitespace mark `▁` after
 //!   another character (Llama 2's, Mistral's: only runs of `▁` hold it inside), *word
 //!   cuts*: right before a space that follows a character other than a space or `▁`.
@@ -83,22 +88,62 @@ pub fn is_word_cut(buf: &[u8], c: usize) -> bool {
         && &buf[c - MARK.len()..c] != MARK
 }
 
-/// Is `c` a newline cut (see the module docs)? Needs `buf[c-2..=c]`.
+/// Is `c` a newline cut (see the module docs)? Needs the characters before and after
+/// the newline (`buf[c-5..c+4]`, as far as `buf` goes).
 pub fn is_newline_cut(buf: &[u8], c: usize) -> bool {
     c >= 2
         && c < buf.len()
         && buf[c - 1] == b'\n'
-        && (b'!'..=b'~').contains(&buf[c - 2])
-        && buf[c].is_ascii_alphanumeric()
+        && ends_visible(buf, c - 1)
+        && starts_alphanumeric(buf, c)
 }
 
-/// Is `c` a space cut (see the module docs)? Needs `buf[c-1..=c+1]`.
+/// Is `c` a space cut (see the module docs)? Needs the character before the space
+/// and the byte after it (`buf[c-4..=c+1]`, as far as `buf` goes).
 pub fn is_space_cut(buf: &[u8], c: usize) -> bool {
-    c >= 1
-        && c + 1 < buf.len()
-        && buf[c] == b' '
-        && buf[c - 1].is_ascii_alphabetic()
-        && buf[c + 1].is_ascii_alphabetic()
+    c >= 1 && c + 1 < buf.len() && buf[c] == b' ' && ends_visible(buf, c)
+}
+
+/// Does `buf[..end]` end with a visible character: printable ASCII (`!`..`~`), or
+/// another character that is neither whitespace (Unicode's White_Space, which is `\s`
+/// to the patterns' engines and the reference's) nor a control? False when the bytes
+/// before `end` are not a whole UTF-8 character.
+pub fn ends_visible(buf: &[u8], end: usize) -> bool {
+    let Some(&last) = end.checked_sub(1).and_then(|i| buf.get(i)) else {
+        return false;
+    };
+    if last.is_ascii() {
+        return (b'!'..=b'~').contains(&last);
+    }
+    let from = end.saturating_sub(4);
+    let Some(start) = (from..end).rev().find(|&i| buf[i] & 0xC0 != 0x80) else {
+        return false;
+    };
+    match std::str::from_utf8(&buf[start..end]).map(|s| s.chars().next()) {
+        Ok(Some(ch)) => !ch.is_whitespace() && !ch.is_control(),
+        _ => false,
+    }
+}
+
+/// Does `buf[at..]` start with a letter or digit (an ASCII one, or a character Unicode
+/// calls alphabetic or numeric)? False when the character is not whole in `buf`.
+fn starts_alphanumeric(buf: &[u8], at: usize) -> bool {
+    let Some(&first) = buf.get(at) else {
+        return false;
+    };
+    if first.is_ascii() {
+        return first.is_ascii_alphanumeric();
+    }
+    let len = match first {
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF7 => 4,
+        _ => return false,
+    };
+    match buf.get(at..at + len).map(std::str::from_utf8) {
+        Some(Ok(s)) => s.chars().next().is_some_and(char::is_alphanumeric),
+        _ => false,
+    }
 }
 
 /// The largest safe cut `c` with `lo < c <= hi`, if any.
@@ -206,20 +251,33 @@ mod tests {
     }
 
     #[test]
-    fn newline_cut_needs_printable_before_and_alphanumeric_after() {
+    fn newline_cut_needs_a_visible_character_before_and_an_alphanumeric_after() {
         assert!(is_newline_cut(b"a.\nb", 3));
+        assert!(is_newline_cut("\u{3002}\n\u{4e2d}".as_bytes(), 4)); // 。\n中
+        assert!(is_newline_cut("\u{0915}\n\u{0967}".as_bytes(), 4)); // क\n१
         assert!(!is_newline_cut(b"a \nb", 3)); // " \n" would merge into one piece
+        assert!(!is_newline_cut("a\u{3000}\nb".as_bytes(), 5)); // nor "\u{3000}\n"
         assert!(!is_newline_cut(b"a.\n/", 3)); // o200k: ".\n/" is one piece
+        assert!(!is_newline_cut("a.\n\u{300c}".as_bytes(), 3)); // punctuation after
         assert!(!is_newline_cut(b"a.\n", 3)); // nothing known after
+        assert!(!is_newline_cut(&"a.\n\u{4e2d}".as_bytes()[..4], 3)); // half a character
     }
 
     #[test]
-    fn space_cut_needs_ascii_letters_on_both_sides() {
+    fn space_cut_needs_a_visible_character_before() {
         assert!(is_space_cut(b"one two", 3));
-        assert!(!is_space_cut(b"one  two", 3)); // "  two": the first space is its own piece
-        assert!(!is_space_cut(b"one. two", 4)); // punctuation before
-        assert!(!is_space_cut(b"one 2", 3)); // a digit after
+        assert!(is_space_cut(b"one  two", 3)); // "one", " ", " two" either way
+        assert!(is_space_cut(b"one. two", 4));
+        assert!(is_space_cut(b"one 2", 3));
+        assert!(is_space_cut("\u{0441}\u{043b} \u{0434}".as_bytes(), 4)); // сл д
+        assert!(is_space_cut("\u{0915}\u{0947} x".as_bytes(), 6)); // a vowel sign (a mark)
+        assert!(!is_space_cut(b"one  two", 4)); // a space before: "  two" is two pieces
+        assert!(!is_space_cut(b"one\t two", 4));
+        assert!(!is_space_cut("one\u{a0} two".as_bytes(), 5)); // no-break space
+        assert!(!is_space_cut("one\u{85} two".as_bytes(), 5)); // a control (and \s)
+        assert!(!is_space_cut(b"one\x1f two", 4)); // a control (\s to Python's str)
         assert!(!is_space_cut(b"one ", 3)); // nothing known after
+        assert!(!is_space_cut(b" two", 0));
     }
 
     #[test]

@@ -1,12 +1,12 @@
 """Cutting text files into parts that can be counted independently.
 
 A part is ``(path, start, end)``: a byte range of one file. Ranges end at safe cut
-points: right after a newline that follows printable ASCII and precedes an ASCII
-letter or digit, or right before a space between two ASCII letters
-(``_core.pattern_cuts``; see ``src/io/chunking.rs`` for why no pre-token of the
-built-in patterns crosses them). Such a point is never inside a special token unless
-the token holds a newline or a space, so with a custom pattern, or such a special
-token, each file is one part.
+points: right after a newline that follows a visible character (not whitespace, not a
+control) and precedes a letter or digit, or right before a space that follows a
+visible character, in any script (``_core.pattern_cuts``; see ``src/io/chunking.rs``
+for why no pre-token of the built-in patterns crosses them). Such a point is never
+inside a special token unless the token holds a newline or a space, so with a custom
+pattern, or such a special token, each file is one part.
 
 >>> import bytepair.runners.plan as plan
 >>> plan.first_cut(b"end.\\nNext line", 0)

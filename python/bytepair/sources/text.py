@@ -9,9 +9,10 @@ A document longer than ``part_chars`` is yielded in parts, so memory stays bound
 on a 100 GB ``.txt.zst`` with no separators, or one line of hundreds of megabytes:
 sources yield ``(text, last)`` pairs (``parts()``), ``last`` telling whether the
 document ends there. Parts are cut only where no pre-token of the built-in patterns
-continues across the point — right after a ``\\n`` between a printable ASCII character
-and an ASCII letter or digit, or right before a space between two ASCII letters (the
-rule the Rust core uses for blocks, ``src/io/chunking.rs``, asked of the core) — so
+continues across the point — right after a ``\\n`` between a visible character (not
+whitespace, not a control) and a letter or digit, or right before a space that follows
+a visible character (the rule the Rust core uses for blocks, ``src/io/chunking.rs``,
+asked of the core) — so
 counting or encoding the parts equals doing it to the whole. Training turns cutting
 off for custom patterns.
 
