@@ -105,13 +105,19 @@ def test_train_on_file_equals_reference_for_any_block_size_and_workers(
         os.unlink(path)
 
 
-@given(text=texts, pattern=st.sampled_from(SPLITTER_PATTERNS))
-def test_pattern_cuts_never_change_pretokenization(text, pattern):
+def assert_cuts_keep_pretokenization(text: str, pattern: str) -> None:
+    """Every cut of ``_core.pattern_cuts`` splits ``text`` into two parts whose pieces
+    (by the reference) are the whole text's."""
     data = text.encode("utf-8")
     whole = ref.pretokenize(text, pattern)
     for cut in _core.pattern_cuts(data):
         left, right = data[:cut].decode("utf-8"), data[cut:].decode("utf-8")
-        assert ref.pretokenize(left, pattern) + ref.pretokenize(right, pattern) == whole
+        assert ref.pretokenize(left, pattern) + ref.pretokenize(right, pattern) == whole, cut
+
+
+@given(text=texts, pattern=st.sampled_from(SPLITTER_PATTERNS))
+def test_pattern_cuts_never_change_pretokenization(text, pattern):
+    assert_cuts_keep_pretokenization(text, pattern)
 
 
 #: Characters of every kind around the spaces and newlines where cuts are looked for:
@@ -132,11 +138,7 @@ _cut_texts = st.lists(
 @settings(max_examples=400)
 @given(text=_cut_texts, pattern=st.sampled_from(SPLITTER_PATTERNS))
 def test_pattern_cuts_around_every_kind_of_character(text, pattern):
-    data = text.encode("utf-8")
-    whole = ref.pretokenize(text, pattern)
-    for cut in _core.pattern_cuts(data):
-        left, right = data[:cut].decode("utf-8"), data[cut:].decode("utf-8")
-        assert ref.pretokenize(left, pattern) + ref.pretokenize(right, pattern) == whole, cut
+    assert_cuts_keep_pretokenization(text, pattern)
 
 
 def test_pattern_cut_rule_examples():
