@@ -10,7 +10,7 @@
 //! - for the built-in patterns only (the GPT ones and Llama 3's, Qwen2's, Qwen3.5's and
 //!   Tekken's variants of them: [`crate::pretok::BUILTIN_PATTERNS`]), *newline cuts*: right
 //!   after a `\n` that follows a *visible* character (printable ASCII, `!`..`~`, or any
-//!   other character that is neither whitespace nor a control: [`ends_visible`]) and
+//!   other character that is neither whitespace nor a control: [`visible`]) and
 //!   precedes a letter or digit (ASCII, or any alphanumeric character). Under those
 //!   patterns no piece can continue across that point: a letter, mark or digit piece
 //!   never takes a newline as its prefix, the newline itself is matched alone or as the
@@ -104,46 +104,35 @@ pub fn is_space_cut(buf: &[u8], c: usize) -> bool {
     c >= 1 && c + 1 < buf.len() && buf[c] == b' ' && ends_visible(buf, c)
 }
 
-/// Does `buf[..end]` end with a visible character: printable ASCII (`!`..`~`), or
-/// another character that is neither whitespace (Unicode's White_Space, which is `\s`
-/// to the patterns' engines and the reference's) nor a control? False when the bytes
+/// Does `buf[..end]` end with a visible character ([`visible`])? False when the bytes
 /// before `end` are not a whole UTF-8 character.
 pub fn ends_visible(buf: &[u8], end: usize) -> bool {
-    let Some(&last) = end.checked_sub(1).and_then(|i| buf.get(i)) else {
+    let Some(tail) = buf.get(end.saturating_sub(4)..end) else {
         return false;
     };
-    if last.is_ascii() {
-        return (b'!'..=b'~').contains(&last);
-    }
-    let from = end.saturating_sub(4);
-    let Some(start) = (from..end).rev().find(|&i| buf[i] & 0xC0 != 0x80) else {
-        return false;
-    };
-    match std::str::from_utf8(&buf[start..end]).map(|s| s.chars().next()) {
-        Ok(Some(ch)) => !ch.is_whitespace() && !ch.is_control(),
-        _ => false,
-    }
+    // The last chunk's valid text ends at `end` unless the bytes there are not UTF-8.
+    tail.utf8_chunks().last().is_some_and(|chunk| {
+        chunk.invalid().is_empty() && chunk.valid().chars().next_back().is_some_and(visible)
+    })
 }
 
-/// Does `buf[at..]` start with a letter or digit (an ASCII one, or a character Unicode
-/// calls alphabetic or numeric)? False when the character is not whole in `buf`.
+/// A character that is neither whitespace (Unicode's White_Space, which is `\s` to the
+/// patterns' engines and the reference's) nor a control: in ASCII, `!`..`~`.
+pub fn visible(ch: char) -> bool {
+    !ch.is_whitespace() && !ch.is_control()
+}
+
+/// Does `buf[at..]` start with a letter or digit (a character Unicode calls alphabetic
+/// or numeric)? False when the character is not whole in `buf`.
 fn starts_alphanumeric(buf: &[u8], at: usize) -> bool {
-    let Some(&first) = buf.get(at) else {
+    let Some(head) = buf.get(at..buf.len().min(at + 4)) else {
         return false;
     };
-    if first.is_ascii() {
-        return first.is_ascii_alphanumeric();
-    }
-    let len = match first {
-        0xC0..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF7 => 4,
-        _ => return false,
-    };
-    match buf.get(at..at + len).map(std::str::from_utf8) {
-        Some(Ok(s)) => s.chars().next().is_some_and(char::is_alphanumeric),
-        _ => false,
-    }
+    let first = head
+        .utf8_chunks()
+        .next()
+        .and_then(|c| c.valid().chars().next());
+    first.is_some_and(char::is_alphanumeric)
 }
 
 /// The largest safe cut `c` with `lo < c <= hi`, if any.
