@@ -12,9 +12,8 @@ document ends there. Parts are cut only where no pre-token of the built-in patte
 continues across the point — right after a ``\\n`` between a visible character (not
 whitespace, not a control) and a letter or digit, or right before a space that follows
 a visible character (the rule the Rust core uses for blocks, ``src/io/chunking.rs``,
-asked of the core) — so
-counting or encoding the parts equals doing it to the whole. Training turns cutting
-off for custom patterns.
+asked of the core) — so counting or encoding the parts equals doing it to the whole.
+Training turns cutting off for custom patterns.
 
 >>> list(split_documents(iter(["a<|e|>b", "c<|e", "|>"]), ["<|e|>"]))
 [('a', True), ('bc', True)]
