@@ -172,9 +172,17 @@ pub trait Model: Send + Sync {
     /// Returns a cache taken with [`Model::take_cache`], for later calls.
     fn give_back_cache(&self, cache: Self::Cache);
 
-    /// Returns the caches of one call's worker threads together: a model whose caches
-    /// can learn from each other (BPE's piece cache) first gives each what the others
-    /// learned since they last shared (in this call, and in calls on one thread since).
+    /// The caches of one call's `workers` threads, one each (by default, each from
+    /// [`Model::take_cache`]; BPE's workers may read one warm cache together and
+    /// keep only what it lacks in their own).
+    fn take_caches(&self, workers: usize) -> Vec<Self::Cache> {
+        (0..workers).map(|_| self.take_cache()).collect()
+    }
+
+    /// Returns the caches of one call's worker threads together ([`Model::take_caches`]):
+    /// a model whose caches can learn from each other (BPE's piece cache) first gives
+    /// each what the others learned since they last shared (in this call, and in calls
+    /// on one thread since), or the one they read what each merged.
     fn give_back_caches(&self, caches: Vec<Self::Cache>) {
         for cache in caches {
             self.give_back_cache(cache);

@@ -522,6 +522,9 @@ struct Lookups<'t, 'c> {
     bytes: &'t [u8],
     model: &'t BpeModel,
     cache: &'c mut PieceCache,
+    /// The cache a batch's workers share ([`PieceCache::for_workers`]), read before
+    /// `cache` by [`Lookups::walk_into`] (the only walk a worker with one takes).
+    shared: Option<&'c PieceCache>,
     scratch: Vec<u32>,
     queue: Vec<Queued>,
 }
@@ -532,6 +535,7 @@ impl<'t, 'c> Lookups<'t, 'c> {
             bytes,
             model,
             cache,
+            shared: None,
             scratch: Vec::with_capacity(SHORT_PIECE),
             queue: Vec::with_capacity(AHEAD),
         }
@@ -552,7 +556,8 @@ impl<'t, 'c> Lookups<'t, 'c> {
     /// each piece).
     #[inline(never)]
     fn pack_batch(&self, first: usize, ends: &[usize], keys: &mut [(u128, u64)]) {
-        let (small, long) = (self.cache.small.lines(), &self.cache.long);
+        let table = self.hits_table();
+        let (small, long) = (table.small.lines(), &table.long);
         pack_pieces(
             self.bytes,
             first,
@@ -565,6 +570,15 @@ impl<'t, 'c> Lookups<'t, 'c> {
                 hash
             },
         );
+    }
+
+    /// The cache hits are read from first: the shared one, if any, else the own.
+    #[inline(always)]
+    fn hits_table(&self) -> &PieceCache {
+        match self.shared {
+            Some(shared) => shared,
+            None => self.cache,
+        }
     }
 
     /// [`Lookups::walk`] of a whole text into `out` (`encode`, the common call): the
@@ -611,7 +625,7 @@ impl<'t, 'c> Lookups<'t, 'c> {
                     try_reserve(out, 2 * (n - i))?;
                 }
                 let (hits, written, stop) = write_hits(
-                    self.cache,
+                    self.hits_table(),
                     self.bytes,
                     &ends[i..n],
                     &keys[i..n],
@@ -633,8 +647,16 @@ impl<'t, 'c> Lookups<'t, 'c> {
                 };
                 let mut emit = |_: usize, ids: &[u32]| push_ids(out, ids);
                 match stop {
-                    Stop::More(entry) => self.emit_entry(end, entry, &mut emit)?,
-                    Stop::Absent => self.packed_miss(start, end, key, hash, &mut emit)?,
+                    // An entry of the table `write_hits` read.
+                    Stop::More(entry) => {
+                        emit_ids(&self.hits_table().stored, end, entry, &mut emit)?
+                    }
+                    // Not in the shared cache: maybe merged by this worker already.
+                    Stop::Absent => match self.shared.and_then(|_| self.cache.small.get(key, hash))
+                    {
+                        Some(entry) => self.emit_entry(end, entry, &mut emit)?,
+                        None => self.packed_miss(start, end, key, hash, &mut emit)?,
+                    },
                     _ => self.long_ids(start, end, hash, &mut emit)?,
                 }
                 i += 1;
@@ -847,11 +869,22 @@ impl<'t, 'c> Lookups<'t, 'c> {
         entry: Entry,
         emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
-        match entry.ids() {
-            Ids::One(id) => emit(end, &[id]),
-            Ids::Two(ids) => emit(end, &ids),
-            Ids::Stored(at, n) => emit(end, &self.cache.stored[at..at + n]),
-        }
+        emit_ids(&self.cache.stored, end, entry, emit)
+    }
+}
+
+/// Emits the ids of `entry`, an entry of the cache whose stored ids are `stored`.
+#[inline(always)]
+fn emit_ids(
+    stored: &[u32],
+    end: usize,
+    entry: Entry,
+    emit: &mut impl FnMut(usize, &[u32]) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    match entry.ids() {
+        Ids::One(id) => emit(end, &[id]),
+        Ids::Two(ids) => emit(end, &ids),
+        Ids::Stored(at, n) => emit(end, &stored[at..at + n]),
     }
 }
 
@@ -911,7 +944,23 @@ impl Model for Encoder {
         self.caches.give_back(cache)
     }
 
+    /// Workers encoding with the built-in splitter and no normalizer (the walk that
+    /// writes hits straight into the output, [`Lookups::walk_into`]) read one warm
+    /// cache together ([`PieceCache::for_workers`]).
+    fn take_caches(&self, workers: usize) -> Vec<PieceCache> {
+        if workers > 1 && self.normalizer.is_empty() && self.pre.builtin_alone().is_some() {
+            return PieceCache::for_workers(self.take_cache(), workers);
+        }
+        (0..workers).map(|_| self.take_cache()).collect()
+    }
+
     fn give_back_caches(&self, mut caches: Vec<PieceCache>) {
+        if caches.iter().any(|c| c.shared.is_some()) {
+            if let Some(main) = PieceCache::gather(caches) {
+                self.give_back_cache(main);
+            }
+            return;
+        }
         PieceCache::share_learned(&mut caches);
         for cache in caches {
             self.give_back_cache(cache);
@@ -957,9 +1006,14 @@ impl Model for Encoder {
     ) -> Result<(), EncodeError> {
         if self.normalizer.is_empty() {
             if let Some(builtin) = self.pre.builtin_alone() {
+                // A worker's cache lends out the one its batch shares for the call.
+                let shared = cache.shared.take();
                 let mut lookups = Lookups::new(text.as_bytes(), &self.model, cache);
-                return lookups
-                    .with_batch(|l, batch| l.walk_into(builtin, text, specials, out, batch));
+                lookups.shared = shared.as_deref();
+                let done =
+                    lookups.with_batch(|l, batch| l.walk_into(builtin, text, specials, out, batch));
+                cache.shared = shared;
+                return done;
             }
         }
         self.for_each_ids(text, specials, cache, usize::MAX, |_, ids| {
@@ -1302,7 +1356,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_batch_on_threads_gives_back_the_calling_threads_cache_with_the_workers() {
+    fn a_batch_on_threads_gives_back_one_cache_with_what_every_worker_merged() {
         use crate::io::batch::{encode_flat, most_ids, Specials, Workers};
         use crate::model::Frame;
         let owned: Vec<String> = (0..64)
@@ -1318,16 +1372,80 @@ pub(crate) mod tests {
             let frame = Frame::default();
             let mut out = vec![std::mem::MaybeUninit::uninit(); most_ids(&e, &texts, &frame) * 4];
             let workers = Workers::Spawned(threads);
-            encode_flat(&e, &texts, specials, &frame, workers, &mut out).unwrap();
-            // The calling thread is one of the workers: its cache comes back too, and
-            // every cache learned the pieces of the batch.
-            assert_eq!(e.caches.len(), threads, "{threads} threads");
-            for _ in 0..threads {
-                let cache = e.take_cache();
-                assert!(cache.small.len() > 4, "{threads} threads");
-                drop(cache); // not back to the pool: the next take gets another
+            // Cold, and then warm: the workers read the cache the first batch left.
+            for pass in 0..2 {
+                encode_flat(&e, &texts, specials, &frame, workers, &mut out).unwrap();
+                // The workers (the calling thread is one) read one cache together,
+                // and it comes back holding every piece of the batch.
+                assert_eq!(e.caches.len(), 1, "{threads} threads, pass {pass}");
+                let mut cache = e.take_cache();
+                let pieces = cache.small.len();
+                assert!(pieces > 4 && cache.shared.is_none(), "{threads} threads");
+                for text in &texts {
+                    assert_eq!(encode_with(&e, text, &mut cache), uncached(&e, text));
+                }
+                assert_eq!(cache.small.len(), pieces, "nothing was merged again");
+                e.give_back_cache(cache);
             }
         }
+    }
+
+    #[test]
+    fn workers_read_the_shared_cache_and_keep_only_what_it_lacks() {
+        let e = random_encoder(4242, 60, Some(GPT2_PATTERN));
+        // Short pieces; one of 15 bytes of 15 ids (its ids stored); a long one.
+        let known = format!("qwertyuiopzxcvb ab abc aab bab {}", "ab".repeat(12));
+        let mut main = e.take_cache();
+        let want_known = encode_with(&e, &known, &mut main);
+        let pieces = (main.small.len(), main.long.len());
+        assert!(
+            main.stored.len() >= 15,
+            "the 15-byte piece's ids are stored"
+        );
+        let mut workers = e.take_caches(2);
+        assert!(workers
+            .iter()
+            .all(|w| w.shared.is_some() && w.small.is_empty()));
+        workers = PieceCache::for_workers(main, 2);
+        // What the shared cache holds is read there: nothing is merged again, and
+        // ids it stores are copied from it, also into an output with no room yet.
+        assert_eq!(encode_with(&e, &known, &mut workers[0]), want_known);
+        assert_eq!(
+            encode_with(&e, "qwertyuiopzxcvb", &mut workers[1]),
+            uncached(&e, "qwertyuiopzxcvb")
+        );
+        assert!(workers
+            .iter()
+            .all(|w| w.small.is_empty() && w.long.is_empty()));
+        // What it lacks, each worker merges and keeps for itself, and finds there
+        // the next time (a piece absent from the shared cache).
+        let new = format!("cc acca {}", "ca".repeat(12));
+        let want_new = uncached(&e, &new);
+        for _ in 0..2 {
+            assert_eq!(encode_with(&e, &new, &mut workers[1]), want_new);
+        }
+        let own = (workers[1].small.len(), workers[1].long.len());
+        assert!(own.0 >= 2 && own.1 == 1, "{own:?}");
+        assert_eq!(workers[1].learned_small.len(), own.0, "each merged once");
+        assert!(workers[0].small.is_empty());
+        // Given back, the shared cache takes in what the workers merged, alone.
+        e.give_back_caches(workers);
+        assert_eq!(e.caches.len(), 1);
+        let mut main = e.take_cache();
+        assert_eq!(
+            (main.small.len(), main.long.len()),
+            (pieces.0 + own.0, pieces.1 + 1)
+        );
+        assert_eq!(encode_with(&e, &new, &mut main), want_new);
+        assert_eq!(encode_with(&e, &known, &mut main), want_known);
+        assert_eq!(
+            main.small.len(),
+            pieces.0 + own.0,
+            "nothing was merged again"
+        );
+        // A model whose workers cannot share (another pattern) takes a cache each.
+        let other = random_encoder(4242, 60, None);
+        assert!(other.take_caches(2).iter().all(|w| w.shared.is_none()));
     }
 
     #[test]

@@ -227,10 +227,11 @@ pub fn encode_each_in_parts<M: Model, E>(
     let plan = &Plan::new(model, texts, specials, frame, workers);
     // Each worker's cache, given back with the others' at the end: each learns
     // what the others merged ([`Model::give_back_caches`]).
+    let caches = &BatchCaches::new(model, workers);
     let used: Mutex<Vec<M::Cache>> = Mutex::new(Vec::with_capacity(workers));
     let (tx, mut rx) = mpsc::channel::<Done>();
     let work = |tx: mpsc::Sender<Done>| {
-        let mut owned = model.take_cache();
+        let mut owned = caches.take();
         while let Some(done) = plan.encode_next(&mut owned) {
             if tx.send(done).is_err() {
                 break;
@@ -245,7 +246,7 @@ pub fn encode_each_in_parts<M: Model, E>(
     let result = threads.run(workers - 1, tx, work, || {
         let rx = &mut rx;
         let used = &used;
-        let mut mine = Some(model.take_cache());
+        let mut mine = Some(caches.take());
         let mut next = move || {
             if let Ok(done) = rx.try_recv() {
                 return Some(done);
@@ -315,8 +316,37 @@ pub fn encode_each_in_parts<M: Model, E>(
             (None, None) => Ok(()),
         }
     });
-    model.give_back_caches(used.into_inner().unwrap_or_else(|e| e.into_inner()));
+    caches.give_back(used);
     result
+}
+
+/// The caches of a batch's workers ([`Model::take_caches`]), each taken by one.
+struct BatchCaches<'a, M: Model> {
+    model: &'a M,
+    caches: Mutex<Vec<M::Cache>>,
+}
+
+impl<'a, M: Model> BatchCaches<'a, M> {
+    fn new(model: &'a M, workers: usize) -> Self {
+        Self {
+            model,
+            caches: Mutex::new(model.take_caches(workers)),
+        }
+    }
+
+    /// A worker's cache (one from the pool, should a worker come past those taken).
+    fn take(&self) -> M::Cache {
+        let cache = self.caches.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        cache.unwrap_or_else(|| self.model.take_cache())
+    }
+
+    /// Gives the workers' caches back together ([`Model::give_back_caches`]), with
+    /// any no worker took.
+    fn give_back(&self, used: Mutex<Vec<M::Cache>>) {
+        let mut used = used.into_inner().unwrap_or_else(|e| e.into_inner());
+        used.append(&mut self.caches.lock().unwrap_or_else(|e| e.into_inner()));
+        self.model.give_back_caches(used);
+    }
 }
 
 /// What the workers of a multi-thread batch share: its parts, the next part nobody has
@@ -863,9 +893,10 @@ fn place_on_threads<M: Model>(
             plan.recycle(ids);
         }
     };
+    let caches = &BatchCaches::new(model, workers);
     let used: Mutex<Vec<M::Cache>> = Mutex::new(Vec::with_capacity(workers));
     let work = || {
-        let mut cache = model.take_cache();
+        let mut cache = caches.take();
         while let Some((k, done)) = plan.encode_next(&mut cache) {
             match done {
                 Ok(encoded) => place(k, encoded),
@@ -880,7 +911,7 @@ fn place_on_threads<M: Model>(
     // The calling thread is one of the workers.
     let (tx, _) = mpsc::channel::<()>();
     threads.run(workers - 1, tx, |_| work(), work);
-    model.give_back_caches(used.into_inner().unwrap_or_else(|e| e.into_inner()));
+    caches.give_back(used);
     let Placing {
         failure, offsets, ..
     } = placing.into_inner().unwrap_or_else(|e| e.into_inner());
