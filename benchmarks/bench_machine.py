@@ -11,7 +11,7 @@ round (wall times seen by the parent): 2.0 is two full cores.
 - `--work gather`: what warm encoding mostly does, random reads of a table as big as
   one worker's piece cache (`--table-mb`, 16 by default: the cache's hash table),
   many independent ones in flight (numpy's `take` with random indices). Each process
-  has a table of its own, as each worker has its own cache.
+  has a table of its own, as each process's encoder has its own cache.
 
     python benchmarks/bench_machine.py [--work loop|gather] [--rounds 3] [--seconds 1.0]
         [--table-mb 16]

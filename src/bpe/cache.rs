@@ -363,6 +363,8 @@ impl PieceCache {
     /// 9,700 pieces merged again in every warm call, one worker a third slower).
     /// Entries are ids of their key alone, so which cache holds what never changes a
     /// result. Many pieces are shared on a thread per cache (started and ended here).
+    /// (The workers of a batch whose encoder walks with a built-in splitter read one
+    /// cache instead, [`PieceCache::for_workers`], and give back only that one.)
     pub fn share_learned(caches: &mut [PieceCache]) {
         if caches.len() < 2 {
             return;
