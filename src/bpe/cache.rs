@@ -409,25 +409,38 @@ impl PieceCache {
     /// a two-thread batch took a tenth longer over its half than one thread over the
     /// same half. (One thread taking two pooled caches in turn, call by call, was
     /// 13-20% slower too.)
-    pub fn for_workers(main: PieceCache, workers: usize) -> Vec<PieceCache> {
+    ///
+    /// The workers' own caches come from `empty` (which gives empty caches).
+    pub fn for_workers(
+        main: PieceCache,
+        workers: usize,
+        mut empty: impl FnMut() -> PieceCache,
+    ) -> Vec<PieceCache> {
         let main = Arc::new(main);
         (0..workers)
-            .map(|_| PieceCache {
-                shared: Some(Arc::clone(&main)),
-                ..PieceCache::default()
+            .map(|_| {
+                let mut own = empty();
+                debug_assert!(own.is_empty());
+                own.shared = Some(Arc::clone(&main));
+                own
             })
             .collect()
     }
 
     /// The shared cache of `workers` ([`PieceCache::for_workers`]) with what each of
-    /// them merged taken in (while it has room); None if they share none.
-    pub fn gather(workers: Vec<PieceCache>) -> Option<PieceCache> {
+    /// them merged taken in (while it has room), and the workers' caches that merged
+    /// nothing (to use again); None if they share none.
+    pub fn gather(workers: Vec<PieceCache>) -> Option<(PieceCache, Vec<PieceCache>)> {
         let mut main = None;
         let mut lessons = Vec::with_capacity(workers.len());
+        let mut empty = Vec::new();
         for mut worker in workers {
             main = worker.shared.take().or(main);
             if worker.has_lessons() {
                 lessons.push(worker.lessons());
+            }
+            if worker.is_empty() {
+                empty.push(worker);
             }
         }
         // Every worker's cache is here, so none holds `main` any more.
@@ -435,7 +448,15 @@ impl PieceCache {
         for lessons in &lessons {
             main.take_in(lessons);
         }
-        Some(main)
+        Some((main, empty))
+    }
+
+    /// Whether the cache holds no piece (nor the log of one).
+    fn is_empty(&self) -> bool {
+        self.small.is_empty()
+            && self.long.is_empty()
+            && self.stored.is_empty()
+            && !self.has_lessons()
     }
 
     /// Takes back the ids `merge` stored for `entry`, which is not being kept (they

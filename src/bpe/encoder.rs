@@ -51,6 +51,10 @@ pub struct Encoder {
     pre: PreTokenizer,
     /// Piece caches of earlier calls, warm, for later ones to take.
     caches: CachePool,
+    /// Empty caches of batch workers that merged nothing, for the next batch's
+    /// workers ([`PieceCache::for_workers`]): a new one each was 4-6 µs of a batch of
+    /// 16 sentences on two threads.
+    spare: CachePool,
     /// Matcher over all special tokens (for the common "all allowed" case).
     all_specials: SpecialMatcher,
     no_specials: SpecialMatcher,
@@ -99,6 +103,7 @@ impl Encoder {
             model,
             pre: PreTokenizer::new(pattern)?,
             caches: CachePool::default(),
+            spare: CachePool::default(),
             normalizer: Normalizer::default(),
         })
     }
@@ -1007,15 +1012,16 @@ impl Model for Encoder {
     /// cache together ([`PieceCache::for_workers`]).
     fn take_caches(&self, workers: usize) -> Vec<PieceCache> {
         if workers > 1 && self.normalizer.is_empty() && self.pre.builtin_alone().is_some() {
-            return PieceCache::for_workers(self.take_cache(), workers);
+            return PieceCache::for_workers(self.take_cache(), workers, || self.spare.take());
         }
         (0..workers).map(|_| self.take_cache()).collect()
     }
 
     fn give_back_caches(&self, mut caches: Vec<PieceCache>) {
         if caches.iter().any(|c| c.shared.is_some()) {
-            if let Some(main) = PieceCache::gather(caches) {
+            if let Some((main, empty)) = PieceCache::gather(caches) {
                 self.give_back_cache(main);
+                empty.into_iter().for_each(|c| self.spare.give_back(c));
             }
             return;
         }
@@ -1444,6 +1450,10 @@ pub(crate) mod tests {
                 }
                 assert_eq!(cache.small.len(), pieces, "nothing was merged again");
                 e.give_back_cache(cache);
+                if pass == 1 {
+                    // Warm, the workers merged nothing: their caches are kept to use again.
+                    assert_eq!(e.spare.len(), threads);
+                }
             }
         }
     }
@@ -1464,7 +1474,7 @@ pub(crate) mod tests {
         assert!(workers
             .iter()
             .all(|w| w.shared.is_some() && w.small.is_empty()));
-        workers = PieceCache::for_workers(main, 2);
+        workers = PieceCache::for_workers(main, 2, PieceCache::default);
         // What the shared cache holds is read there: nothing is merged again, and
         // ids it stores are copied from it, also into an output with no room yet.
         assert_eq!(encode_with(&e, &known, &mut workers[0]), want_known);
