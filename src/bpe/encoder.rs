@@ -551,8 +551,9 @@ struct Lookups<'t, 'c> {
     bytes: &'t [u8],
     model: &'t BpeModel,
     cache: &'c mut PieceCache,
-    /// The cache a batch's workers share ([`PieceCache::for_workers`]), read before
-    /// `cache` by [`Lookups::walk_into`] (the only walk a worker with one takes).
+    /// The cache a batch's workers share ([`PieceCache::for_workers`]), read with
+    /// `cache` by [`Lookups::walk_into`] (the only walk a worker with one takes), the
+    /// larger of the two first ([`Lookups::tables`]).
     shared: Option<&'c PieceCache>,
     scratch: Vec<u32>,
     queue: Vec<Queued>,
@@ -634,6 +635,17 @@ impl<'t, 'c> Lookups<'t, 'c> {
         }
     }
 
+    /// The entry `find` finds in the second table ([`Lookups::tables`]), with that
+    /// table's stored ids.
+    #[inline]
+    fn second_hit(
+        &self,
+        find: impl FnOnce(&PieceCache) -> Option<Entry>,
+    ) -> Option<(Entry, &[u32])> {
+        let second = self.tables().1?;
+        Some((find(second)?, &second.stored))
+    }
+
     /// [`Lookups::walk`] of a whole text into `out` (`encode`, the common call): the
     /// same batches, but hits are written straight into `out` by [`write_hits`], as
     /// many pieces at a time as `out` has room for two ids each. Misses, pieces too
@@ -704,23 +716,18 @@ impl<'t, 'c> Lookups<'t, 'c> {
                 match stop {
                     // An entry of the table `write_hits` read first.
                     Stop::More(entry) => emit_ids(&self.tables().0.stored, end, entry, &mut emit)?,
-                    // Not there: maybe in the second table (its stored ids).
-                    Stop::Absent => match self
-                        .tables()
-                        .1
-                        .and_then(|t| Some((t.small.get(key, hash)?, t)))
-                    {
-                        Some((entry, t)) => emit_ids(&t.stored, end, entry, &mut emit)?,
+                    // Not there: maybe in the second table.
+                    Stop::Absent => match self.second_hit(|t| t.small.get(key, hash)) {
+                        Some((entry, stored)) => emit_ids(stored, end, entry, &mut emit)?,
                         None => self.packed_miss(start, end, key, hash, &mut emit)?,
                     },
-                    _ => match self
-                        .tables()
-                        .1
-                        .and_then(|t| Some((long_entry(t, &self.bytes[start..end], hash)?, t)))
-                    {
-                        Some((entry, t)) => emit_ids(&t.stored, end, entry, &mut emit)?,
-                        None => self.long_ids(start, end, hash, &mut emit)?,
-                    },
+                    _ => {
+                        let piece = &self.bytes[start..end];
+                        match self.second_hit(|t| long_entry(t, piece, hash)) {
+                            Some((entry, stored)) => emit_ids(stored, end, entry, &mut emit)?,
+                            None => self.long_ids(start, end, hash, &mut emit)?,
+                        }
+                    }
                 }
                 i += 1;
             }
