@@ -4,12 +4,19 @@ run of calls (1.00 for one thread; N when every thread works from a call's start
 end).
 
     python benchmarks/bench_batch_busy.py cl100k_base /tmp/corpora/multilingual_all.txt
-    # [--mb 10] [--calls 30] [--rounds 3] [--threads 2]
+    # [--mb 10] [--calls 30] [--rounds 3] [--threads 2] [--idle 20]
 
 Documents as in bench_gigatoken.py (the first --mb MB, cut at <|endoftext|> or in 50
 equal slices), the same strings every call. Each round prints, for one thread and for
 N: the best call's MB/s, the mean over the run's calls, and CPU over wall. The ratio of
 the speeds moves with the machine's fast and slow stretches; CPU over wall much less.
+
+With ``--idle MS``, each round also times the N-thread calls one at a time after the
+calling thread has kept one core busy for MS ms while the others idled (as in
+bench_interleaved.py, where each batch follows gigatoken's pass on one thread): their
+best and median wall time and CPU time beside the same of calls made back to back, in
+turn. A batch's threads then take longer over the same work (CPU time) when a core of
+theirs sat idle just before, which no part of the batch's own work explains.
 """
 
 from __future__ import annotations
@@ -39,6 +46,9 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=30)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--idle", type=float, default=0, help="also N-thread calls after MS ms of one busy core"
+    )
     a = p.parse_args()
 
     import bytepair
@@ -64,6 +74,34 @@ def main() -> None:
                 f"  round {r + 1}, {threads} thread(s): best {mb / best:.0f} MB/s, "
                 f"mean {mb * a.calls / wall:.0f} MB/s, CPU over wall {cpu / wall:.2f}"
             )
+        if a.idle:
+            after_idle(tok, docs, a.threads, a.calls, a.idle / 1e3)
+
+
+def after_idle(tok, docs: list[str], threads: int, calls: int, idle: float) -> None:
+    """The ``--idle`` lines of a round: calls back to back and calls after `idle`
+    seconds of one busy core, in turn, each timed alone (wall and CPU, in ms)."""
+    import statistics
+
+    def call() -> tuple[float, float]:
+        cpu, t = cpu_seconds(), time.perf_counter()
+        tok.encode_batch_to_numpy(docs, num_threads=threads)
+        return time.perf_counter() - t, cpu_seconds() - cpu
+
+    kinds: dict[str, list[tuple[float, float]]] = {"back to back": [], "after idle": []}
+    for _ in range(calls):
+        kinds["back to back"].append(call())
+        end = time.perf_counter() + idle
+        while time.perf_counter() < end:  # one core busy, the others idle
+            pass
+        kinds["after idle"].append(call())
+    for kind, times in kinds.items():
+        wall, cpu = [w * 1e3 for w, _ in times], [c * 1e3 for _, c in times]
+        print(
+            f"    {threads} threads, {kind}: wall best {min(wall):.2f}, median "
+            f"{statistics.median(wall):.2f} ms; CPU best {min(cpu):.2f}, median "
+            f"{statistics.median(cpu):.2f} ms"
+        )
 
 
 if __name__ == "__main__":
