@@ -588,37 +588,22 @@ impl<'t, 'c> Lookups<'t, 'c> {
     fn pack_batch(&self, first: usize, ends: &[usize], keys: &mut [(u128, u64)]) {
         let (table, second) = self.tables();
         let (small, long) = (table.small.lines(), &table.long);
+        let long_piece = |piece: &[u8]| {
+            let hash = long_hash(piece);
+            long.prefetch(hash);
+            hash
+        };
         if let Some(second) = second.filter(|t| t.small.len() >= SECOND_PREFETCHED) {
             // Both tables hold many of the batch's pieces.
             let second = second.small.lines();
-            return pack_pieces(
-                self.bytes,
-                first,
-                ends,
-                keys,
-                move |h| {
-                    small.prefetch(h);
-                    second.prefetch(h);
-                },
-                |piece| {
-                    let hash = long_hash(piece);
-                    long.prefetch(hash);
-                    hash
-                },
-            );
+            let both = move |h| {
+                small.prefetch(h);
+                second.prefetch(h);
+            };
+            return pack_pieces(self.bytes, first, ends, keys, both, long_piece);
         }
-        pack_pieces(
-            self.bytes,
-            first,
-            ends,
-            keys,
-            move |h| small.prefetch(h),
-            |piece| {
-                let hash = long_hash(piece);
-                long.prefetch(hash);
-                hash
-            },
-        );
+        let one = move |h| small.prefetch(h);
+        pack_pieces(self.bytes, first, ends, keys, one, long_piece);
     }
 
     /// The table hits are read from first, and for a batch worker with a shared cache
