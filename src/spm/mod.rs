@@ -16,7 +16,8 @@
 //! - [`encode`]: the merge loop, with a word cache where it is provably exact;
 //! - [`decode`]: ids back to text; [`hf_decode`]: as `tokenizers` decodes a
 //!   `tokenizer.json` of the family;
-//! - [`train`], [`train_merge`]: training, compatibly with sentencepiece's BPE trainer;
+//! - [`train`], [`train_merge`]: training, compatibly with sentencepiece's BPE trainer
+//!   ([`train_lists`]: the merge loop's occurrence lists, in one pool);
 //! - [`seam`]: the model seam ([`crate::model::Model`]): special tokens, `<s>`/`</s>`
 //!   options, batches, streaming and files.
 
@@ -30,6 +31,7 @@ pub mod normalizer;
 pub mod proto;
 pub mod seam;
 pub mod train;
+pub mod train_lists;
 pub mod train_merge;
 pub mod wire;
 

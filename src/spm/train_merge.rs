@@ -39,6 +39,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use unicode_script::{Script, UnicodeScript};
 
+use super::train_lists::{List, Lists};
 use crate::packed::prefetch;
 use crate::pages::drop_aside;
 
@@ -183,9 +184,9 @@ struct Symbol {
     /// For a pair: its two symbols; `NO_SYMBOL` for a character.
     left: u32,
     right: u32,
-    /// Recorded occurrences ([`encode_pos`]), in merge order;
+    /// Recorded occurrences ([`encode_pos`]), in [`Trainer::lists`];
     /// ones a later merge broke stay until the pair is merged (and are skipped).
-    positions: Vec<u64>,
+    positions: List,
 }
 
 /// What every step reads or writes of a symbol, apart from the rest: rebuilding
@@ -368,6 +369,10 @@ struct Trainer<'v> {
     /// Symbols in sentencepiece's cache (chars and live pairs): sizes the active set.
     cache_len: usize,
     words: Words,
+    /// The symbols' `positions`.
+    lists: Lists,
+    /// The occurrences of the pair being merged, sorted (kept to save an allocation).
+    merging: Vec<u64>,
     heap: BinaryHeap<Entry>,
     /// Active pairs whose count may have changed since their last heap entry.
     dirty: Vec<u32>,
@@ -432,11 +437,16 @@ pub fn learn_pieces(
         state,
         pairs,
         words,
+        lists,
+        merging,
         heap,
         beside,
         ..
     } = trainer;
-    drop_aside((symbols, state, pairs, words, heap, beside), num_threads);
+    drop_aside(
+        (symbols, state, pairs, words, lists, merging, heap, beside),
+        num_threads,
+    );
     learned
 }
 
@@ -488,6 +498,8 @@ impl<'v> Trainer<'v> {
                     words.iter().map(|(w, _)| w.len() + HEADER).sum::<usize>() + 1,
                 ),
             },
+            lists: Lists::default(),
+            merging: Vec::new(),
             heap: BinaryHeap::new(),
             dirty: Vec::new(),
             last_cut: 0,
@@ -566,7 +578,7 @@ impl<'v> Trainer<'v> {
             is_unk: unk,
             left,
             right,
-            positions: Vec::new(),
+            positions: List::default(),
         });
         self.state.push(State {
             freq: 0,
@@ -662,8 +674,10 @@ impl<'v> Trainer<'v> {
     }
 
     /// Records an occurrence of the pair symbol `id` at `l` in word `w`.
+    #[inline(always)]
     fn add_occurrence(&mut self, id: u32, w: usize, l: usize) {
-        self.symbols[id as usize].positions.push(encode_pos(w, l));
+        let positions = &mut self.symbols[id as usize].positions;
+        self.lists.push(positions, encode_pos(w, l));
         let s = &mut self.state[id as usize];
         s.active = true;
         s.freq += self.words.count(w);
@@ -837,7 +851,7 @@ impl<'v> Trainer<'v> {
         state.live_pair = false;
         state.active = false;
         let s = &mut self.symbols[best as usize];
-        s.positions = Vec::new();
+        self.lists.release(&mut s.positions);
         let key = pair_key(s.left, s.right);
         self.pairs.remove(&key);
         self.cache_len -= 1;
@@ -849,7 +863,9 @@ impl<'v> Trainer<'v> {
             self.symbols[best as usize].left,
             self.symbols[best as usize].right,
         );
-        let mut positions = std::mem::take(&mut self.symbols[best as usize].positions);
+        let mut positions = std::mem::take(&mut self.merging);
+        let list = &mut self.symbols[best as usize].positions;
+        self.lists.take_into(list, &mut positions);
         positions.sort_unstable();
         self.clock += 1;
         // Every neighbour is a symbol made before this merge.
@@ -887,6 +903,7 @@ impl<'v> Trainer<'v> {
                 self.add_pair(w, l, next, Side::RightNew);
             }
         }
+        self.merging = positions;
     }
 }
 

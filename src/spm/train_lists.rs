@@ -1,0 +1,196 @@
+//! The occurrence lists of the BPE trainer's merge loop ([`super::train_merge`]),
+//! in one pool.
+//!
+//! Each pair symbol lists the places it occurs. At 50 MB of English about 140 K
+//! lists are made, most of them short; each merge takes one whole and frees it. As
+//! a `Vec` each, every list was an allocation of its own: `malloc`, `realloc` and
+//! `free` on the loop's path, a hundred thousand more `free` calls at the end, and
+//! then glibc consolidating those small free chunks inside the caller's next large
+//! allocation (30-40 ms after training, on the thread that returns the model).
+//! Here a list is a chunk of one large buffer, of a power-of-two size, grown by
+//! doubling; a freed chunk goes to the next list of its size (or of a smaller one).
+
+/// Chunks hold 2^class entries, 4 at the least; a class has its own free list.
+const MIN_CLASS: u32 = 2;
+const CLASSES: usize = 32;
+
+/// One list: where its chunk starts, how many entries it holds and how many fit.
+/// `Default` is the empty list (no chunk).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct List {
+    at: u32,
+    len: u32,
+    cap: u32,
+}
+
+impl List {
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The storage of many [`List`]s of `u64`: chunks of one buffer, which grows at
+/// its end (glibc moves a large buffer's pages with `mremap` rather than copy them).
+#[derive(Default)]
+pub struct Lists {
+    store: Vec<u64>,
+    /// Freed chunks by class.
+    free: [Vec<u32>; CLASSES],
+}
+
+impl Lists {
+    /// Appends `value` to `list`.
+    #[inline]
+    pub fn push(&mut self, list: &mut List, value: u64) {
+        if list.len == list.cap {
+            self.grow(list);
+        }
+        self.store[(list.at + list.len) as usize] = value;
+        list.len += 1;
+    }
+
+    /// The entries of `list`, in the order they were pushed.
+    pub fn entries(&self, list: &List) -> &[u64] {
+        &self.store[list.at as usize..(list.at + list.len) as usize]
+    }
+
+    /// Moves the entries of `list` into `out` (cleared first) and frees the list.
+    pub fn take_into(&mut self, list: &mut List, out: &mut Vec<u64>) {
+        out.clear();
+        out.extend_from_slice(self.entries(list));
+        self.release(list);
+    }
+
+    /// Frees `list`'s chunk; `list` becomes empty.
+    pub fn release(&mut self, list: &mut List) {
+        if list.cap > 0 {
+            self.free[list.cap.trailing_zeros() as usize].push(list.at);
+        }
+        *list = List::default();
+    }
+
+    /// Moves a full `list` to a chunk twice its size.
+    #[cold]
+    fn grow(&mut self, list: &mut List) {
+        let class = if list.cap == 0 {
+            MIN_CLASS
+        } else {
+            list.cap.trailing_zeros() + 1
+        };
+        assert!((class as usize) < CLASSES, "a list of 2^31 entries");
+        let at = self.chunk(class);
+        let (from, n) = (list.at as usize, list.len as usize);
+        self.store.copy_within(from..from + n, at as usize);
+        self.release(list);
+        *list = List {
+            at,
+            len: n as u32,
+            cap: 1 << class,
+        };
+    }
+
+    /// A free chunk of `2^class` entries: a freed one, the first half of the
+    /// smallest larger freed one (its other halves freed), or a new one at the end.
+    fn chunk(&mut self, class: u32) -> u32 {
+        if let Some(at) = self.free[class as usize].pop() {
+            return at;
+        }
+        let larger = (class as usize + 1..CLASSES).find(|&c| !self.free[c].is_empty());
+        if let Some(mut c) = larger {
+            let at = self.free[c].pop().expect("not empty");
+            while c > class as usize {
+                c -= 1;
+                self.free[c].push(at + (1 << c));
+            }
+            return at;
+        }
+        let at = self.store.len();
+        let end = at + (1 << class);
+        assert!(
+            end <= 1 << 32,
+            "the occurrence lists hold 2^32 entries or more"
+        );
+        self.store.resize(end, 0);
+        at as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lists pushed to, taken and freed in a seeded random order, against `Vec`s:
+    /// the same entries, through chunk growth, reuse and splitting.
+    #[test]
+    fn lists_hold_what_vecs_hold() {
+        let mut state = 7u64;
+        let mut next = move |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        let mut lists = Lists::default();
+        let mut handles = vec![List::default(); 64];
+        let mut want: Vec<Vec<u64>> = vec![Vec::new(); 64];
+        let mut out = Vec::new();
+        let mut value = 0u64;
+        let mut split = 0;
+        for step in 0..200_000 {
+            let k = next(64) as usize;
+            // Lists 0 and 1 grow long until 150 000 steps; then, taken, their large
+            // chunks are split for the others.
+            let keep = k < 2 && step < 150_000;
+            match next(100) {
+                0 if !keep => {
+                    lists.take_into(&mut handles[k], &mut out);
+                    assert_eq!(out, std::mem::take(&mut want[k]), "step {step}");
+                    assert!(handles[k].is_empty());
+                }
+                1 if !keep => {
+                    lists.release(&mut handles[k]);
+                    want[k].clear();
+                }
+                _ => {
+                    let n = if k < 2 { 40 } else { 1 };
+                    for _ in 0..n {
+                        value += 1;
+                        let end = lists.store.len();
+                        lists.push(&mut handles[k], value);
+                        want[k].push(value);
+                        split += usize::from(step > 150_000 && lists.store.len() == end);
+                    }
+                }
+            }
+            if step % 997 == 0 {
+                for (h, w) in handles.iter().zip(&want) {
+                    assert_eq!(lists.entries(h), &w[..], "step {step}");
+                    assert_eq!(h.len(), w.len());
+                }
+            }
+        }
+        assert!(split > 0);
+        for (h, w) in handles.iter_mut().zip(&want) {
+            lists.take_into(h, &mut out);
+            assert_eq!(out, *w);
+        }
+    }
+
+    #[test]
+    fn a_larger_free_chunk_is_split() {
+        let mut lists = Lists::default();
+        assert_eq!(lists.chunk(MIN_CLASS), 0);
+        assert_eq!(lists.chunk(6), 4);
+        lists.free[6].push(4);
+        // A chunk of 4 is the first quarter... of the 64 at 4: 4, 8, 16, 32 are freed.
+        assert_eq!(lists.chunk(MIN_CLASS), 4);
+        for (class, at) in [(2, 8), (3, 12), (4, 20), (5, 36)] {
+            assert_eq!(lists.free[class], vec![at], "class {class}");
+        }
+        assert_eq!(lists.store.len(), 68);
+    }
+}
