@@ -17,7 +17,8 @@
 //! - [`spm`]: the SentencePiece model kind — code-point BPE merged by score, with
 //!   byte fallback — read from and written to `.model` files.
 //!
-//! The Python bindings live apart, in `py/`, behind the `python` feature.
+//! The Python bindings live apart, in `py/`, behind the `python` feature; `testing`
+//! holds what the core's tests share.
 
 pub mod bpe;
 pub mod bytes_map;
@@ -29,6 +30,8 @@ pub mod packed;
 pub mod pages;
 pub mod pretok;
 pub mod spm;
+#[cfg(test)]
+mod testing;
 
 #[cfg(feature = "python")]
 mod py;

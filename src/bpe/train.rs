@@ -973,13 +973,7 @@ mod tests {
     fn heavy_ties_and_small_counts_merge_as_recounting_does() {
         // Words over three letters counted 1-3 times: nearly every step is a tie, and
         // most pairs sit below the queue's floor until late refills bring them up.
-        let mut seed = 12345u64;
-        let mut next = move |m: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % m
-        };
+        let mut next = crate::testing::seeded(12345u64);
         for round in 0..20 {
             let words: Vec<(Vec<u8>, u64)> = (0..40)
                 .map(|_| {
@@ -1031,13 +1025,7 @@ mod tests {
     fn merges_over_many_words_are_the_same_for_any_number_of_threads() {
         // 250,000 words: the first merges touch more than PARALLEL_FROM of them and
         // are shared among threads; a giant word sits in a later thread's share.
-        let mut seed = 99u64;
-        let mut next = move |m: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % m
-        };
+        let mut next = crate::testing::seeded(99u64);
         let mut words: Vec<(Vec<u8>, u64)> = (0..250_000)
             .map(|_| {
                 let len = 4 + next(9) as usize;

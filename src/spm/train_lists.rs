@@ -127,13 +127,7 @@ mod tests {
     /// the same entries, through chunk growth, reuse and splitting.
     #[test]
     fn lists_hold_what_vecs_hold() {
-        let mut state = 7u64;
-        let mut next = move |m: u64| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = crate::testing::seeded(7u64);
         let mut lists = Lists::default();
         let mut handles = vec![List::default(); 64];
         let mut want: Vec<Vec<u64>> = vec![Vec::new(); 64];

@@ -969,13 +969,7 @@ mod tests {
     /// counts spread out (a pseudo-random generator, seeded, so always the same).
     fn zipf_words(n: usize, seed: u64) -> Vec<(String, u64)> {
         let letters: Vec<char> = "abcdefghijklmnopqrstuvwxyzéèàôçñßøåæ".chars().collect();
-        let mut state = seed;
-        let mut next = move |m: u64| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = crate::testing::seeded(seed);
         // Distinct words, as the trainer gets them (a word drawn twice counts twice).
         let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
         for rank in 0..n {
