@@ -4,11 +4,9 @@
 //! Each pair symbol lists the places it occurs. At 50 MB of English about 140 K
 //! lists are made, most of them short; each merge takes one whole and frees it. As
 //! a `Vec` each, every list was an allocation of its own: `malloc`, `realloc` and
-//! `free` on the loop's path, a hundred thousand more `free` calls at the end, and
-//! then glibc consolidating those small free chunks inside the caller's next large
-//! allocation (30-40 ms after training, on the thread that returns the model).
-//! Here a list is a chunk of one large buffer, of a power-of-two size, grown by
-//! doubling; a freed chunk goes to the next list of its size (or of a smaller one).
+//! `free` on the loop's path, and 140 K more `free` calls at the end. Here a list is
+//! a chunk of one large buffer, of a power-of-two size, grown by doubling; a freed
+//! chunk goes to the next list of its size (or is split for a smaller one).
 
 /// Chunks hold 2^class entries, 4 at the least; a class has its own free list.
 const MIN_CLASS: u32 = 2;
@@ -21,16 +19,6 @@ pub struct List {
     at: u32,
     len: u32,
     cap: u32,
-}
-
-impl List {
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
 }
 
 /// The storage of many [`List`]s of `u64`: chunks of one buffer, which grows at
@@ -143,7 +131,7 @@ mod tests {
                 0 if !keep => {
                     lists.take_into(&mut handles[k], &mut out);
                     assert_eq!(out, std::mem::take(&mut want[k]), "step {step}");
-                    assert!(handles[k].is_empty());
+                    assert_eq!(handles[k].len, 0);
                 }
                 1 if !keep => {
                     lists.release(&mut handles[k]);
@@ -163,7 +151,7 @@ mod tests {
             if step % 997 == 0 {
                 for (h, w) in handles.iter().zip(&want) {
                     assert_eq!(lists.entries(h), &w[..], "step {step}");
-                    assert_eq!(h.len(), w.len());
+                    assert_eq!(h.len as usize, w.len());
                 }
             }
         }
@@ -180,7 +168,8 @@ mod tests {
         assert_eq!(lists.chunk(MIN_CLASS), 0);
         assert_eq!(lists.chunk(6), 4);
         lists.free[6].push(4);
-        // A chunk of 4 is the first quarter... of the 64 at 4: 4, 8, 16, 32 are freed.
+        // A chunk of 4 is cut from the freed 64 at 4; the rest of it is freed as
+        // chunks of 4, 8, 16 and 32 (at 8, 12, 20 and 36).
         assert_eq!(lists.chunk(MIN_CLASS), 4);
         for (class, at) in [(2, 8), (3, 12), (4, 20), (5, 36)] {
             assert_eq!(lists.free[class], vec![at], "class {class}");
