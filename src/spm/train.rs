@@ -995,7 +995,7 @@ fn train_from_words(
         num_pieces,
         &opts.validity,
         |n| progress.pieces(n),
-        opts.num_threads,
+        pool.as_ref(),
     );
     let learned = match learned {
         Ok(p) if p.len() < num_pieces => return Err(TrainError::Interrupted),

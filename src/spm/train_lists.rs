@@ -12,6 +12,11 @@
 const MIN_CLASS: u32 = 2;
 const CLASSES: usize = 32;
 
+/// The class of the chunk that fits `len` entries.
+fn class_of(len: u32) -> u32 {
+    len.next_power_of_two().trailing_zeros().max(MIN_CLASS)
+}
+
 /// One list: where its chunk starts, how many entries it holds and how many fit.
 /// `Default` is the empty list (no chunk).
 #[derive(Clone, Copy, Debug, Default)]
@@ -46,6 +51,50 @@ impl Lists {
         &self.store[list.at as usize..(list.at + list.len) as usize]
     }
 
+    /// Room for `entries` more entries at the buffer's end, for lists to be made
+    /// there ([`Lists::make`]) without it growing again and again.
+    pub fn reserve(&mut self, entries: usize) {
+        self.store.reserve_exact(entries);
+    }
+
+    /// Gives the empty `list` a chunk of exactly `len` entries at the buffer's end,
+    /// and makes them its entries (to be written through [`Lists::entries_mut`]). A
+    /// list made whole this way takes no room it does not fill: when it grows it
+    /// moves to a chunk of the next power of two, and when it is freed its chunk
+    /// goes to the free lists in power-of-two pieces.
+    pub fn make(&mut self, list: &mut List, len: u32) {
+        debug_assert_eq!(list.cap, 0, "a list made twice");
+        let at = self.store.len();
+        let end = at + len as usize;
+        assert!(
+            end <= 1 << 32,
+            "the occurrence lists hold 2^32 entries or more"
+        );
+        self.store.resize(end, 0);
+        *list = List {
+            at: at as u32,
+            len,
+            cap: len,
+        };
+    }
+
+    /// The entries of each of `lists` (different lists), all writable at once, in
+    /// the order given.
+    pub fn entries_mut(&mut self, lists: &[List]) -> Vec<&mut [u64]> {
+        let mut order: Vec<usize> = (0..lists.len()).collect();
+        order.sort_unstable_by_key(|&i| lists[i].at);
+        let mut out: Vec<&mut [u64]> = lists.iter().map(|_| &mut [][..]).collect();
+        let (mut rest, mut at) = (&mut self.store[..], 0);
+        for i in order {
+            let List { at: start, len, .. } = lists[i];
+            let tail = std::mem::take(&mut rest);
+            let (_, tail) = tail.split_at_mut(start as usize - at);
+            let (entries, tail) = tail.split_at_mut(len as usize);
+            (out[i], rest, at) = (entries, tail, (start + len) as usize);
+        }
+        out
+    }
+
     /// Moves the entries of `list` into `out` (cleared first) and frees the list.
     pub fn take_into(&mut self, list: &mut List, out: &mut Vec<u64>) {
         out.clear();
@@ -53,22 +102,25 @@ impl Lists {
         self.release(list);
     }
 
-    /// Frees `list`'s chunk; `list` becomes empty.
+    /// Frees `list`'s chunk; `list` becomes empty. A chunk of a power-of-two size
+    /// goes to its class's free list; one made whole ([`Lists::make`]) goes there
+    /// in its power-of-two pieces (pieces under the least class are left unused).
     pub fn release(&mut self, list: &mut List) {
-        if list.cap > 0 {
-            self.free[list.cap.trailing_zeros() as usize].push(list.at);
+        let mut at = list.at;
+        for class in (MIN_CLASS..32).rev() {
+            if list.cap & (1 << class) != 0 {
+                self.free[class as usize].push(at);
+                at += 1 << class;
+            }
         }
         *list = List::default();
     }
 
-    /// Moves a full `list` to a chunk twice its size.
+    /// Moves a full `list` to a chunk of the next power of two (twice its size, but
+    /// for a list made whole).
     #[cold]
     fn grow(&mut self, list: &mut List) {
-        let class = if list.cap == 0 {
-            MIN_CLASS
-        } else {
-            list.cap.trailing_zeros() + 1
-        };
+        let class = class_of(list.cap + 1);
         assert!((class as usize) < CLASSES, "a list of 2^31 entries");
         let at = self.chunk(class);
         let (from, n) = (list.at as usize, list.len as usize);
@@ -175,5 +227,57 @@ mod tests {
             assert_eq!(lists.free[class], vec![at], "class {class}");
         }
         assert_eq!(lists.store.len(), 68);
+    }
+
+    /// Lists made whole take exactly their entries, are written in place, grow to
+    /// a power of two, and are freed in power-of-two pieces.
+    #[test]
+    fn lists_made_whole_are_written_in_place_grow_and_free_in_pieces() {
+        let mut lists = Lists::default();
+        let lens = [3, 1, 9, 4, 17];
+        lists.reserve(lens.iter().sum::<u32>() as usize);
+        let mut handles = [List::default(); 5];
+        for (h, n) in handles.iter_mut().zip(lens) {
+            lists.make(h, n);
+        }
+        assert_eq!(lists.store.len(), 34);
+        // Given out of order: each its own entries.
+        let order = [4, 0, 3, 1, 2];
+        let chosen: Vec<List> = order.iter().map(|&i| handles[i]).collect();
+        for (k, entries) in lists.entries_mut(&chosen).into_iter().enumerate() {
+            entries.iter_mut().for_each(|e| *e = k as u64);
+        }
+        for (k, &i) in order.iter().enumerate() {
+            assert_eq!(lists.entries(&handles[i]), vec![k as u64; lens[i] as usize]);
+        }
+        // The list of 9 (at 4) grows to 16 (at 34), then to 32 (at 50): its first
+        // chunk is freed as 8 at 4 (the one entry after it is not reused), the
+        // second as 16 at 34.
+        let mut want = vec![4u64; 9];
+        for v in 100..120 {
+            lists.push(&mut handles[2], v);
+            want.push(v);
+        }
+        assert_eq!(lists.entries(&handles[2]), &want[..]);
+        assert_eq!((handles[2].at, handles[2].cap), (50, 32));
+        // The list of 17 (at 17) is freed as 16 at 17; the list of 3 is too small to
+        // reuse.
+        lists.release(&mut handles[4]);
+        lists.release(&mut handles[0]);
+        let free = |lists: &Lists| lists.free[..6].to_vec();
+        let none = Vec::new;
+        assert_eq!(
+            free(&lists),
+            [none(), none(), none(), vec![4], vec![34, 17], none()]
+        );
+        // A new list takes the first half of the 8 at 4.
+        let mut reused = List::default();
+        lists.push(&mut reused, 7);
+        assert_eq!((reused.at, reused.cap), (4, 4));
+        assert_eq!(
+            free(&lists),
+            [none(), none(), vec![8], none(), vec![34, 17], none()]
+        );
+        assert_eq!(lists.store.len(), 82);
     }
 }

@@ -420,15 +420,16 @@ enum Side {
 /// Learns up to `num_pieces` merged pieces from distinct `words` (each a string of
 /// characters, `UNK_CHAR` for characters outside the alphabet) and their counts,
 /// in the order sentencepiece lists its words (count descending, then string).
-/// Returns the pieces in order; `Err` when candidates ran out first.
+/// Returns the pieces in order; `Err` when candidates ran out first. The words'
+/// first pairs are counted on `pool`'s threads; the loop itself runs on this one.
 pub fn learn_pieces(
     words: &[(&str, u64)],
     num_pieces: usize,
     validity: &Validity,
     progress: impl FnMut(usize) -> bool,
-    num_threads: usize,
+    pool: Option<&rayon::ThreadPool>,
 ) -> Result<Vec<String>, Exhausted> {
-    let mut trainer = Trainer::new(words, validity)?;
+    let mut trainer = Trainer::new(words, validity, pool)?;
     let learned = trainer.learn(num_pieces, progress);
     // Freeing the symbols' texts and occurrence lists is a few hundred thousand
     // calls to `free` (15-20 ms at 50 MB of English): not on the caller's path.
@@ -445,7 +446,7 @@ pub fn learn_pieces(
     } = trainer;
     drop_aside(
         (symbols, state, pairs, words, lists, merging, heap, beside),
-        num_threads,
+        pool.map_or(1, |p| p.current_num_threads()),
     );
     learned
 }
@@ -482,7 +483,23 @@ impl<'v> Trainer<'v> {
         Ok(pieces)
     }
 
-    fn new(words: &[(&str, u64)], validity: &'v Validity) -> Result<Self, Exhausted> {
+    fn new(
+        words: &[(&str, u64)],
+        validity: &'v Validity,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<Self, Exhausted> {
+        let (mut t, starts) = Trainer::laid_out(words, validity)?;
+        t.first_pairs(&starts, pool);
+        Ok(t)
+    }
+
+    /// A trainer with the words laid out in cells, each character a symbol, and no
+    /// pairs yet; and where each word's header is (and one more: where the last
+    /// word ends).
+    fn laid_out(
+        words: &[(&str, u64)],
+        validity: &'v Validity,
+    ) -> Result<(Self, Vec<usize>), Exhausted> {
         let mut t = Trainer {
             validity,
             symbols: Vec::new(),
@@ -517,7 +534,6 @@ impl<'v> Trainer<'v> {
         // spare most of the TLB misses, and laying the words out faults in 18 pages
         // instead of 9,000.
         crate::pages::advise_huge_pages(t.words.cells.spare_capacity_mut());
-        // Where each word's header is, and where the last word ends.
         let mut starts = Vec::with_capacity(words.len() + 1);
         for (i, (word, count)) in words.iter().enumerate() {
             // The words come in count order, from all over the corpus's text.
@@ -537,36 +553,108 @@ impl<'v> Trainer<'v> {
             u32::try_from(t.words.cells.len()).is_ok(),
             "the distinct words hold 2^32 characters or more, past what a position names"
         );
-        // Pairs of the most frequent characters (the first ids), looked up in a
-        // table rather than hashed: nine in ten pairs of English.
-        const MEMO: u32 = 128;
-        const UNSET: u32 = NOT_A_PIECE - 1;
-        let mut memo = vec![UNSET; (MEMO * MEMO) as usize];
         for k in 0..words.len() {
-            let (w, end) = (starts[k], starts[k + 1]);
-            let start = w + HEADER;
-            if end - start > 0xffff {
+            if starts[k + 1] - (starts[k] + HEADER) > 0xffff {
                 // sentencepiece records positions in 16 bits and refuses longer ones.
                 return Err(Exhausted { pieces: 0 });
             }
-            for i in start + 1..end {
-                let (a, b) = (t.words.at(i - 1), t.words.at(i));
-                let id = if a < MEMO && b < MEMO {
-                    // Nothing is dropped yet, so a pair's symbol cannot change.
-                    let slot = &mut memo[(a * MEMO + b) as usize];
-                    if *slot == UNSET {
-                        *slot = t.pair_symbol(a, b).unwrap_or(NOT_A_PIECE);
+        }
+        Ok((t, starts))
+    }
+
+    /// Records every pair of neighbouring characters in the words, as adding them
+    /// one by one in word order would: pair symbols made in the order of their first
+    /// occurrences, each one's occurrences listed in word order, its count their
+    /// words' counts summed. The words are cut in one part per thread of `pool`:
+    /// each part numbers the distinct pairs it holds and counts them (a few
+    /// thousand pairs of characters, in tables that stay in cache), writing each
+    /// pair's number into its left cell's stamp; one pass here makes the symbols
+    /// and each list whole at once; then each part writes its occurrences into its
+    /// own places in the lists (and the stamps back to 0).
+    fn first_pairs(&mut self, starts: &[usize], pool: Option<&rayon::ThreadPool>) {
+        let n = starts.len() - 1;
+        let k = pool
+            .map_or(1, |p| p.current_num_threads())
+            .clamp(1, n.max(1));
+        let bounds: Vec<usize> = (0..=k).map(|i| n * i / k).collect();
+        // Each part's cells: the words bounds[i]..bounds[i + 1], from the first one's header.
+        // The cells are lent to the parts while the symbols are made here.
+        let mut cells = std::mem::take(&mut self.words.cells);
+        let mut parts = Vec::with_capacity(k);
+        let mut rest = &mut cells[..starts[n]];
+        for i in 0..k {
+            let (lo, hi) = (starts[bounds[i]], starts[bounds[i + 1]]);
+            let (cells, tail) = std::mem::take(&mut rest).split_at_mut(hi - lo);
+            rest = tail;
+            parts.push(PartCells {
+                cells,
+                base: lo,
+                starts: &starts[bounds[i]..=bounds[i + 1]],
+            });
+        }
+        let found = on_threads(pool, parts.iter_mut().collect(), |part| part.count_pairs());
+
+        // The symbols, in the order their first occurrences come; each one's count,
+        // and how many occurrences each part holds.
+        let mut ids = Vec::with_capacity(k);
+        let mut places: Vec<u32> = Vec::new();
+        for pairs in &found {
+            let mut part_ids = Vec::with_capacity(pairs.keys.len());
+            for (j, &key) in pairs.keys.iter().enumerate() {
+                let (a, b) = ((key >> 32) as u32, key as u32);
+                let id = self.pair_symbol(a, b).unwrap_or(NOT_A_PIECE);
+                if id != NOT_A_PIECE {
+                    let i = id as usize;
+                    if places.len() <= i {
+                        places.resize(i + 1, 0);
                     }
-                    (*slot != NOT_A_PIECE).then_some(*slot)
-                } else {
-                    t.pair_symbol(a, b)
-                };
-                if let Some(id) = id {
-                    t.add_occurrence(id, w, i - 1);
+                    places[i] += pairs.places[j];
+                    self.state[i].freq += pairs.counts[j];
                 }
+                part_ids.push(id);
+            }
+            ids.push(part_ids);
+        }
+        self.lists.reserve(places.iter().map(|&n| n as usize).sum());
+        let mut lists: Vec<List> = Vec::new();
+        for (id, &n) in places.iter().enumerate() {
+            if n > 0 {
+                let positions = &mut self.symbols[id].positions;
+                self.lists.make(positions, n);
+                lists.push(*positions);
             }
         }
-        Ok(t)
+        // Each list's entries cut in the parts' shares, in part order.
+        let mut whole = self.lists.entries_mut(&lists).into_iter();
+        let mut left: Vec<&mut [u64]> = places
+            .iter()
+            .map(|&n| {
+                if n > 0 {
+                    whole.next().expect("a list for each pair counted")
+                } else {
+                    &mut []
+                }
+            })
+            .collect();
+        let shares: Vec<Vec<&mut [u64]>> = found
+            .iter()
+            .zip(&ids)
+            .map(|(pairs, part_ids)| {
+                let share = |(j, &id): (usize, &u32)| {
+                    if id == NOT_A_PIECE {
+                        return &mut [][..];
+                    }
+                    let all = std::mem::take(&mut left[id as usize]);
+                    let (mine, rest) = all.split_at_mut(pairs.places[j] as usize);
+                    left[id as usize] = rest;
+                    mine
+                };
+                part_ids.iter().enumerate().map(share).collect()
+            })
+            .collect();
+        let jobs = parts.iter_mut().zip(shares).collect();
+        on_threads(pool, jobs, |(part, share)| part.write_pairs(share));
+        self.words.cells = cells;
     }
 
     fn new_symbol(&mut self, text: &str, chars: u32, left: u32, right: u32, unk: bool) -> u32 {
@@ -907,6 +995,103 @@ impl<'v> Trainer<'v> {
     }
 }
 
+/// The distinct pairs of neighbouring characters in a part of the words, in the
+/// order they first come: each one's key, how many times it occurs and the sum
+/// of its words' counts.
+#[derive(Default)]
+struct PartPairs {
+    keys: Vec<u64>,
+    places: Vec<u32>,
+    counts: Vec<u64>,
+}
+
+/// A part of the words for [`Trainer::first_pairs`]: its cells (from the first
+/// word's header), where they are in all the cells, and where its words start
+/// there (one more: where the part ends).
+struct PartCells<'c> {
+    cells: &'c mut [Cell],
+    base: usize,
+    starts: &'c [usize],
+}
+
+impl PartCells<'_> {
+    /// The part's distinct pairs ([`PartPairs`]); each pair's number among them is
+    /// left in its left cell's stamp.
+    fn count_pairs(&mut self) -> PartPairs {
+        // Pairs of the most frequent characters (the first ids), looked up in a
+        // table rather than hashed: nine in ten pairs of English.
+        const MEMO: u32 = 128;
+        const UNSET: u32 = u32::MAX;
+        let mut memo = vec![UNSET; (MEMO * MEMO) as usize];
+        let mut numbers: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut pairs = PartPairs::default();
+        let (starts, base) = (self.starts, self.base);
+        for bounds in starts.windows(2) {
+            let (w, end) = (bounds[0] - base, bounds[1] - base);
+            let cells = &mut self.cells[w..end];
+            let count = u64::from(cells[0].stamp) | u64::from(cells[1].stamp) << 32;
+            for i in HEADER + 1..cells.len() {
+                let (a, b) = (cells[i - 1].symbol, cells[i].symbol);
+                let key = pair_key(a, b);
+                let mut number = || {
+                    let next = pairs.keys.len() as u32;
+                    let j = *numbers.entry(key).or_insert(next);
+                    if j == next {
+                        pairs.keys.push(key);
+                        pairs.places.push(0);
+                        pairs.counts.push(0);
+                    }
+                    j
+                };
+                let j = if a < MEMO && b < MEMO {
+                    let slot = &mut memo[(a * MEMO + b) as usize];
+                    if *slot == UNSET {
+                        *slot = number();
+                    }
+                    *slot
+                } else {
+                    number()
+                };
+                pairs.places[j as usize] += 1;
+                pairs.counts[j as usize] += count;
+                cells[i - 1].stamp = j;
+            }
+        }
+        pairs
+    }
+
+    /// Writes each pair's occurrences, in word order, into `share` (by the pair's
+    /// number; empty for a pair that is not a piece); the stamps go back to 0.
+    fn write_pairs(&mut self, mut share: Vec<&mut [u64]>) {
+        let mut filled = vec![0usize; share.len()];
+        let (starts, base) = (self.starts, self.base);
+        for bounds in starts.windows(2) {
+            let (w, end) = (bounds[0] - base, bounds[1] - base);
+            // A word's last cell starts no pair.
+            for i in w + HEADER..end.saturating_sub(1).max(w + HEADER) {
+                let j = std::mem::replace(&mut self.cells[i].stamp, 0) as usize;
+                if let Some(slot) = share[j].get_mut(filled[j]) {
+                    *slot = encode_pos(bounds[0], base + i);
+                    filled[j] += 1;
+                }
+            }
+        }
+    }
+}
+
+/// `f` over `items`, on `pool`'s threads (or this one): its results in order.
+fn on_threads<I: Send, R: Send>(
+    pool: Option<&rayon::ThreadPool>,
+    items: Vec<I>,
+    f: impl Fn(I) -> R + Sync + Send,
+) -> Vec<R> {
+    use rayon::prelude::*;
+    match pool {
+        Some(pool) if items.len() > 1 => pool.install(|| items.into_par_iter().map(f).collect()),
+        _ => items.into_iter().map(f).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -969,6 +1154,10 @@ mod tests {
     /// counts spread out (a pseudo-random generator, seeded, so always the same).
     fn zipf_words(n: usize, seed: u64) -> Vec<(String, u64)> {
         let letters: Vec<char> = "abcdefghijklmnopqrstuvwxyzéèàôçñßøåæ".chars().collect();
+        zipf_words_of(&letters, n, seed)
+    }
+
+    fn zipf_words_of(letters: &[char], n: usize, seed: u64) -> Vec<(String, u64)> {
         let mut next = crate::testing::seeded(seed);
         // Distinct words, as the trainer gets them (a word drawn twice counts twice).
         let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
@@ -995,7 +1184,7 @@ mod tests {
             let owned = zipf_words(6000, seed);
             let words: Vec<(&str, u64)> = owned.iter().map(|(w, n)| (w.as_str(), *n)).collect();
             let learn = |narrow: bool| {
-                let mut t = Trainer::new(&words, &validity).unwrap();
+                let mut t = Trainer::new(&words, &validity, None).unwrap();
                 t.narrow = narrow;
                 let pieces = t.learn(3000, |_| true).unwrap();
                 (pieces, t.narrowed)
@@ -1006,6 +1195,77 @@ mod tests {
             // Most of the 30 rebuilds took the narrow road; the pieces are the same.
             assert!(used > 15, "seed {seed}: {used} of 30 rebuilds narrowed");
             assert_eq!(narrowed, all, "seed {seed}");
+        }
+    }
+
+    /// The first pairs added one by one in word order: what [`Trainer::first_pairs`]
+    /// must come to.
+    fn first_pairs_one_by_one(t: &mut Trainer, starts: &[usize]) {
+        for k in 0..starts.len() - 1 {
+            let (w, end) = (starts[k], starts[k + 1]);
+            for i in w + HEADER + 1..end {
+                let (a, b) = (t.words.at(i - 1), t.words.at(i));
+                if let Some(id) = t.pair_symbol(a, b) {
+                    t.add_occurrence(id, w, i - 1);
+                }
+            }
+        }
+    }
+
+    /// What the merge loop starts from: each symbol's text, pair and count, each
+    /// pair symbol's occurrences in order, the pairs looked up, and the cells.
+    type Start = (
+        Vec<(String, u32, u32, u64)>,
+        Vec<Vec<u64>>,
+        Vec<(u64, u32)>,
+        Vec<(u32, u32)>,
+    );
+
+    fn start_of(t: &Trainer) -> Start {
+        let symbols = t.symbols.iter().zip(&t.state).map(|(s, state)| {
+            let mut text = String::new();
+            s.push_text(&mut text);
+            (text, s.left, s.right, state.freq)
+        });
+        let lists = t
+            .symbols
+            .iter()
+            .map(|s| t.lists.entries(&s.positions).to_vec());
+        let mut pairs: Vec<(u64, u32)> = t.pairs.iter().map(|(&k, &v)| (k, v)).collect();
+        pairs.sort_unstable();
+        let cells = t.words.cells.iter().map(|c| (c.symbol, c.stamp));
+        (symbols.collect(), lists.collect(), pairs, cells.collect())
+    }
+
+    /// Counted in parts on any number of threads, the first pairs are those added one
+    /// by one: the same symbols in the same order, counts, occurrences in word order,
+    /// lookups (pairs that are no piece too) and cells; and the same pieces follow.
+    /// Words of more than 128 characters (hashed, not in the table) and of mixed
+    /// scripts (pairs that are no piece), and of one character.
+    #[test]
+    fn first_pairs_counted_in_parts_are_those_added_one_by_one() {
+        let validity = Validity::default();
+        let mut letters: Vec<char> = ('a'..='z').chain('\u{e0}'..='\u{ff}').collect();
+        letters.extend(('\u{3b1}'..='\u{3c9}').chain('\u{4e00}'..='\u{4e63}'));
+        letters.extend([SPACE, UNK_CHAR, '1', '2']);
+        let mut owned = zipf_words_of(&letters, 4000, 5);
+        owned.push(("x".to_string(), 1));
+        let words: Vec<(&str, u64)> = owned.iter().map(|(w, n)| (w.as_str(), *n)).collect();
+        let (mut want, starts) = Trainer::laid_out(&words, &validity).unwrap();
+        first_pairs_one_by_one(&mut want, &starts);
+        assert!(want.symbols.len() > 1000 && want.pairs.values().any(|&v| v == NOT_A_PIECE));
+        let want_start = start_of(&want);
+        let pieces = want.learn(1500, |_| true).unwrap();
+        for threads in [1, 2, 3, 8] {
+            let pool = crate::io::test_pool(threads);
+            let pool = (threads > 1).then_some(&pool);
+            let mut got = Trainer::new(&words, &validity, pool).unwrap();
+            assert!(start_of(&got) == want_start, "{threads} threads");
+            assert_eq!(
+                got.learn(1500, |_| true).unwrap(),
+                pieces,
+                "{threads} threads"
+            );
         }
     }
 }
