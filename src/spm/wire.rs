@@ -84,9 +84,17 @@ impl<'a> Reader<'a> {
         Err(self.corrupt(start, "varint longer than 10 bytes".to_string()))
     }
 
-    fn take(&mut self, n: usize, what: &str, start: usize) -> Result<&'a [u8], SpmError> {
+    /// The next `n` bytes of the field at `start`; `what` names it in the error
+    /// (made only then: a model is thousands of fields).
+    fn take(
+        &mut self,
+        n: usize,
+        what: impl FnOnce() -> String,
+        start: usize,
+    ) -> Result<&'a [u8], SpmError> {
         let left = self.data.len() - self.pos;
         if n > left {
+            let what = what();
             let reason = format!("truncated {what}: needs {n} bytes, {left} remain");
             return Err(self.corrupt(start, reason));
         }
@@ -108,21 +116,21 @@ impl<'a> Reader<'a> {
         let value = match tag & 7 {
             0 => Value::Varint(self.varint()?),
             1 => {
-                let b = self.take(8, &format!("fixed64 field {number}"), start)?;
+                let b = self.take(8, || format!("fixed64 field {number}"), start)?;
                 Value::Fixed64(u64::from_le_bytes(b.try_into().unwrap()))
             }
             2 => {
                 let len = self.varint()?;
                 let len = usize::try_from(len).unwrap_or(usize::MAX);
                 let data_start = self.pos;
-                let b = self.take(len, &format!("length-delimited field {number}"), start)?;
+                let b = self.take(len, || format!("length-delimited field {number}"), start)?;
                 return Ok((
                     field(number, Value::Bytes(b.to_vec())),
                     self.base + data_start,
                 ));
             }
             5 => {
-                let b = self.take(4, &format!("fixed32 field {number}"), start)?;
+                let b = self.take(4, || format!("fixed32 field {number}"), start)?;
                 Value::Fixed32(u32::from_le_bytes(b.try_into().unwrap()))
             }
             3 | 4 => {
