@@ -6,7 +6,9 @@
 //! a `Vec` each, every list was an allocation of its own: `malloc`, `realloc` and
 //! `free` on the loop's path, and 140 K more `free` calls at the end. Here a list is
 //! a chunk of one large buffer, of a power-of-two size, grown by doubling; a freed
-//! chunk goes to the next list of its size (or is split for a smaller one).
+//! chunk goes to the next list of its size (or is split for a smaller one). The
+//! lists of the words' first pairs, whose lengths are known at once, are made whole
+//! instead, each exactly its length ([`Lists::make`]).
 
 /// Chunks hold 2^class entries, 4 at the least; a class has its own free list.
 const MIN_CLASS: u32 = 2;
