@@ -1,7 +1,8 @@
 //! Large buffers backed by huge pages where the kernel offers them: output buffers
 //! (kept for reuse between batches: [`OutputPool`]), and the hash tables of piece
-//! caches and counters ([`crate::packed`]). And large structures of many small
-//! allocations freed off the caller's path ([`drop_aside`]).
+//! caches and counters ([`crate::packed`]). And large structures freed off the
+//! caller's path ([`drop_aside`], [`run_aside`]), plain buffers' pages given back
+//! first ([`free_pages_first`]).
 //!
 //! A batch's ids go into one buffer allocated at its largest possible size and written
 //! once (`io::batch::encode_flat`). Each 4 KiB page of it costs a page fault when first
@@ -17,14 +18,49 @@ use std::sync::{Arc, Mutex};
 /// each: the result goes back to the caller meanwhile); here otherwise, or when no
 /// thread can start.
 pub fn drop_aside<T: Send + 'static>(garbage: T, num_threads: usize) {
+    run_aside(move || drop(garbage), num_threads);
+}
+
+/// Runs `free` (which frees what it holds) on a thread of its own when `num_threads`
+/// is over 1, as [`drop_aside`] does; here otherwise. When no thread can start, `free`
+/// is dropped unrun, and what it holds is freed all the same.
+pub fn run_aside(free: impl FnOnce() + Send + 'static, num_threads: usize) {
     if num_threads > 1 {
         let spawned = std::thread::Builder::new()
             .name("bytepair-free".into())
-            .spawn(move || drop(garbage));
+            .spawn(free);
         drop(spawned); // if no thread could start, the closure and all it held are freed here
     } else {
-        drop(garbage);
+        free();
     }
+}
+
+/// Frees `buf`, its pages first: `MADV_DONTNEED` on the whole pages inside it (under
+/// the address space's shared lock, beside other threads' page faults and allocations),
+/// then `free`, whose `munmap` (under the exclusive lock) then has little left to do.
+/// For a buffer of plain items freed on a thread of its own ([`drop_aside`]): the
+/// caller's thread would otherwise wait for the lock while the pages are released.
+pub fn free_pages_first<T: Copy>(buf: Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = buf.as_ptr() as usize;
+        let end = start + std::mem::size_of_val(&buf[..]);
+        let (first, last) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+        if last > first {
+            // SAFETY: the range lies inside `buf`'s items, owned here and never read
+            // again (`T: Copy`: dropping them reads nothing); the pages read as
+            // zeros after, and `free` looks only at the allocation's edges, outside.
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_DONTNEED,
+                );
+            }
+        }
+    }
+    drop(buf);
 }
 
 /// Asks the kernel to back the whole 2 MiB pages inside `buf` with huge pages. A hint:
@@ -337,5 +373,29 @@ mod tests {
         let empty = HugeSlice::filled(0, 0u8);
         assert!(empty.is_empty() && empty.clone().is_empty());
         assert_eq!(format!("{:?}", HugeSlice::filled(2, 1u8)), "[1, 1]");
+    }
+
+    /// Buffers freed pages first leave every other buffer as it was: sizes under,
+    /// at and over a page, at any offset, among buffers of known content.
+    #[test]
+    fn freeing_pages_first_touches_no_other_buffer() {
+        let mut next = crate::testing::seeded(11);
+        let mut kept: Vec<Vec<u64>> = Vec::new();
+        for round in 0..200u64 {
+            let len = [1, 511, 512, 513, 4096, 100_000][next(6) as usize] + next(3) as usize;
+            let buf: Vec<u64> = (0..len as u64).map(|i| i ^ round).collect();
+            if round % 2 == 0 {
+                kept.push(buf);
+            } else {
+                free_pages_first(buf);
+            }
+        }
+        for (k, buf) in kept.iter().enumerate() {
+            let round = 2 * k as u64;
+            assert!(
+                buf.iter().enumerate().all(|(i, &v)| v == i as u64 ^ round),
+                "buffer {k}"
+            );
+        }
     }
 }

@@ -59,6 +59,11 @@ impl Lists {
         self.store.reserve_exact(entries);
     }
 
+    /// Frees the lists, their pages first ([`crate::pages::free_pages_first`]).
+    pub fn free_pages_first(self) {
+        crate::pages::free_pages_first(self.store);
+    }
+
     /// Gives the empty `list` a chunk of exactly `len` entries at the buffer's end,
     /// and makes them its entries (to be written through [`Lists::entries_mut`]). A
     /// list made whole this way takes no room it does not fill: when it grows it
