@@ -41,24 +41,12 @@ pub fn run_aside(free: impl FnOnce() + Send + 'static, num_threads: usize) {
 /// For a buffer of plain items freed on a thread of its own ([`drop_aside`]): the
 /// caller's thread would otherwise wait for the lock while the pages are released.
 pub fn free_pages_first<T: Copy>(buf: Vec<T>) {
+    // SAFETY: the pages lie inside `buf`'s items, owned here and never read again
+    // (`T: Copy`: dropping them reads nothing); they read as zeros after, and `free`
+    // looks only at the allocation's edges, outside them.
     #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = buf.as_ptr() as usize;
-        let end = start + std::mem::size_of_val(&buf[..]);
-        let (first, last) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
-        if last > first {
-            // SAFETY: the range lies inside `buf`'s items, owned here and never read
-            // again (`T: Copy`: dropping them reads nothing); the pages read as
-            // zeros after, and `free` looks only at the allocation's edges, outside.
-            unsafe {
-                libc::madvise(
-                    first as *mut libc::c_void,
-                    last - first,
-                    libc::MADV_DONTNEED,
-                );
-            }
-        }
+    unsafe {
+        advise_inside(&buf[..], 4096, libc::MADV_DONTNEED);
     }
     drop(buf);
 }
@@ -66,27 +54,31 @@ pub fn free_pages_first<T: Copy>(buf: Vec<T>) {
 /// Asks the kernel to back the whole 2 MiB pages inside `buf` with huge pages. A hint:
 /// no effect on what the buffer holds, and none at all off Linux or when refused.
 pub fn advise_huge_pages<T>(buf: &mut [T]) {
+    // SAFETY: the pages lie inside `buf`, which this call borrows mutably;
+    // MADV_HUGEPAGE changes how they are backed, never their contents.
     #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = buf.as_mut_ptr() as usize;
-        let end = start + std::mem::size_of_val(buf);
-        let first = start.next_multiple_of(HUGE);
-        let last = end / HUGE * HUGE;
-        if last > first {
-            // SAFETY: the range lies inside `buf`, which this call borrows mutably;
-            // MADV_HUGEPAGE changes how its pages are backed, never their contents.
-            unsafe {
-                libc::madvise(
-                    first as *mut libc::c_void,
-                    last - first,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
+    unsafe {
+        advise_inside(buf, 2 << 20, libc::MADV_HUGEPAGE);
     }
     #[cfg(not(target_os = "linux"))]
     let _ = buf;
+}
+
+/// `madvise(advice)` on the whole pages of `page` bytes inside `buf` (none when
+/// it holds no whole page).
+///
+/// # Safety
+/// `advice` must suit memory the caller owns as `buf`: one that may change what
+/// the pages hold (`MADV_DONTNEED`) only where nothing reads them again.
+#[cfg(target_os = "linux")]
+unsafe fn advise_inside<T>(buf: &[T], page: usize, advice: libc::c_int) {
+    let start = buf.as_ptr() as usize;
+    let end = start + std::mem::size_of_val(buf);
+    let (first, last) = (start.next_multiple_of(page), end / page * page);
+    if last > first {
+        // SAFETY: the range lies inside `buf`; the advice is the caller's to justify.
+        unsafe { libc::madvise(first as *mut libc::c_void, last - first, advice) };
+    }
 }
 
 /// Output buffers their caller is done with, for the next output to be written into:
