@@ -71,15 +71,8 @@ impl Lists {
     /// goes to the free lists in power-of-two pieces.
     pub fn make(&mut self, list: &mut List, len: u32) {
         debug_assert_eq!(list.cap, 0, "a list made twice");
-        let at = self.store.len();
-        let end = at + len as usize;
-        assert!(
-            end <= 1 << 32,
-            "the occurrence lists hold 2^32 entries or more"
-        );
-        self.store.resize(end, 0);
         *list = List {
-            at: at as u32,
+            at: self.extend(len as usize),
             len,
             cap: len,
         };
@@ -114,7 +107,7 @@ impl Lists {
     /// in its power-of-two pieces (pieces under the least class are left unused).
     pub fn release(&mut self, list: &mut List) {
         let mut at = list.at;
-        for class in (MIN_CLASS..32).rev() {
+        for class in (MIN_CLASS..CLASSES as u32).rev() {
             if list.cap & (1 << class) != 0 {
                 self.free[class as usize].push(at);
                 at += 1 << class;
@@ -155,8 +148,13 @@ impl Lists {
             }
             return at;
         }
+        self.extend(1 << class)
+    }
+
+    /// A new chunk of `n` entries at the buffer's end: where it starts.
+    fn extend(&mut self, n: usize) -> u32 {
         let at = self.store.len();
-        let end = at + (1 << class);
+        let end = at + n;
         assert!(
             end <= 1 << 32,
             "the occurrence lists hold 2^32 entries or more"
