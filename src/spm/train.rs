@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap;
 
 use super::normalizer::{marks, positions, Normalizer, PrefixMatcher, SPACE_SYMBOL};
 use super::proto::{ModelProto, NormalizerSpec, Piece, PieceType, TrainerSpec, BPE};
-use super::train_merge::{learn_pieces, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
+use super::train_merge::{learn_pieces, on_threads, Validity, BOUNDARY_CHAR, SPACE, UNK_CHAR};
 use super::wire::{Field, Message, Value};
 use crate::io::blocks::{
     for_each_block, for_each_part, open_input, BlockReader, Input, ReadError, Utf8Errors,
@@ -840,16 +840,12 @@ fn in_parts<R: Send>(
     pool: Option<&rayon::ThreadPool>,
     f: impl Fn(std::ops::Range<usize>) -> R + Sync,
 ) -> Vec<R> {
-    let Some(pool) = pool else {
-        return vec![f(0..n)];
-    };
-    let k = pool.current_num_threads();
-    pool.install(|| {
-        (0..k)
-            .into_par_iter()
-            .map(|i| f(n * i / k..n * (i + 1) / k))
-            .collect()
-    })
+    let k = pool.map_or(1, |p| p.current_num_threads());
+    on_threads(
+        pool,
+        (0..k).map(|i| n * i / k..n * (i + 1) / k).collect(),
+        f,
+    )
 }
 
 /// The alphabet: characters by count (descending, then code point) until

@@ -1085,14 +1085,14 @@ impl PartCells<'_> {
 }
 
 /// `f` over `items`, on `pool`'s threads (or this one): its results in order.
-fn on_threads<I: Send, R: Send>(
+pub(super) fn on_threads<I: Send, R: Send>(
     pool: Option<&rayon::ThreadPool>,
     items: Vec<I>,
-    f: impl Fn(I) -> R + Sync + Send,
+    f: impl Fn(I) -> R + Sync,
 ) -> Vec<R> {
     use rayon::prelude::*;
     match pool {
-        Some(pool) if items.len() > 1 => pool.install(|| items.into_par_iter().map(f).collect()),
+        Some(pool) if items.len() > 1 => pool.install(|| items.into_par_iter().map(&f).collect()),
         _ => items.into_iter().map(f).collect(),
     }
 }
