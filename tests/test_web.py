@@ -715,6 +715,7 @@ def test_hover_shows_id_hex_bytes_length_and_the_merge(page):
 def test_an_answer_that_arrives_while_newer_text_waits_is_not_shown(page):
     # The first answer is held back until newer text has been typed and its debounce
     # has begun: then it must be dropped, and the view stay busy until the newer answer.
+    # The newer request is held back too, so no timing decides what the view shows.
     page.wait_for_selector("#tok-tokens[data-state=ready]")  # the fixture's choice, shown
     page.evaluate(
         """() => {
@@ -722,22 +723,23 @@ def test_an_answer_that_arrives_while_newer_text_waits_is_not_shown(page):
         window.heldBack = [];
         window.fetch = (...args) => {
           const answer = real(...args);
-          if (window.holding && String(args[0]).includes("/api/encode")) {
+          if (String(args[0]).includes("/api/encode")) {
             return new Promise((resolve) => window.heldBack.push(() => resolve(answer)));
           }
           return answer;
         };
-        window.holding = true;
       }"""
     )
     page.fill("#tok-text", "first text")
     page.wait_for_function("() => window.heldBack.length === 1")
-    page.evaluate("() => { window.holding = false; }")
     page.fill("#tok-text", "second")
-    page.evaluate("() => window.heldBack[0]()")  # the old answer lands now, newer text waiting
-    page.wait_for_timeout(50)
+    # The old answer lands now, while the newer text waits out its debounce.
+    page.evaluate("() => window.heldBack[0]()")
+    page.wait_for_function("() => window.heldBack.length === 2", timeout=10_000)
+    page.wait_for_timeout(100)  # the old answer has long been read by now
     assert page.get_attribute("#tok-tokens", "data-state") == "busy"
     assert "first" not in page.text_content("#tok-tokens")
+    page.evaluate("() => window.heldBack[1]()")
     page.wait_for_selector("#tok-tokens[data-state=ready]")
     assert page.text_content("#tok-tokens") == "second"
 
