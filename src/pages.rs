@@ -38,7 +38,7 @@ pub fn run_aside(free: impl FnOnce() + Send + 'static, num_threads: usize) {
 /// Frees `buf`, its pages first: `MADV_DONTNEED` on the whole pages inside it (under
 /// the address space's shared lock, beside other threads' page faults and allocations),
 /// then `free`, whose `munmap` (under the exclusive lock) then has little left to do.
-/// For a buffer of plain items freed on a thread of its own ([`drop_aside`]): the
+/// For a buffer of plain items freed on a thread of its own ([`run_aside`]): the
 /// caller's thread would otherwise wait for the lock while the pages are released.
 pub fn free_pages_first<T: Copy>(buf: Vec<T>) {
     // SAFETY: the pages lie inside `buf`'s items, owned here and never read again
